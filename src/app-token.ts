@@ -1,0 +1,53 @@
+/**
+ * Finds the application token of a request: the `X-App-Token` header (preferred, any
+ * case), the `$$app_token` query parameter, or the SODA 1.0 name `app_token`.
+ *
+ * @see spec "Application token" and "Versioning" 1; socrata-behaviour.md "App tokens"
+ */
+import { PlatformError } from './errors.js'
+import type { GateRequest } from './http.js'
+
+/** Longest token the gate will look up; anything longer cannot be one of ours. */
+export const MAX_APP_TOKEN_LENGTH = 128
+
+const CONFLICT = 'Conflicting app tokens: the request names two different application tokens'
+
+/**
+ * The token the request names, or `undefined` when it names none. An empty value counts
+ * as absent.
+ * @throws {PlatformError} `permission_denied` (403) when two places name different tokens.
+ */
+export function extractAppToken(request: GateRequest, acceptLegacyParam: boolean): string | undefined {
+  let token = request.headers['x-app-token']
+  if (Array.isArray(token)) token = token.join(',')
+  // Node joins repeated headers with ", "; a token never holds a comma.
+  if (token?.includes(',')) token = sameOrConflict(token.split(',').map((v) => v.trim()).filter((v) => v !== ''))
+  token = token?.trim() || undefined
+
+  const url = request.url
+  const q = url.indexOf('?')
+  // Parse the query only when it can hold a token: most requests pay one indexOf.
+  if (q !== -1 && url.indexOf('app_token', q) !== -1) {
+    const params = new URLSearchParams(url.slice(q + 1))
+    const fromQuery = [...params.getAll('$$app_token'), ...(acceptLegacyParam ? params.getAll('app_token') : [])]
+      .map((v) => v.trim())
+      .filter((v) => v !== '')
+    if (fromQuery.length > 0) {
+      const queryToken = sameOrConflict(fromQuery)
+      if (token !== undefined && token !== queryToken) throw new PlatformError('permission_denied', CONFLICT)
+      token = queryToken
+    }
+  }
+  return token
+}
+
+function sameOrConflict(values: readonly string[]): string | undefined {
+  const first = values[0]
+  for (const v of values) if (v !== first) throw new PlatformError('permission_denied', CONFLICT)
+  return first
+}
+
+/** Whether a string can be an application token at all, before any store lookup. */
+export function isPlausibleAppToken(token: string): boolean {
+  return token.length <= MAX_APP_TOKEN_LENGTH && /^[A-Za-z0-9_-]+$/.test(token)
+}

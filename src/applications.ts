@@ -1,0 +1,172 @@
+/**
+ * Registered applications: `gate.applications`. Registration issues the app token
+ * (public, sent as `X-App-Token` and as OAuth `client_id`) and the secret token (sent
+ * only as OAuth `client_secret`, stored only as a hash, shown once).
+ *
+ * @see spec "Resources and their fields", "OAuth 2.0" step 1
+ */
+import { positiveInteger } from './options.js'
+import { randomToken, secretMatches, sha256 } from './secrets.js'
+import type { ApplicationRecord, GateStore } from './store/store.js'
+
+/** An application as the gate shows it: everything but the secret's hash. */
+export interface Application {
+  readonly appToken: string
+  readonly name: string
+  readonly callbackPrefix: string | null
+  /** This application's own throttle limit, or `null` for the configured one. */
+  readonly limit: number | null
+  readonly createdAt: number
+  readonly updatedAt: number
+}
+
+/** What {@link Applications.register} takes. */
+export interface RegisterApplication {
+  name: string
+  /** Absolute https URL every OAuth `redirect_uri` must start with. Omit for an app that never uses OAuth. */
+  callbackPrefix?: string | null
+  /** A per-application throttle limit (requests per the application window). */
+  limit?: number | null
+}
+
+/** What {@link Applications.update} can change. `null` clears an optional field. */
+export interface UpdateApplication {
+  name?: string
+  callbackPrefix?: string | null
+  limit?: number | null
+}
+
+/** The credentials of a new application: the only time the secret token is visible. */
+export interface RegisteredApplication {
+  readonly appToken: string
+  readonly secretToken: string
+  readonly application: Application
+}
+
+/** The public view of a stored application. */
+export function toApplication(record: ApplicationRecord): Application {
+  return {
+    appToken: record.appToken,
+    name: record.name,
+    callbackPrefix: record.callbackPrefix,
+    limit: record.limit,
+    createdAt: record.createdAt,
+    updatedAt: record.updatedAt,
+  }
+}
+
+/** `gate.applications`: register and manage applications. */
+export class Applications {
+  readonly #store: GateStore
+
+  constructor(store: GateStore) {
+    this.#store = store
+  }
+
+  /**
+   * Registers an application.
+   * @throws {TypeError} for a missing name, a callback prefix that is not an absolute https URL, a bad limit
+   * @example
+   * const { appToken, secretToken } = await gate.applications.register({
+   *   name: 'Transit dashboard', callbackPrefix: 'https://transit.example/oauth/',
+   * })
+   */
+  async register(input: RegisterApplication): Promise<RegisteredApplication> {
+    if (typeof input !== 'object' || input === null) throw new TypeError('open-data-gate: register() takes { name, callbackPrefix?, limit? }')
+    const now = Date.now()
+    const secretToken = randomToken(32)
+    const record: ApplicationRecord = {
+      appToken: randomToken(18),
+      name: checkName(input.name),
+      secretHash: sha256(secretToken),
+      callbackPrefix: checkCallbackPrefix(input.callbackPrefix ?? null),
+      limit: checkLimit(input.limit ?? null),
+      createdAt: now,
+      updatedAt: now,
+    }
+    await this.#store.insertApplication(record)
+    return { appToken: record.appToken, secretToken, application: toApplication(record) }
+  }
+
+  /** The application with this app token, or `undefined`. */
+  async find(appToken: string): Promise<Application | undefined> {
+    const record = await this.#store.getApplication(appToken)
+    return record === undefined ? undefined : toApplication(record)
+  }
+
+  /** Every application. */
+  async list(): Promise<Application[]> {
+    return (await this.#store.listApplications()).map(toApplication)
+  }
+
+  /**
+   * Changes an application's name, callback prefix or limit.
+   * @returns the updated application, or `undefined` when there is none with this token
+   * @throws {TypeError} for invalid values, as {@link register}
+   */
+  async update(appToken: string, changes: UpdateApplication): Promise<Application | undefined> {
+    const patch: { name?: string; callbackPrefix?: string | null; limit?: number | null; updatedAt: number } = { updatedAt: Date.now() }
+    if (changes.name !== undefined) patch.name = checkName(changes.name)
+    if (changes.callbackPrefix !== undefined) patch.callbackPrefix = checkCallbackPrefix(changes.callbackPrefix)
+    if (changes.limit !== undefined) patch.limit = checkLimit(changes.limit)
+    const record = await this.#store.updateApplication(appToken, patch)
+    return record === undefined ? undefined : toApplication(record)
+  }
+
+  /**
+   * Issues a new secret token; the old one stops working at once.
+   * @returns the new secret, or `undefined` when there is no such application
+   */
+  async rotateSecret(appToken: string): Promise<string | undefined> {
+    const secretToken = randomToken(32)
+    const record = await this.#store.updateApplication(appToken, { secretHash: sha256(secretToken), updatedAt: Date.now() })
+    return record === undefined ? undefined : secretToken
+  }
+
+  /** Whether `secretToken` is this application's secret, compared in constant time. */
+  async verifySecret(appToken: string, secretToken: string): Promise<boolean> {
+    const record = await this.#store.getApplication(appToken)
+    return record !== undefined && secretMatches(secretToken, record.secretHash)
+  }
+
+  /** Deletes an application; its token is refused from then on. */
+  async delete(appToken: string): Promise<boolean> {
+    return this.#store.deleteApplication(appToken)
+  }
+}
+
+function checkName(name: unknown): string {
+  if (typeof name !== 'string' || name.trim() === '' || name.length > 200) {
+    throw new TypeError('open-data-gate: an application name must be a non-empty string of at most 200 characters')
+  }
+  return name.trim()
+}
+
+function checkLimit(limit: unknown): number | null {
+  if (limit === null) return null
+  positiveInteger('limit', limit)
+  return limit
+}
+
+/**
+ * A Callback Prefix must be an absolute https URL without credentials, query or
+ * fragment: redirect URIs are matched against its origin exactly and its path by prefix.
+ */
+export function checkCallbackPrefix(prefix: unknown): string | null {
+  if (prefix === null) return null
+  const reason = typeof prefix !== 'string' ? 'it is not a string' : callbackPrefixProblem(prefix)
+  if (reason !== undefined) {
+    throw new TypeError(`open-data-gate: callbackPrefix must be an absolute https URL (like https://app.example/oauth/); ${JSON.stringify(prefix)} is not: ${reason}`)
+  }
+  return prefix as string
+}
+
+function callbackPrefixProblem(prefix: string): string | undefined {
+  if (!URL.canParse(prefix)) return 'it is not an absolute URL'
+  const url = new URL(prefix)
+  if (url.protocol !== 'https:') return 'it does not use https'
+  if (url.username !== '' || url.password !== '') return 'it holds credentials'
+  if (url.search !== '' || prefix.includes('?')) return 'it has a query'
+  if (url.hash !== '' || prefix.includes('#')) return 'it has a fragment'
+  return undefined
+}

@@ -1,0 +1,145 @@
+/**
+ * The one place that knows which HTTP status each error code carries. Adapters never
+ * pick a status: they write the {@link GateResponse} the core built from a {@link GateError}.
+ *
+ * @see ../shared/reference/socrata-behaviour.md "Error bodies and status codes"
+ * @see https://www.rfc-editor.org/rfc/rfc6749#section-5.2 (OAuth error codes)
+ */
+
+/**
+ * Codes of the platform's error body `{"code","error":true,"message","data"}`, and the
+ * status each one is sent with.
+ */
+export const PLATFORM_ERROR_STATUS = {
+  /** Malformed request: a bad `Authorization` header, two credentials at once. */
+  invalid_request: 400,
+  /** HTTP Basic credentials (username/password or API key/secret) that do not match. */
+  invalid_credentials: 401,
+  /** An OAuth access token that is unknown, expired or revoked. */
+  invalid_token: 401,
+  /** The route needs an authenticated user and the request has none. */
+  authentication_required: 403,
+  /** An invalid or conflicting application token, or a right the user lacks. */
+  permission_denied: 403,
+  /** Credentials sent over a connection that is not https. */
+  https_required: 403,
+  /** An authenticated request without the application token the gate requires. */
+  app_token_required: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  /** The throttle refused the request; `Retry-After` says when to come back. */
+  too_many_requests: 429,
+  /** Anything unexpected. The wire never carries the cause. */
+  internal: 500,
+  /** The store failed or timed out and the gate could not decide. */
+  service_unavailable: 503,
+} as const satisfies Record<string, number>
+
+/** A code of the platform's error body. */
+export type PlatformErrorCode = keyof typeof PLATFORM_ERROR_STATUS
+
+/**
+ * RFC 6749 error codes and the status the token, revocation and metadata endpoints send
+ * them with. At the authorize endpoint they travel in a redirect instead.
+ */
+export const OAUTH_ERROR_STATUS = {
+  invalid_request: 400,
+  invalid_client: 401,
+  invalid_grant: 400,
+  unauthorized_client: 400,
+  unsupported_grant_type: 400,
+  unsupported_response_type: 400,
+  unsupported_token_type: 400,
+  invalid_scope: 400,
+  access_denied: 403,
+  server_error: 500,
+  temporarily_unavailable: 503,
+} as const satisfies Record<string, number>
+
+/** An RFC 6749 / RFC 7009 error code. */
+export type OAuthErrorCode = keyof typeof OAUTH_ERROR_STATUS
+
+/** Every code a {@link GateError} can carry. */
+export type GateErrorCode = PlatformErrorCode | OAuthErrorCode
+
+interface GateErrorOptions {
+  cause?: unknown
+  /** Extra, non-secret detail put in the body's `data` member. */
+  data?: Record<string, unknown>
+  /** Headers the response must carry (`Retry-After`, `WWW-Authenticate`). */
+  headers?: Record<string, string>
+}
+
+/**
+ * The base of every error the gate raises on purpose. `code` is stable and safe to
+ * branch on; `status` comes from the one table above.
+ *
+ * @example
+ * try { await gate.applications.update(token, { callbackPrefix: 'http://x' }) }
+ * catch (error) { if (error instanceof GateError) console.log(error.code) }
+ */
+export class GateError extends Error {
+  readonly code: GateErrorCode
+  readonly data: Record<string, unknown> | undefined
+  readonly headers: Record<string, string> | undefined
+
+  constructor(code: GateErrorCode, message: string, options: GateErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.name = new.target.name
+    this.code = code
+    this.data = options.data
+    this.headers = options.headers
+  }
+
+  /** The HTTP status this error is answered with. */
+  get status(): number {
+    return statusOf(this.code)
+  }
+}
+
+/**
+ * An error of the platform's access rules, answered with the platform's body
+ * `{"code","error":true,"message","data"}` and `X-Error-Code` / `X-Error-Message`.
+ */
+export class PlatformError extends GateError {
+  declare readonly code: PlatformErrorCode
+  constructor(code: PlatformErrorCode, message: string, options?: GateErrorOptions) {
+    super(code, message, options)
+  }
+}
+
+/** The throttle refused the request. `retryAfterMs` is exact; `Retry-After` is its ceiling in seconds. */
+export class ThrottledError extends PlatformError {
+  readonly retryAfterMs: number
+  constructor(message: string, retryAfterMs: number, headers: Record<string, string>) {
+    super('too_many_requests', message, { headers })
+    this.retryAfterMs = retryAfterMs
+  }
+}
+
+/**
+ * The store failed or did not answer in time. A different type from "limit reached" so
+ * that callers can tell an outage from a refusal.
+ */
+export class StoreError extends PlatformError {
+  readonly operation: string
+  constructor(operation: string, cause: unknown) {
+    super('service_unavailable', 'The service is temporarily unavailable, please retry', { cause })
+    this.operation = operation
+  }
+}
+
+/** An RFC 6749 error, answered as `{"error","error_description"}`. */
+export class OAuthError extends GateError {
+  declare readonly code: OAuthErrorCode
+  constructor(code: OAuthErrorCode, description: string, options?: GateErrorOptions) {
+    super(code, description, options)
+  }
+}
+
+/** The status of a code, from the tables above. */
+export function statusOf(code: GateErrorCode): number {
+  return (PLATFORM_ERROR_STATUS as Record<string, number>)[code] ?? (OAUTH_ERROR_STATUS as Record<string, number>)[code] ?? 500
+}

@@ -1,0 +1,54 @@
+/**
+ * What the gate tells the host application. The gate is a typed emitter
+ * (tiny-typed-emitter over node:events): `gate.on('throttled', e => ...)`.
+ *
+ * No event ever carries a secret: app tokens appear only as a short prefix, and
+ * passwords, key secrets, codes and access tokens never appear at all.
+ */
+
+/** A request the gate answered with 429. */
+export interface ThrottledEvent {
+  /** `application` or `anonymous`. */
+  readonly policy: string
+  /** The app token of the throttled application, when there is one. */
+  readonly appToken: string | undefined
+  readonly ip: string
+  readonly retryAfterMs: number
+}
+
+/** A request that named an application token no application has. */
+export interface InvalidAppTokenEvent {
+  /** The first characters of the token, enough to recognise it in logs. */
+  readonly tokenPrefix: string
+  readonly ip: string
+}
+
+/** The store failed or timed out. */
+export interface StoreErrorEvent {
+  /** The store method that failed (`consumeRate`, `getApplication`, ...). */
+  readonly operation: string
+  readonly error: unknown
+  /** What the gate did about it: `failed` (answered 503), `allowed` (fail-open), `fallback` (memory). */
+  readonly outcome: 'failed' | 'allowed' | 'fallback'
+}
+
+/** A rate key dropped from a bounded store while it still held state. */
+export interface RateKeyEvictedEvent {
+  readonly key: string
+}
+
+/** Something unexpected: the client got a generic 500, the cause comes here. */
+export interface InternalErrorEvent {
+  readonly error: unknown
+  readonly method: string
+  readonly path: string
+}
+
+/** Every event of a gate and its payload. */
+export interface GateEvents {
+  throttled: (event: ThrottledEvent) => void
+  invalidAppToken: (event: InvalidAppTokenEvent) => void
+  storeError: (event: StoreErrorEvent) => void
+  rateKeyEvicted: (event: RateKeyEvictedEvent) => void
+  internalError: (event: InternalErrorEvent) => void
+}

@@ -1,0 +1,104 @@
+/**
+ * The plain objects the core speaks. Adapters translate a framework's request into a
+ * {@link GateRequest} and write a {@link GateResponse} back; nothing here imports a
+ * framework or node:http's server API.
+ */
+import { OAuthError, type GateError } from './errors.js'
+
+/** A header value as Node's `IncomingMessage#headers` holds it. */
+export type HeaderValue = string | string[] | undefined
+
+/** A request body as the adapter found it. */
+export type RequestBody =
+  /** Bytes read from the stream (nothing parsed it before the gate). */
+  | { readonly kind: 'raw'; readonly bytes: Buffer }
+  /** What a framework's body parser already produced (`req.body`, `ctx.request.body`). */
+  | { readonly kind: 'parsed'; readonly value: unknown }
+  /** The body was longer than the limit the core asked for; the rest was discarded. */
+  | { readonly kind: 'too-large' }
+
+/** The request as the core sees it. */
+export interface GateRequest {
+  /** Upper-case method. */
+  readonly method: string
+  /** Origin-form target: path and query, as sent (relative to the adapter's mount point). */
+  readonly url: string
+  /** Header names in lower case, as Node delivers them. */
+  readonly headers: Readonly<Record<string, HeaderValue>>
+  /** Every `Authorization` header the request carried (Node keeps only the first in `headers`). */
+  readonly authorization?: readonly string[] | undefined
+  /** Address of the immediate peer (the socket), before any proxy header is considered. */
+  readonly peerAddress: string | undefined
+  /** Whether the socket itself is TLS. */
+  readonly tls: boolean
+  /**
+   * Reads the body, at most `limit` bytes. Only the endpoints that need one call it
+   * (the OAuth token, revocation and form endpoints).
+   */
+  readonly readBody?: ((limit: number) => Promise<RequestBody>) | undefined
+}
+
+/** What the gate answers when it answers itself. */
+export interface GateResponse {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: string
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8'
+
+/** The first value of a header, or `undefined`. */
+export function headerValue(headers: Readonly<Record<string, HeaderValue>>, name: string): string | undefined {
+  const value = headers[name]
+  return typeof value === 'string' ? value : value?.[0]
+}
+
+/** The path part of an origin-form request target. */
+export function pathOf(url: string): string {
+  const q = url.indexOf('?')
+  return q === -1 ? url : url.slice(0, q)
+}
+
+/** A JSON response. */
+export function jsonResponse(status: number, value: unknown, headers?: Record<string, string>): GateResponse {
+  return { status, headers: { 'content-type': JSON_TYPE, ...headers }, body: JSON.stringify(value) }
+}
+
+/**
+ * The platform's error response: `{"code","error":true,"message","data"}` plus the same
+ * code and message in `X-Error-Code` and `X-Error-Message`.
+ */
+export function platformErrorResponse(error: GateError): GateResponse {
+  const body: Record<string, unknown> = { code: error.code, error: true, message: error.message }
+  if (error.data !== undefined) body.data = error.data
+  return {
+    status: error.status,
+    headers: {
+      'content-type': JSON_TYPE,
+      'cache-control': 'no-store',
+      'x-error-code': error.code,
+      'x-error-message': headerSafe(error.message),
+      ...error.headers,
+    },
+    body: JSON.stringify(body),
+  }
+}
+
+/** An RFC 6749 §5.2 error response: `{"error","error_description"}`, never cached. */
+export function oauthErrorResponse(error: OAuthError): GateResponse {
+  return {
+    status: error.status,
+    headers: { 'content-type': JSON_TYPE, 'cache-control': 'no-store', pragma: 'no-cache', ...error.headers },
+    body: JSON.stringify({ error: error.code, error_description: error.message }),
+  }
+}
+
+/** The response for any {@link GateError}, in the body shape its class calls for. */
+export function errorResponse(error: GateError): GateResponse {
+  return error instanceof OAuthError ? oauthErrorResponse(error) : platformErrorResponse(error)
+}
+
+/** Keeps a message usable as a header value: printable ASCII only. */
+function headerSafe(message: string): string {
+  return message.replace(/[^\x20-\x7e]/g, '?')
+}

@@ -1,0 +1,39 @@
+/**
+ * open-data-gate: the access layer of a public open data platform (application tokens,
+ * throttling, HTTP Basic and API keys, OAuth 2.0) for any Node HTTP service.
+ *
+ * This entry point is the framework-agnostic core. Mount it with
+ * `open-data-gate/express`, `open-data-gate/koa` or `open-data-gate/node`.
+ *
+ * @packageDocumentation
+ */
+export { createGate, Gate, type GateContext, type GateOutcome } from './gate.js'
+export type { GateOptions, RatePolicyOptions, AnonymousPolicyOptions, ThrottleOptions, StoreFailureMode } from './options.js'
+export type { Application, RegisterApplication, UpdateApplication, RegisteredApplication, Applications } from './applications.js'
+export type { ThrottleInfo } from './throttle.js'
+export type { TrustProxyOption, ProxyHeadersOption } from './proxy.js'
+export type { GateRequest, GateResponse, RequestBody, HeaderValue } from './http.js'
+export type {
+  GateEvents,
+  ThrottledEvent,
+  InvalidAppTokenEvent,
+  StoreErrorEvent,
+  RateKeyEvictedEvent,
+  InternalErrorEvent,
+} from './events.js'
+export {
+  GateError,
+  PlatformError,
+  OAuthError,
+  ThrottledError,
+  StoreError,
+  PLATFORM_ERROR_STATUS,
+  OAUTH_ERROR_STATUS,
+  statusOf,
+  type GateErrorCode,
+  type PlatformErrorCode,
+  type OAuthErrorCode,
+} from './errors.js'
+export { MemoryStore, type MemoryStoreOptions } from './store/memory-store.js'
+export type { GateStore, ApplicationRecord, ApplicationPatch, StoreEventSink, Awaitable } from './store/store.js'
+export { gcraStep, emissionInterval, type RateResult, type GcraOutcome } from './gcra.js'

@@ -1,0 +1,166 @@
+/**
+ * The options of {@link createGate}, and their resolution into one full, validated
+ * configuration at construction. The caller's object is never changed; a bad value is a
+ * `TypeError` that names the option.
+ */
+import { compileTrustProxy, type ProxyHeadersOption, type TrustProxyOption } from './proxy.js'
+import { MemoryStore } from './store/memory-store.js'
+import type { GateStore } from './store/store.js'
+
+/** `limit` requests per `windowMs`, with a burst of up to `limit`. */
+export interface RatePolicyOptions {
+  /** Requests per window, a positive integer. */
+  limit: number
+  /** The window in milliseconds, a positive integer. */
+  windowMs: number
+}
+
+/** The budget of requests that carry no application token. */
+export interface AnonymousPolicyOptions extends RatePolicyOptions {
+  /**
+   * `'shared'`: one pool for every request without a token (the spec's reading).
+   * `'ip'`: one pool per client address (what the platform does today). Default `'ip'`.
+   */
+  scope?: 'shared' | 'ip'
+  /** With `scope: 'ip'`, IPv6 clients are counted per prefix of this many bits. Default 56. */
+  ipv6Subnet?: number
+}
+
+/** What to do when the store fails or times out during a throttling step. */
+export type StoreFailureMode =
+  /** Let the request through unthrottled (Kong, Envoy). */
+  | 'fail-open'
+  /** Answer 503 `service_unavailable` (express-rate-limit, @fastify/rate-limit). */
+  | 'fail-closed'
+  /** Throttle in this process's memory until the store answers again. */
+  | 'memory'
+
+/** Throttling options. */
+export interface ThrottleOptions {
+  /** Per registered application, keyed by its app token. Default 1000 per hour; `false` turns it off. */
+  application?: RatePolicyOptions | false
+  /** Requests without a token. Default 60 per hour per client address; `false` turns it off. */
+  anonymous?: AnonymousPolicyOptions | false
+  /** Also send the legacy `X-RateLimit-Limit/-Remaining/-Reset` headers. Default `false`. */
+  legacyHeaders?: boolean
+  /** Default `'memory'`. */
+  onStoreError?: StoreFailureMode
+}
+
+/** Options of {@link createGate}. */
+export interface GateOptions {
+  /** Where records and rate counters live. Default: a new {@link MemoryStore}. */
+  store?: GateStore
+  /** Throttling; `false` turns it off entirely. */
+  throttle?: ThrottleOptions | false
+  /** Which peers may speak for the client through proxy headers. Default `false`. */
+  trustProxy?: TrustProxyOption
+  /** Which proxy headers trusted proxies set. Default `'x-forwarded'`. */
+  proxyHeaders?: ProxyHeadersOption
+  /** Accept the SODA 1.0 query parameter `app_token` beside `$$app_token`. Default `true`. */
+  legacyAppTokenParam?: boolean
+  /** A store call that takes longer fails with a `StoreError`. Default 1000 ms. */
+  storeTimeoutMs?: number
+}
+
+/** A throttle policy after resolution. */
+export interface ResolvedPolicy {
+  /** The name in the `RateLimit` headers. */
+  readonly name: 'app' | 'anon'
+  readonly limit: number
+  readonly windowMs: number
+}
+
+/** The configuration a gate runs on. */
+export interface ResolvedConfig {
+  readonly store: GateStore
+  readonly application: ResolvedPolicy | null
+  readonly anonymous: (ResolvedPolicy & { readonly scope: 'shared' | 'ip'; readonly ipv6Subnet: number }) | null
+  readonly legacyHeaders: boolean
+  readonly onStoreError: StoreFailureMode
+  readonly trust: (address: string, hop: number) => boolean
+  readonly trustsAnyProxy: boolean
+  readonly proxyHeaders: ProxyHeadersOption
+  readonly legacyAppTokenParam: boolean
+  readonly storeTimeoutMs: number
+}
+
+const DEFAULT_APPLICATION = { limit: 1000, windowMs: 3_600_000 }
+const DEFAULT_ANONYMOUS = { limit: 60, windowMs: 3_600_000 }
+
+/** Resolves and validates the options. @throws {TypeError} naming the bad option. */
+export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
+  if (typeof options !== 'object' || options === null) throw new TypeError('open-data-gate: options must be an object')
+  const throttle = options.throttle === false ? { application: false as const, anonymous: false as const } : (options.throttle ?? {})
+  const application = resolvePolicy('throttle.application', throttle.application, DEFAULT_APPLICATION, 'app')
+  const anonymousInput = throttle.anonymous
+  const anonymousBase = resolvePolicy('throttle.anonymous', anonymousInput, DEFAULT_ANONYMOUS, 'anon')
+  let anonymous: ResolvedConfig['anonymous'] = null
+  if (anonymousBase !== null) {
+    const input: Partial<AnonymousPolicyOptions> = anonymousInput === undefined || anonymousInput === false ? {} : anonymousInput
+    const scope = input.scope ?? 'ip'
+    if (scope !== 'shared' && scope !== 'ip') throw new TypeError(`open-data-gate: throttle.anonymous.scope must be 'shared' or 'ip', got ${JSON.stringify(scope)}`)
+    const ipv6Subnet = input.ipv6Subnet ?? 56
+    if (!Number.isInteger(ipv6Subnet) || ipv6Subnet < 1 || ipv6Subnet > 128) {
+      throw new TypeError(`open-data-gate: throttle.anonymous.ipv6Subnet must be an integer from 1 to 128, got ${String(ipv6Subnet)}`)
+    }
+    anonymous = { ...anonymousBase, scope, ipv6Subnet }
+  }
+  const onStoreError = throttle.onStoreError ?? 'memory'
+  if (!['fail-open', 'fail-closed', 'memory'].includes(onStoreError)) {
+    throw new TypeError(`open-data-gate: throttle.onStoreError must be 'fail-open', 'fail-closed' or 'memory', got ${JSON.stringify(onStoreError)}`)
+  }
+  const proxyHeaders = options.proxyHeaders ?? 'x-forwarded'
+  if (proxyHeaders !== 'x-forwarded' && proxyHeaders !== 'forwarded') {
+    throw new TypeError(`open-data-gate: proxyHeaders must be 'x-forwarded' or 'forwarded', got ${JSON.stringify(proxyHeaders)}`)
+  }
+  const storeTimeoutMs = options.storeTimeoutMs ?? 1000
+  positiveInteger('storeTimeoutMs', storeTimeoutMs)
+  const trustProxy = options.trustProxy ?? false
+  const store = options.store ?? new MemoryStore()
+  if (typeof store !== 'object' || store === null || typeof store.getApplication !== 'function' || typeof store.consumeRate !== 'function') {
+    throw new TypeError('open-data-gate: store must implement the GateStore interface')
+  }
+  return {
+    store,
+    application,
+    anonymous,
+    legacyHeaders: booleanOption('throttle.legacyHeaders', throttle.legacyHeaders, false),
+    onStoreError,
+    trust: compileTrustProxy(trustProxy),
+    trustsAnyProxy: trustProxy !== false,
+    proxyHeaders,
+    legacyAppTokenParam: booleanOption('legacyAppTokenParam', options.legacyAppTokenParam, true),
+    storeTimeoutMs,
+  }
+}
+
+function resolvePolicy(
+  name: string,
+  input: RatePolicyOptions | false | undefined,
+  defaults: RatePolicyOptions,
+  header: ResolvedPolicy['name'],
+): ResolvedPolicy | null {
+  if (input === false) return null
+  if (input !== undefined && (typeof input !== 'object' || input === null)) {
+    throw new TypeError(`open-data-gate: ${name} must be { limit, windowMs } or false`)
+  }
+  const limit = input?.limit ?? defaults.limit
+  const windowMs = input?.windowMs ?? defaults.windowMs
+  positiveInteger(`${name}.limit`, limit)
+  positiveInteger(`${name}.windowMs`, windowMs)
+  return { name: header, limit, windowMs }
+}
+
+/** @throws {TypeError} unless `value` is a positive safe integer. */
+export function positiveInteger(name: string, value: unknown): asserts value is number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new TypeError(`open-data-gate: ${name} must be a positive integer, got ${JSON.stringify(value)}`)
+  }
+}
+
+function booleanOption(name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback
+  if (typeof value !== 'boolean') throw new TypeError(`open-data-gate: ${name} must be true or false, got ${JSON.stringify(value)}`)
+  return value
+}

@@ -1,0 +1,65 @@
+/**
+ * Wraps a store so that every call either answers or fails with a {@link StoreError}:
+ * a thrown error, a rejected promise and a promise still pending after the timeout all
+ * become one. A store that answers synchronously (MemoryStore) pays no timer and no
+ * promise.
+ */
+import { StoreError } from '../errors.js'
+import type { Awaitable, GateStore } from './store.js'
+
+type Method = { [K in keyof GateStore]-?: NonNullable<GateStore[K]> extends (...args: never[]) => unknown ? K : never }[keyof GateStore]
+
+/** The contract's data methods (not `attach` and `close`, which the gate calls itself). */
+const GUARDED = [
+  'insertApplication',
+  'getApplication',
+  'listApplications',
+  'updateApplication',
+  'deleteApplication',
+  'consumeRate',
+  'resetRate',
+] as const satisfies readonly Method[]
+
+// Adding a method to GateStore without guarding it fails to compile here.
+type Unguarded = Exclude<Method, (typeof GUARDED)[number] | 'attach' | 'close'>
+const everyMethodGuarded: Unguarded extends never ? true : Unguarded = true
+void everyMethodGuarded
+
+/** `store` with a timeout and one error type on every data method. */
+export function guardStore(store: GateStore, timeoutMs: number): GateStore {
+  const guarded = Object.create(store) as GateStore
+  for (const name of GUARDED) {
+    const method = store[name] as (...args: unknown[]) => Awaitable<unknown>
+    if (typeof method !== 'function') continue
+    ;(guarded as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
+      let result: Awaitable<unknown>
+      try {
+        result = method.apply(store, args)
+      } catch (error) {
+        throw new StoreError(name, error)
+      }
+      return isPromiseLike(result) ? withTimeout(result, timeoutMs, name) : result
+    }
+  }
+  return guarded
+}
+
+function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function'
+}
+
+function withTimeout<T>(promise: PromiseLike<T>, timeoutMs: number, operation: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new StoreError(operation, new Error(`store call timed out after ${timeoutMs} ms`))), timeoutMs)
+    promise.then(
+      (value) => {
+        clearTimeout(timer)
+        resolve(value)
+      },
+      (error: unknown) => {
+        clearTimeout(timer)
+        reject(new StoreError(operation, error))
+      },
+    )
+  })
+}

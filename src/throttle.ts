@@ -1,0 +1,170 @@
+/**
+ * Throttling: which budget a request is counted against, the `RateLimit` headers, the
+ * 429, and what happens when the store fails.
+ *
+ * Requests with a valid application token count against that application; requests
+ * without one share the anonymous budget, one pool or per client address. A request with
+ * an invalid token is refused before it gets here and never gets a budget.
+ *
+ * @see spec "Limits"; rate-limiting.md "Decisions for open-data-gate"
+ * @see https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/ (-08 and later)
+ */
+import { LRUCache } from 'lru-cache'
+import { ThrottledError, StoreError } from './errors.js'
+import type { GateEvents } from './events.js'
+import type { RateResult } from './gcra.js'
+import type { ResolvedConfig, ResolvedPolicy } from './options.js'
+import { addressKey, type ClientInfo } from './proxy.js'
+import { MemoryStore } from './store/memory-store.js'
+import type { ApplicationRecord, GateStore } from './store/store.js'
+
+/** The throttle's verdict on a request that passed, as `req.gate.throttle` shows it. */
+export interface ThrottleInfo {
+  /** The budget the request was counted against. */
+  readonly policy: 'application' | 'anonymous'
+  /** Requests per window for this budget (an application's own limit if it has one). */
+  readonly limit: number
+  readonly windowMs: number
+  /** Requests still allowed right now. */
+  readonly remaining: number
+  /** Milliseconds until the whole budget is available again. */
+  readonly resetMs: number
+}
+
+/** A passed request's throttle verdict and the headers that announce it. */
+export interface ThrottlePass {
+  readonly info: ThrottleInfo
+  readonly headers: Record<string, string>
+}
+
+type Emit = <E extends keyof GateEvents>(event: E, ...args: Parameters<GateEvents[E]>) => void
+
+/** Applies the configured policies through the (guarded) store. */
+export class Throttle {
+  readonly #config: ResolvedConfig
+  readonly #store: GateStore
+  readonly #emit: Emit
+  /** Keys known to be over their limit, and until when (ms): a flood costs no store call. */
+  readonly #blockedUntil = new LRUCache<string, number>({ max: 10_000 })
+  #fallback: MemoryStore | undefined
+
+  constructor(config: ResolvedConfig, store: GateStore, emit: Emit) {
+    this.#config = config
+    this.#store = store
+    this.#emit = emit
+  }
+
+  /**
+   * Counts one request.
+   * @returns the verdict, or `null` when no policy applies (or the store failed open)
+   * @throws {ThrottledError} over the limit
+   * @throws {StoreError} when the store failed and the mode is `fail-closed`
+   */
+  async check(application: ApplicationRecord | null, client: ClientInfo): Promise<ThrottlePass | null> {
+    let policy: ResolvedPolicy | null
+    let key: string
+    let limit: number
+    if (application !== null) {
+      policy = this.#config.application
+      if (policy === null) return null
+      key = `app:${application.appToken}`
+      limit = application.limit ?? policy.limit
+    } else {
+      const anonymous = this.#config.anonymous
+      if (anonymous === null) return null
+      policy = anonymous
+      key = anonymous.scope === 'shared' ? 'anon' : `anon:${addressKey(client.ip, anonymous.ipv6Subnet)}`
+      limit = anonymous.limit
+    }
+
+    const result = await this.consume(key, limit, policy.windowMs, 1)
+    if (result === null) return null
+    const headers = rateHeaders(policy, limit, result, this.#config.legacyHeaders)
+    if (!result.allowed) {
+      this.#emit('throttled', {
+        policy: application === null ? 'anonymous' : 'application',
+        appToken: application?.appToken,
+        ip: client.ip,
+        retryAfterMs: result.retryAfterMs,
+      })
+      throw throttledError(application !== null, limit, policy.windowMs, result, headers)
+    }
+    return {
+      info: {
+        policy: application === null ? 'anonymous' : 'application',
+        limit,
+        windowMs: policy.windowMs,
+        remaining: result.remaining,
+        resetMs: result.resetMs,
+      },
+      headers,
+    }
+  }
+
+  /**
+   * One GCRA step on any key, with the configured store-failure mode. Also used for the
+   * brute-force budgets (failed logins, failed client authentication).
+   * @returns `null` when the store failed and the mode is `fail-open`
+   */
+  async consume(key: string, limit: number, windowMs: number, cost: number): Promise<RateResult | null> {
+    if (this.#blockedUntil.size > 0 && cost > 0) {
+      const until = this.#blockedUntil.get(key)
+      const now = Date.now()
+      if (until !== undefined && until > now) {
+        return { allowed: false, remaining: 0, resetMs: until - now, retryAfterMs: until - now }
+      }
+    }
+    let result: RateResult
+    try {
+      result = await this.#store.consumeRate(key, limit, windowMs, cost)
+    } catch (error) {
+      const mode = this.#config.onStoreError
+      const operation = error instanceof StoreError ? error.operation : 'consumeRate'
+      const cause = error instanceof StoreError ? error.cause : error
+      if (mode === 'fail-closed') throw error instanceof StoreError ? error : new StoreError(operation, error)
+      this.#emit('storeError', { operation, error: cause, outcome: mode === 'fail-open' ? 'allowed' : 'fallback' })
+      if (mode === 'fail-open') return null
+      this.#fallback ??= new MemoryStore()
+      result = this.#fallback.consumeRate(key, limit, windowMs, cost)
+    }
+    if (!result.allowed && result.retryAfterMs > 0) {
+      this.#blockedUntil.set(key, Date.now() + result.retryAfterMs, { ttl: result.retryAfterMs })
+    }
+    return result
+  }
+
+  /** Forgets a key everywhere: in the store and in the local block list. */
+  async reset(key: string): Promise<void> {
+    this.#blockedUntil.delete(key)
+    this.#fallback?.resetRate(key)
+    await this.#store.resetRate(key)
+  }
+}
+
+/**
+ * `RateLimit-Policy` and `RateLimit` (IETF draft -08+), optionally the legacy trio.
+ * `t` is the time until the whole budget is back while requests remain, and the time
+ * until the next request fits once none remain (then it equals `Retry-After`).
+ */
+function rateHeaders(policy: ResolvedPolicy, limit: number, result: RateResult, legacy: boolean): Record<string, string> {
+  const waitMs = result.remaining > 0 ? result.resetMs : result.retryAfterMs
+  const headers: Record<string, string> = {
+    'ratelimit-policy': `"${policy.name}";q=${limit};w=${Math.max(1, Math.round(policy.windowMs / 1000))}`,
+    ratelimit: `"${policy.name}";r=${result.remaining};t=${Math.ceil(waitMs / 1000)}`,
+  }
+  if (legacy) {
+    headers['x-ratelimit-limit'] = String(limit)
+    headers['x-ratelimit-remaining'] = String(result.remaining)
+    headers['x-ratelimit-reset'] = String(Math.ceil((Date.now() + result.resetMs) / 1000))
+  }
+  return headers
+}
+
+function throttledError(withToken: boolean, limit: number, windowMs: number, result: RateResult, headers: Record<string, string>): ThrottledError {
+  const retryAfter = Math.max(1, Math.ceil(result.retryAfterMs / 1000))
+  const windowS = Math.round(windowMs / 1000)
+  const message = withToken
+    ? `Too many requests: this application's limit of ${limit} requests per ${windowS} seconds is used up; retry in ${retryAfter} seconds`
+    : `Too many requests: requests without an app token share a limit of ${limit} per ${windowS} seconds; retry in ${retryAfter} seconds, or register an application and send its token in X-App-Token`
+  return new ThrottledError(message, result.retryAfterMs, { ...headers, 'retry-after': String(retryAfter) })
+}
