@@ -1,0 +1,44 @@
+/**
+ * The Express adapter (Express 5 and 4): a middleware that runs the gate and either
+ * answers or sets `req.gate` and calls `next()`. It translates and decides nothing; the
+ * translation itself is the node:http adapter's, since Express sits on node:http.
+ *
+ * @example
+ * import express from 'express'
+ * import { createGate } from 'open-data-gate'
+ * import { expressGate } from 'open-data-gate/express'
+ *
+ * const gate = createGate()
+ * const app = express()
+ * app.use(expressGate(gate))
+ * app.get('/resource/:id.json', (req, res) => res.json({ app: req.gate.application?.name ?? null }))
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Gate, GateContext } from '../src/index.js'
+import { runGate } from './node.js'
+// Loads Express's types so the augmentation below has a module to extend.
+import type {} from 'express-serve-static-core'
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    /** What open-data-gate found out about the request (set by `expressGate`). */
+    gate: GateContext
+  }
+}
+
+/** The shape of an Express middleware, without depending on Express's types. */
+export type ExpressMiddleware = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void
+
+/** Mounts the gate in an Express app: `app.use(expressGate(gate))`. */
+export function expressGate(gate: Gate): ExpressMiddleware {
+  return (req, res, next) => {
+    runGate(gate, req, res, parsedBody(req)).then((passed) => {
+      if (passed) next()
+    }, next)
+  }
+}
+
+/** A body a body parser (express.json(), express.urlencoded()) already read, to reuse. */
+function parsedBody(req: IncomingMessage & { body?: unknown; _body?: boolean }): unknown {
+  return req._body === true || req.readableEnded ? req.body : undefined
+}

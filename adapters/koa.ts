@@ -1,0 +1,63 @@
+/**
+ * The Koa adapter (Koa 3 and 2): a middleware that runs the gate and either answers
+ * through `ctx` or sets `ctx.state.gate` and awaits `next()`. It translates and decides
+ * nothing; the request translation is the node:http adapter's, since Koa sits on it.
+ *
+ * @example
+ * import Koa from 'koa'
+ * import { createGate } from 'open-data-gate'
+ * import { koaGate } from 'open-data-gate/koa'
+ *
+ * const gate = createGate()
+ * const app = new Koa()
+ * app.use(koaGate(gate))
+ * app.use((ctx) => { ctx.body = { app: ctx.state.gate.application?.name ?? null } })
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Gate, GateContext, GateResponse } from '../src/index.js'
+import { toGateRequest } from './node.js'
+// Loads Koa's types so the augmentation below has a module to extend.
+import type {} from 'koa'
+
+declare module 'koa' {
+  interface DefaultState {
+    /** What open-data-gate found out about the request (set by `koaGate`). */
+    gate: GateContext
+  }
+}
+
+/** The parts of a Koa context the adapter uses, without depending on Koa's types. */
+export interface KoaContextLike {
+  req: IncomingMessage
+  res: ServerResponse
+  request: { body?: unknown }
+  state: object
+  status: number
+  body: unknown
+  set(fields: { [name: string]: string }): void
+}
+
+/** The shape of a Koa middleware. */
+export type KoaMiddleware = (ctx: KoaContextLike, next: () => Promise<unknown>) => Promise<void>
+
+/** Mounts the gate in a Koa app: `app.use(koaGate(gate))`. */
+export function koaGate(gate: Gate): KoaMiddleware {
+  return async (ctx, next) => {
+    const request = toGateRequest(ctx.req, ctx.req.readableEnded ? ctx.request.body : undefined)
+    const outcome = await gate.handle(request)
+    if (outcome.type === 'respond') {
+      respond(ctx, outcome.response)
+      return
+    }
+    ctx.set(outcome.headers)
+    ;(ctx.state as { gate: GateContext }).gate = outcome.context
+    await next()
+  }
+}
+
+/** Hands a gate response to Koa (which then writes it), headers before the body so Koa keeps our Content-Type. */
+function respond(ctx: KoaContextLike, response: GateResponse): void {
+  ctx.status = response.status
+  ctx.set(response.headers as { [name: string]: string })
+  ctx.body = response.body
+}
