@@ -1,0 +1,56 @@
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { createGate, GateError, MemoryStore, PlatformError, PLATFORM_ERROR_STATUS, type InternalErrorEvent } from '../src/index.js'
+import { coreRequest } from './support/requests.js'
+
+class BrokenStore extends MemoryStore {
+  override consumeRate(): never {
+    // A store bug, not an outage: returns garbage instead of failing.
+    return undefined as never
+  }
+}
+
+describe('errors', () => {
+  afterEach(() => vi.restoreAllMocks())
+
+  it('turns an unexpected failure into a generic 500 and hands the cause to internalError', async () => {
+    const gate = createGate({ store: new BrokenStore() })
+    const events: InternalErrorEvent[] = []
+    gate.on('internalError', (e) => events.push(e))
+    const outcome = await gate.handle(coreRequest({ url: '/resource/x.json?a=1' }))
+    expect(outcome.type).toBe('respond')
+    if (outcome.type !== 'respond') return
+    expect(outcome.response.status).toBe(500)
+    expect(JSON.parse(outcome.response.body)).toEqual({ code: 'internal', error: true, message: 'Internal server error' })
+    expect(outcome.response.body).not.toMatch(/TypeError|at |\.ts/)
+    expect(events).toHaveLength(1)
+    expect(events[0]).toMatchObject({ method: 'GET', path: '/resource/x.json' })
+    expect(events[0]?.error).toBeInstanceOf(TypeError)
+  })
+
+  it('maps every platform code to one status, and the error carries it', () => {
+    for (const [code, status] of Object.entries(PLATFORM_ERROR_STATUS)) {
+      const error = new PlatformError(code as keyof typeof PLATFORM_ERROR_STATUS, 'm')
+      expect(error.status).toBe(status)
+      expect(error).toBeInstanceOf(GateError)
+      expect(error.name).toBe('PlatformError')
+    }
+  })
+
+  it('keeps X-Error-Message printable ASCII', () => {
+    const gate = createGate()
+    const response = gate.errorResponse(new PlatformError('invalid_request', 'naïve\r\nInjected: yes'))
+    expect(response.headers['x-error-message']).toBe('na?ve??Injected: yes')
+    expect(JSON.parse(response.body).message).toBe('naïve\r\nInjected: yes')
+  })
+
+  it('warns once when proxy headers arrive from a private peer while no proxy is trusted', async () => {
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {})
+    const gate = createGate()
+    await gate.handle(coreRequest({ peerAddress: '198.51.100.9', headers: { 'x-forwarded-for': '1.2.3.4' } }))
+    expect(warn).not.toHaveBeenCalled()
+    await gate.handle(coreRequest({ peerAddress: '10.0.0.2', headers: { 'x-forwarded-for': '1.2.3.4' } }))
+    await gate.handle(coreRequest({ peerAddress: '10.0.0.2', headers: { 'x-forwarded-for': '1.2.3.4' } }))
+    expect(warn).toHaveBeenCalledTimes(1)
+    expect(warn.mock.calls[0]?.[0]).toMatch(/trustProxy is false/)
+  })
+})

@@ -1,0 +1,162 @@
+/**
+ * The storage contract as tests: every GateStore runs this suite, MemoryStore here and
+ * any other backend in its own file. Passing it is what "implements GateStore" means.
+ */
+import { setTimeout as sleep } from 'node:timers/promises'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import type { ApplicationRecord, GateStore } from '../src/index.js'
+
+export interface StoreFixture {
+  store: GateStore
+  /** Called after each test. */
+  cleanup?: () => Promise<void> | void
+}
+
+function application(appToken: string, overrides: Partial<ApplicationRecord> = {}): ApplicationRecord {
+  return {
+    appToken,
+    name: `App ${appToken}`,
+    secretHash: 'a'.repeat(64),
+    callbackPrefix: 'https://app.example/cb/',
+    limit: null,
+    createdAt: 1_700_000_000_000,
+    updatedAt: 1_700_000_000_000,
+    ...overrides,
+  }
+}
+
+let counter = 0
+/** A key no other test (or earlier run against a shared server) has used. */
+function freshKey(prefix: string): string {
+  return `${prefix}:${process.pid}:${Date.now()}:${counter++}`
+}
+
+export function describeStoreConformance(name: string, makeStore: () => Promise<StoreFixture> | StoreFixture): void {
+  describe(`${name} implements the storage contract`, () => {
+    let fixture: StoreFixture
+    let store: GateStore
+    beforeEach(async () => {
+      fixture = await makeStore()
+      store = fixture.store
+    })
+    afterEach(async () => {
+      await fixture.cleanup?.()
+    })
+
+    describe('applications', () => {
+      it('returns an application it saved, and undefined for an unknown token', async () => {
+        const token = freshKey('app')
+        await store.insertApplication(application(token))
+        expect(await store.getApplication(token)).toEqual(application(token))
+        expect(await store.getApplication(freshKey('missing'))).toBeUndefined()
+      })
+
+      it('refuses to save a second application under the same token and keeps the first', async () => {
+        const token = freshKey('app')
+        await store.insertApplication(application(token, { name: 'first' }))
+        await expect(async () => store.insertApplication(application(token, { name: 'second' }))).rejects.toThrow()
+        expect((await store.getApplication(token))?.name).toBe('first')
+      })
+
+      it('lists saved applications', async () => {
+        const a = freshKey('app')
+        const b = freshKey('app')
+        await store.insertApplication(application(a))
+        await store.insertApplication(application(b))
+        const tokens = (await store.listApplications()).map((r) => r.appToken)
+        expect(tokens).toEqual(expect.arrayContaining([a, b]))
+      })
+
+      it('applies a patch and returns the new record; undefined for an unknown token', async () => {
+        const token = freshKey('app')
+        await store.insertApplication(application(token))
+        const updated = await store.updateApplication(token, { limit: 5000, callbackPrefix: null, updatedAt: 1_800_000_000_000 })
+        expect(updated).toEqual(application(token, { limit: 5000, callbackPrefix: null, updatedAt: 1_800_000_000_000 }))
+        expect(await store.getApplication(token)).toEqual(updated)
+        expect(await store.updateApplication(freshKey('missing'), { limit: 1 })).toBeUndefined()
+      })
+
+      it('deletes an application once', async () => {
+        const token = freshKey('app')
+        await store.insertApplication(application(token))
+        expect(await store.deleteApplication(token)).toBe(true)
+        expect(await store.getApplication(token)).toBeUndefined()
+        expect(await store.deleteApplication(token)).toBe(false)
+      })
+    })
+
+    describe('rate steps', () => {
+      it('allows a burst of exactly the limit, counting down, then refuses', async () => {
+        const key = freshKey('rate')
+        const remaining: number[] = []
+        for (let i = 0; i < 5; i++) {
+          const r = await store.consumeRate(key, 5, 60_000, 1)
+          expect(r.allowed).toBe(true)
+          remaining.push(r.remaining)
+        }
+        expect(remaining).toEqual([4, 3, 2, 1, 0])
+        const refused = await store.consumeRate(key, 5, 60_000, 1)
+        expect(refused.allowed).toBe(false)
+        expect(refused.remaining).toBe(0)
+        // One request per 12 s: the next one fits within one emission interval.
+        expect(refused.retryAfterMs).toBeGreaterThan(11_000)
+        expect(refused.retryAfterMs).toBeLessThanOrEqual(12_000)
+      })
+
+      it('reports the time until the whole budget is back', async () => {
+        const key = freshKey('rate')
+        const first = await store.consumeRate(key, 10, 60_000, 1)
+        expect(first.resetMs).toBeGreaterThan(5_900)
+        expect(first.resetMs).toBeLessThanOrEqual(6_000)
+        expect(first.retryAfterMs).toBe(0)
+      })
+
+      it('lets a refused client in again once retryAfterMs has passed', async () => {
+        const key = freshKey('rate')
+        for (let i = 0; i < 4; i++) expect((await store.consumeRate(key, 4, 400, 1)).allowed).toBe(true)
+        const refused = await store.consumeRate(key, 4, 400, 1)
+        expect(refused.allowed).toBe(false)
+        await sleep(refused.retryAfterMs + 15)
+        expect((await store.consumeRate(key, 4, 400, 1)).allowed).toBe(true)
+      })
+
+      it('does not count a refused request', async () => {
+        const key = freshKey('rate')
+        await store.consumeRate(key, 2, 400, 1)
+        await store.consumeRate(key, 2, 400, 1)
+        for (let i = 0; i < 5; i++) expect((await store.consumeRate(key, 2, 400, 1)).allowed).toBe(false)
+        await sleep(220)
+        expect((await store.consumeRate(key, 2, 400, 1)).allowed).toBe(true)
+      })
+
+      it('reads without consuming when the cost is 0', async () => {
+        const key = freshKey('rate')
+        expect((await store.consumeRate(key, 3, 60_000, 0)).remaining).toBe(3)
+        await store.consumeRate(key, 3, 60_000, 1)
+        expect((await store.consumeRate(key, 3, 60_000, 0)).remaining).toBe(2)
+        expect((await store.consumeRate(key, 3, 60_000, 0)).remaining).toBe(2)
+      })
+
+      it('counts keys independently', async () => {
+        const a = freshKey('rate')
+        const b = freshKey('rate')
+        await store.consumeRate(a, 1, 60_000, 1)
+        expect((await store.consumeRate(a, 1, 60_000, 1)).allowed).toBe(false)
+        expect((await store.consumeRate(b, 1, 60_000, 1)).allowed).toBe(true)
+      })
+
+      it('forgets a key on reset', async () => {
+        const key = freshKey('rate')
+        await store.consumeRate(key, 1, 60_000, 1)
+        await store.resetRate(key)
+        expect((await store.consumeRate(key, 1, 60_000, 1)).allowed).toBe(true)
+      })
+
+      it('allows exactly the limit when many steps on one key run at once', async () => {
+        const key = freshKey('rate')
+        const results = await Promise.all(Array.from({ length: 100 }, () => store.consumeRate(key, 37, 60_000, 1)))
+        expect(results.filter((r) => r.allowed)).toHaveLength(37)
+      })
+    })
+  })
+}
