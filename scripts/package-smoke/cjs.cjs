@@ -1,0 +1,26 @@
+// Uses the installed tarball exactly as a CommonJS user would.
+const assert = require('node:assert/strict')
+const http = require('node:http')
+const { createGate, GateError, PlatformError } = require('open-data-gate')
+const { nodeGate } = require('open-data-gate/node')
+const { expressGate } = require('open-data-gate/express')
+const { koaGate } = require('open-data-gate/koa')
+
+;(async () => {
+  const gate = createGate()
+  const { appToken } = await gate.applications.register({ name: 'smoke' })
+  assert.equal(typeof expressGate(gate), 'function')
+  assert.equal(typeof koaGate(gate), 'function')
+  assert.ok(new PlatformError('permission_denied', 'x') instanceof GateError)
+  const server = http.createServer(nodeGate(gate, (req, res) => res.end(req.gate.application.name)))
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const res = await fetch(`http://127.0.0.1:${server.address().port}/`, { headers: { 'x-app-token': appToken } })
+  assert.equal(res.status, 200)
+  assert.equal(await res.text(), 'smoke')
+  assert.match(res.headers.get('ratelimit'), /^"app";r=999;t=\d+$/)
+  server.close()
+  console.log('CJS: ok')
+})().catch((error) => {
+  console.error(error)
+  process.exit(1)
+})

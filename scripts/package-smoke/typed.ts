@@ -1,0 +1,32 @@
+// Type-checked against the installed tarball: the public types, and req.gate / ctx.state.gate.
+import http from 'node:http'
+import express from 'express'
+import Koa from 'koa'
+import { createGate, type GateContext, type GateStore, type ThrottleInfo } from 'open-data-gate'
+import { expressGate } from 'open-data-gate/express'
+import { koaGate } from 'open-data-gate/koa'
+import { nodeGate } from 'open-data-gate/node'
+
+const gate = createGate({
+  throttle: { application: { limit: 1000, windowMs: 3_600_000 }, anonymous: { limit: 60, windowMs: 3_600_000, scope: 'shared' } },
+  trustProxy: ['10.0.0.0/8'],
+})
+gate.on('throttled', (event) => console.log(event.policy, event.retryAfterMs))
+
+const app = express()
+app.use(expressGate(gate))
+app.get('/resource/:id.json', (req, res) => {
+  const context: GateContext = req.gate
+  const throttle: ThrottleInfo | null = req.gate.throttle
+  res.json({ id: req.params.id, app: context.application?.name ?? null, remaining: throttle?.remaining })
+})
+
+const koa = new Koa()
+koa.use(koaGate(gate))
+koa.use((ctx) => {
+  ctx.body = { secure: ctx.state.gate.secure }
+})
+
+http.createServer(nodeGate(gate, (req, res) => res.end(req.gate.clientIp)))
+
+export const store: GateStore = createGate().store
