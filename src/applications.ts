@@ -129,9 +129,11 @@ export class Applications {
     return record !== undefined && secretMatches(secretToken, record.secretHash)
   }
 
-  /** Deletes an application; its token is refused from then on. */
+  /** Deletes an application; its token is refused and the access tokens issued to it stop working. */
   async delete(appToken: string): Promise<boolean> {
-    return this.#store.deleteApplication(appToken)
+    const deleted = await this.#store.deleteApplication(appToken)
+    if (deleted) await this.#store.revokeAccessTokens({ appToken }, Date.now())
+    return deleted
   }
 }
 

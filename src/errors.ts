@@ -27,6 +27,8 @@ export const PLATFORM_ERROR_STATUS = {
   app_token_required: 403,
   not_found: 404,
   method_not_allowed: 405,
+  /** A record that must be unique already exists (a taken username). */
+  conflict: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   /** The throttle refused the request; `Retry-After` says when to come back. */

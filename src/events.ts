@@ -8,7 +8,7 @@
 
 /** A request the gate answered with 429. */
 export interface ThrottledEvent {
-  /** `application` or `anonymous`. */
+  /** `application`, `anonymous`, `login` (a username's failed-attempt budget) or `client` (an OAuth client's). */
   readonly policy: string
   /** The app token of the throttled application, when there is one. */
   readonly appToken: string | undefined
@@ -28,13 +28,35 @@ export interface StoreErrorEvent {
   /** The store method that failed (`consumeRate`, `getApplication`, ...). */
   readonly operation: string
   readonly error: unknown
-  /** What the gate did about it: `failed` (answered 503), `allowed` (fail-open), `fallback` (memory). */
-  readonly outcome: 'failed' | 'allowed' | 'fallback'
+  /**
+   * What the gate did about it: `failed` (answered 503), `allowed` (fail-open),
+   * `fallback` (throttled in memory), `ignored` (a bookkeeping write such as an API key's
+   * `lastUsedAt` was dropped; the request was served).
+   */
+  readonly outcome: 'failed' | 'allowed' | 'fallback' | 'ignored'
 }
 
 /** A rate key dropped from a bounded store while it still held state. */
 export interface RateKeyEvictedEvent {
   readonly key: string
+}
+
+/** Credentials that did not verify. */
+export interface AuthenticationFailedEvent {
+  readonly method: 'password' | 'api-key' | 'oauth'
+  readonly ip: string
+  /** The normalised username, for password attempts. Never the password, key secret or token. */
+  readonly username: string | undefined
+}
+
+/** An access token was revoked by the gate itself. */
+export interface TokenRevokedEvent {
+  /** `insecure-transport`: it was sent over plain http. `code-replay`: its authorization code was used twice. */
+  readonly reason: 'insecure-transport' | 'code-replay'
+  readonly userId: string
+  /** The application the token was issued to. */
+  readonly appToken: string
+  readonly ip: string
 }
 
 /** Something unexpected: the client got a generic 500, the cause comes here. */
@@ -50,5 +72,7 @@ export interface GateEvents {
   invalidAppToken: (event: InvalidAppTokenEvent) => void
   storeError: (event: StoreErrorEvent) => void
   rateKeyEvicted: (event: RateKeyEvictedEvent) => void
+  authenticationFailed: (event: AuthenticationFailedEvent) => void
+  tokenRevoked: (event: TokenRevokedEvent) => void
   internalError: (event: InternalErrorEvent) => void
 }

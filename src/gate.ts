@@ -4,16 +4,23 @@
  * context and these headers" or "answer with this response".
  */
 import { TypedEmitter } from 'tiny-typed-emitter'
+import { AccessTokens } from './access-tokens.js'
+import { ApiKeys } from './api-keys.js'
 import { extractAppToken, isPlausibleAppToken } from './app-token.js'
 import { Applications, toApplication, type Application } from './applications.js'
+import { Authenticator, toGateUser, type AuthMethod, type GateUser } from './authenticate.js'
+import { readCredentials } from './authorization-header.js'
+import { currentUserJson, currentUserXml } from './current-user.js'
 import { GateError, PlatformError, StoreError } from './errors.js'
 import type { GateEvents } from './events.js'
+import { compileGuard, type Guard, type GuardRule } from './guard.js'
 import { errorResponse, pathOf, platformErrorResponse, type GateRequest, type GateResponse } from './http.js'
 import { resolveOptions, type GateOptions, type ResolvedConfig } from './options.js'
 import { resolveClient, type ClientInfo } from './proxy.js'
 import { guardStore } from './store/guarded-store.js'
-import type { GateStore } from './store/store.js'
+import type { ApplicationRecord, GateStore } from './store/store.js'
 import { Throttle, type ThrottleInfo } from './throttle.js'
+import { Users } from './users.js'
 
 /** What the gate found out about a request: `req.gate` in Express and node:http, `ctx.state.gate` in Koa. */
 export interface GateContext {
@@ -25,6 +32,16 @@ export interface GateContext {
   readonly secure: boolean
   /** The client's address (from the socket, or a trusted proxy). */
   readonly clientIp: string
+  /** The authenticated user, or `null`. */
+  readonly user: GateUser | null
+  /** How the user authenticated: `password`, `api-key`, `oauth`, or `none`. */
+  readonly auth: AuthMethod
+  /** The API key used, when `auth` is `api-key`. */
+  readonly apiKeyId: string | null
+  /** The access token's application and expiry (epoch ms), when `auth` is `oauth`. */
+  readonly accessToken: { readonly appToken: string; readonly expiresAt: number } | null
+  /** The request carried an access token over plain http, and the gate revoked it. */
+  readonly revokedInsecureToken: boolean
 }
 
 /** What {@link Gate.handle} decided. */
@@ -36,6 +53,11 @@ export type GateOutcome =
 
 const INVALID_APP_TOKEN = 'Invalid app_token specified'
 
+/** Endpoints the gate serves itself, after the access checks. */
+type Endpoint = 'current-user-json' | 'current-user-xml'
+
+const CURRENT_USER_GUARD = compileGuard({ auth: 'required' })
+
 /**
  * The access layer. Create it once, mount it with an adapter, manage applications
  * through {@link Gate.applications}, and listen to its events.
@@ -43,19 +65,35 @@ const INVALID_APP_TOKEN = 'Invalid app_token specified'
 export class Gate extends TypedEmitter<GateEvents> {
   /** Register and manage applications. */
   readonly applications: Applications
+  /** Create and manage accounts. */
+  readonly users: Users
+  /** Create, rotate and revoke users' API keys. */
+  readonly apiKeys: ApiKeys
+  /** Issue and revoke OAuth access tokens. */
+  readonly tokens: AccessTokens
   /** The store as the gate calls it: with a timeout, failing with `StoreError`. */
   readonly store: GateStore
   readonly #config: ResolvedConfig
   readonly #throttle: Throttle
+  readonly #auth: Authenticator
+  readonly #endpoints = new Map<string, Endpoint>()
   #warnedAboutProxyHeaders = false
 
   constructor(options: GateOptions = {}) {
     super()
-    this.#config = resolveOptions(options)
-    this.store = guardStore(this.#config.store, this.#config.storeTimeoutMs)
-    this.#config.store.attach?.({ rateKeyEvicted: (key) => this.emit('rateKeyEvicted', { key }) })
+    const config = resolveOptions(options)
+    this.#config = config
+    this.store = guardStore(config.store, config.storeTimeoutMs)
+    config.store.attach?.({ rateKeyEvicted: (key) => this.emit('rateKeyEvicted', { key }) })
+    const emit = this.emit.bind(this) as Gate['emit']
     this.applications = new Applications(this.store)
-    this.#throttle = new Throttle(this.#config, this.store, (event, ...args) => this.emit(event, ...args))
+    this.users = new Users(this.store, config.basic.scrypt)
+    this.apiKeys = new ApiKeys(this.store)
+    this.tokens = new AccessTokens(this.store, config.oauth.accessTokenTtlMs)
+    this.#throttle = new Throttle(config, this.store, (event, ...args) => emit(event, ...args))
+    this.#auth = new Authenticator(config, this.store, this.#throttle, (event, ...args) => emit(event, ...args))
+    for (const path of config.currentUser.json) this.#endpoints.set(path, 'current-user-json')
+    for (const path of config.currentUser.xml) this.#endpoints.set(path, 'current-user-xml')
   }
 
   /**
@@ -65,30 +103,81 @@ export class Gate extends TypedEmitter<GateEvents> {
   async handle(request: GateRequest): Promise<GateOutcome> {
     try {
       const client = this.#client(request)
-      const token = extractAppToken(request, this.#config.legacyAppTokenParam)
-      let application = null
-      if (token !== undefined) {
-        const record = isPlausibleAppToken(token) ? await this.store.getApplication(token) : undefined
-        if (record === undefined) {
-          this.emit('invalidAppToken', { tokenPrefix: token.slice(0, 6), ip: client.ip })
-          throw new PlatformError('permission_denied', INVALID_APP_TOKEN)
+      const application = await this.#application(request, client)
+
+      // Credentials are checked for transport and form before the throttle (cheap, and a
+      // token sent in clear must be revoked even if the request is then refused), and
+      // verified after it, so a throttled client cannot make the server run scrypt.
+      let credentials = readCredentials(request, this.#config.oauth.acceptBearer)
+      let revokedInsecureToken = false
+      if (credentials !== undefined && !client.secure) {
+        if (credentials.kind === 'basic') {
+          throw new PlatformError('https_required', 'Authenticated requests must use https: credentials sent over an insecure connection are denied')
         }
-        application = record
+        await this.#auth.revokeInsecure(credentials.token, client)
+        credentials = undefined
+        revokedInsecureToken = true
+      }
+      if (credentials?.kind === 'basic' && application === null && this.#config.basic.requireAppToken) {
+        throw new PlatformError('app_token_required', 'Requests authenticated with HTTP Basic must include an application token in the X-App-Token header')
       }
       const pass = await this.#throttle.check(application, client)
-      return {
-        type: 'next',
-        context: {
-          application: application === null ? null : toApplication(application),
-          throttle: pass?.info ?? null,
-          secure: client.secure,
-          clientIp: client.ip,
-        },
-        headers: pass?.headers ?? {},
+      const authentication = credentials === undefined ? null : await this.#auth.verify(credentials, client)
+
+      const context: GateContext = {
+        application: application === null ? null : toApplication(application),
+        throttle: pass?.info ?? null,
+        secure: client.secure,
+        clientIp: client.ip,
+        user: authentication === null ? null : toGateUser(authentication.user),
+        auth: authentication?.method ?? 'none',
+        apiKeyId: authentication?.apiKeyId ?? null,
+        accessToken: authentication?.token == null ? null : { appToken: authentication.token.appToken, expiresAt: authentication.token.expiresAt },
+        revokedInsecureToken,
       }
+      const headers = pass?.headers ?? {}
+      const endpoint = this.#endpoints.size === 0 ? undefined : this.#endpoints.get(pathOf(request.url))
+      if (endpoint !== undefined) {
+        const response = this.#serve(endpoint, request, context)
+        return { type: 'respond', response: { ...response, headers: { ...headers, ...response.headers } } }
+      }
+      return { type: 'next', context, headers }
     } catch (error) {
       return { type: 'respond', response: this.errorResponse(error, request) }
     }
+  }
+
+  /**
+   * Compiles a route guard, for the adapters' `expressGuard`, `koaGuard` and `nodeGuard`.
+   * @example
+   * const privateData = gate.guard({ auth: 'required' })
+   * const error = privateData(req.gate) // a PlatformError to answer with, or undefined
+   */
+  guard(rule: GuardRule): Guard {
+    return compileGuard(rule)
+  }
+
+  /** The application the request names, or `null`; a token nobody registered is a 403. */
+  async #application(request: GateRequest, client: ClientInfo): Promise<ApplicationRecord | null> {
+    const token = extractAppToken(request, this.#config.legacyAppTokenParam)
+    if (token === undefined) return null
+    const record = isPlausibleAppToken(token) ? await this.store.getApplication(token) : undefined
+    if (record === undefined) {
+      this.emit('invalidAppToken', { tokenPrefix: token.slice(0, 6), ip: client.ip })
+      throw new PlatformError('permission_denied', INVALID_APP_TOKEN)
+    }
+    return record
+  }
+
+  /** The endpoints the gate answers itself once the request has passed the access checks. */
+  #serve(endpoint: Endpoint, request: GateRequest, context: GateContext): GateResponse {
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      throw new PlatformError('method_not_allowed', `${request.method} is not allowed here; use GET`, { headers: { allow: 'GET, HEAD' } })
+    }
+    const refusal = CURRENT_USER_GUARD(context)
+    if (refusal !== undefined) throw refusal
+    const user = context.user as GateUser
+    return endpoint === 'current-user-xml' ? currentUserXml(user) : currentUserJson(user)
   }
 
   /**

@@ -10,6 +10,13 @@
 export { createGate, Gate, type GateContext, type GateOutcome } from './gate.js'
 export type { GateOptions, RatePolicyOptions, AnonymousPolicyOptions, ThrottleOptions, StoreFailureMode } from './options.js'
 export type { Application, RegisterApplication, UpdateApplication, RegisteredApplication, Applications } from './applications.js'
+export type { User, CreateUser, UpdateUser, Users } from './users.js'
+export type { ApiKey, IssuedApiKey, ApiKeys } from './api-keys.js'
+export type { IssueAccessToken, IssuedAccessToken, AccessTokens } from './access-tokens.js'
+export type { AuthMethod, GateUser } from './authenticate.js'
+export type { GuardRule, Guard } from './guard.js'
+export type { BasicOptions, OAuthOptions, CurrentUserOptions } from './options.js'
+export type { ScryptParams } from './passwords.js'
 export type { ThrottleInfo } from './throttle.js'
 export type { TrustProxyOption, ProxyHeadersOption } from './proxy.js'
 export type { GateRequest, GateResponse, RequestBody, HeaderValue } from './http.js'
@@ -19,6 +26,8 @@ export type {
   InvalidAppTokenEvent,
   StoreErrorEvent,
   RateKeyEvictedEvent,
+  AuthenticationFailedEvent,
+  TokenRevokedEvent,
   InternalErrorEvent,
 } from './events.js'
 export {
@@ -35,5 +44,17 @@ export {
   type OAuthErrorCode,
 } from './errors.js'
 export { MemoryStore, type MemoryStoreOptions } from './store/memory-store.js'
-export type { GateStore, ApplicationRecord, ApplicationPatch, StoreEventSink, Awaitable } from './store/store.js'
+export type {
+  GateStore,
+  ApplicationRecord,
+  ApplicationPatch,
+  UserRecord,
+  UserPatch,
+  ApiKeyRecord,
+  ApiKeyPatch,
+  AccessTokenRecord,
+  AccessTokenFilter,
+  StoreEventSink,
+  Awaitable,
+} from './store/store.js'
 export { gcraStep, emissionInterval, type RateResult, type GcraOutcome } from './gcra.js'

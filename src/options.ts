@@ -3,6 +3,7 @@
  * configuration at construction. The caller's object is never changed; a bad value is a
  * `TypeError` that names the option.
  */
+import { DEFAULT_SCRYPT, type ScryptParams } from './passwords.js'
 import { compileTrustProxy, type ProxyHeadersOption, type TrustProxyOption } from './proxy.js'
 import { MemoryStore } from './store/memory-store.js'
 import type { GateStore } from './store/store.js'
@@ -47,6 +48,40 @@ export interface ThrottleOptions {
   onStoreError?: StoreFailureMode
 }
 
+/** HTTP Basic authentication (usernames and passwords, API keys). */
+export interface BasicOptions {
+  /**
+   * Refuse a Basic-authenticated request without an application token (403
+   * `app_token_required`), as the spec's strict reading says. `false` follows the
+   * platform's later behaviour and lets it through. Default `true`.
+   */
+  requireAppToken?: boolean
+  /** Send `WWW-Authenticate: Basic` with a 401 (browsers then show a login dialog). Default `false`. */
+  challenge?: boolean
+  /** How long a verified username and password stay verified in this process, in ms; 0 turns the cache off. Default 300 000. */
+  cacheTtlMs?: number
+  /** Budget of failed password attempts per username before further attempts get 429. Default 10 per 15 minutes; `false` turns it off. */
+  failures?: RatePolicyOptions | false
+  /** scrypt cost for new password hashes. Default `{ logN: 14, blockSize: 8, parallelization: 1 }`. */
+  scrypt?: Partial<ScryptParams>
+}
+
+/** OAuth access tokens. */
+export interface OAuthOptions {
+  /** Accept `Authorization: Bearer <token>` beside the platform's `OAuth <token>`. Default `true`. */
+  acceptBearer?: boolean
+  /** Lifetime of issued access tokens in ms. Default 24 hours. */
+  accessTokenTtlMs?: number
+}
+
+/** Where the gate serves the current-user record; `false` turns the endpoints off. */
+export interface CurrentUserOptions {
+  /** Default `['/api/users/current.json', '/users/current.json']`. */
+  json?: readonly string[]
+  /** Default `['/users/current.xml']`. */
+  xml?: readonly string[]
+}
+
 /** Options of {@link createGate}. */
 export interface GateOptions {
   /** Where records and rate counters live. Default: a new {@link MemoryStore}. */
@@ -61,6 +96,14 @@ export interface GateOptions {
   legacyAppTokenParam?: boolean
   /** A store call that takes longer fails with a `StoreError`. Default 1000 ms. */
   storeTimeoutMs?: number
+  /** HTTP Basic authentication. */
+  basic?: BasicOptions
+  /** OAuth access tokens. */
+  oauth?: OAuthOptions
+  /** The current-user endpoints; `false` turns them off. */
+  currentUser?: CurrentUserOptions | false
+  /** The realm named in `WWW-Authenticate` challenges. Default `'api'`. */
+  realm?: string
 }
 
 /** A throttle policy after resolution. */
@@ -83,6 +126,16 @@ export interface ResolvedConfig {
   readonly proxyHeaders: ProxyHeadersOption
   readonly legacyAppTokenParam: boolean
   readonly storeTimeoutMs: number
+  readonly basic: {
+    readonly requireAppToken: boolean
+    readonly challenge: boolean
+    readonly cacheTtlMs: number
+    readonly failures: RatePolicyOptions | null
+    readonly scrypt: ScryptParams
+  }
+  readonly oauth: { readonly acceptBearer: boolean; readonly accessTokenTtlMs: number }
+  readonly currentUser: { readonly json: readonly string[]; readonly xml: readonly string[] }
+  readonly realm: string
 }
 
 const DEFAULT_APPLICATION = { limit: 1000, windowMs: 3_600_000 }
@@ -121,6 +174,20 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   if (typeof store !== 'object' || store === null || typeof store.getApplication !== 'function' || typeof store.consumeRate !== 'function') {
     throw new TypeError('open-data-gate: store must implement the GateStore interface')
   }
+  const basic = options.basic ?? {}
+  const cacheTtlMs = basic.cacheTtlMs ?? 300_000
+  if (!Number.isSafeInteger(cacheTtlMs) || cacheTtlMs < 0) throw new TypeError(`open-data-gate: basic.cacheTtlMs must be 0 or a positive integer, got ${JSON.stringify(cacheTtlMs)}`)
+  const failures = resolvePolicy('basic.failures', basic.failures, { limit: 10, windowMs: 900_000 }, 'app')
+  const scrypt = { ...DEFAULT_SCRYPT, ...basic.scrypt }
+  if (!Number.isInteger(scrypt.logN) || scrypt.logN < 10 || scrypt.logN > 22) throw new TypeError(`open-data-gate: basic.scrypt.logN must be an integer from 10 to 22, got ${JSON.stringify(scrypt.logN)}`)
+  positiveInteger('basic.scrypt.blockSize', scrypt.blockSize)
+  positiveInteger('basic.scrypt.parallelization', scrypt.parallelization)
+  const oauth = options.oauth ?? {}
+  const accessTokenTtlMs = oauth.accessTokenTtlMs ?? 86_400_000
+  positiveInteger('oauth.accessTokenTtlMs', accessTokenTtlMs)
+  const currentUser = options.currentUser === false ? { json: [], xml: [] } : (options.currentUser ?? {})
+  const realm = options.realm ?? 'api'
+  if (typeof realm !== 'string' || !/^[\x20-\x7e]*$/.test(realm) || realm.includes('"')) throw new TypeError('open-data-gate: realm must be printable ASCII without quotes')
   return {
     store,
     application,
@@ -132,7 +199,29 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
     proxyHeaders,
     legacyAppTokenParam: booleanOption('legacyAppTokenParam', options.legacyAppTokenParam, true),
     storeTimeoutMs,
+    basic: {
+      requireAppToken: booleanOption('basic.requireAppToken', basic.requireAppToken, true),
+      challenge: booleanOption('basic.challenge', basic.challenge, false),
+      cacheTtlMs,
+      failures: failures === null ? null : { limit: failures.limit, windowMs: failures.windowMs },
+      scrypt,
+    },
+    oauth: { acceptBearer: booleanOption('oauth.acceptBearer', oauth.acceptBearer, true), accessTokenTtlMs },
+    currentUser: {
+      json: paths('currentUser.json', currentUser.json, ['/api/users/current.json', '/users/current.json']),
+      xml: paths('currentUser.xml', currentUser.xml, ['/users/current.xml']),
+    },
+    realm,
   }
+}
+
+/** @throws {TypeError} unless every entry is an absolute path. */
+export function paths(name: string, value: readonly string[] | undefined, fallback: readonly string[]): readonly string[] {
+  if (value === undefined) return fallback
+  if (!Array.isArray(value) || !value.every((p) => typeof p === 'string' && p.startsWith('/') && !p.includes('?'))) {
+    throw new TypeError(`open-data-gate: ${name} must be a list of paths starting with "/"`)
+  }
+  return value
 }
 
 function resolvePolicy(

@@ -4,7 +4,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { ApplicationRecord, GateStore } from '../src/index.js'
+import type { AccessTokenRecord, ApiKeyRecord, ApplicationRecord, GateStore, UserRecord } from '../src/index.js'
 
 export interface StoreFixture {
   store: GateStore
@@ -21,6 +21,38 @@ function application(appToken: string, overrides: Partial<ApplicationRecord> = {
     limit: null,
     createdAt: 1_700_000_000_000,
     updatedAt: 1_700_000_000_000,
+    ...overrides,
+  }
+}
+
+function user(id: string, overrides: Partial<UserRecord> = {}): UserRecord {
+  return {
+    id,
+    username: `user-${id}`,
+    screenName: 'Ada',
+    displayName: 'Ada Lovelace',
+    email: 'ada@example.org',
+    rights: ['read_private'],
+    passwordHash: '$scrypt$ln=14,r=8,p=1$c2FsdA==$aGFzaA==',
+    createdAt: 1_700_000_000_000,
+    updatedAt: 1_700_000_000_000,
+    ...overrides,
+  }
+}
+
+function apiKey(keyId: string, userId: string, overrides: Partial<ApiKeyRecord> = {}): ApiKeyRecord {
+  return { keyId, userId, name: 'etl job', secretHash: 'b'.repeat(64), createdAt: 1_700_000_000_000, lastUsedAt: null, revokedAt: null, ...overrides }
+}
+
+function accessToken(tokenHash: string, overrides: Partial<AccessTokenRecord> = {}): AccessTokenRecord {
+  return {
+    tokenHash,
+    userId: 'u',
+    appToken: 'app',
+    codeHash: null,
+    createdAt: Date.now(),
+    expiresAt: Date.now() + 3_600_000,
+    revokedAt: null,
     ...overrides,
   }
 }
@@ -82,6 +114,103 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         expect(await store.deleteApplication(token)).toBe(true)
         expect(await store.getApplication(token)).toBeUndefined()
         expect(await store.deleteApplication(token)).toBe(false)
+      })
+    })
+
+    describe('users', () => {
+      it('finds a saved user by id and by username', async () => {
+        const id = freshKey('u')
+        await store.insertUser(user(id))
+        expect(await store.getUser(id)).toEqual(user(id))
+        expect(await store.getUserByUsername(`user-${id}`)).toEqual(user(id))
+        expect(await store.getUserByUsername(freshKey('nobody'))).toBeUndefined()
+      })
+
+      it('refuses a second user with the same id or the same username', async () => {
+        const id = freshKey('u')
+        await store.insertUser(user(id))
+        await expect(async () => store.insertUser(user(id, { username: freshKey('other') }))).rejects.toThrow()
+        await expect(async () => store.insertUser(user(freshKey('u'), { username: `user-${id}` }))).rejects.toThrow()
+      })
+
+      it('updates a user, including clearing the password', async () => {
+        const id = freshKey('u')
+        await store.insertUser(user(id))
+        const updated = await store.updateUser(id, { passwordHash: null, rights: [], displayName: 'A. L.', updatedAt: 1_800_000_000_000 })
+        expect(updated).toEqual(user(id, { passwordHash: null, rights: [], displayName: 'A. L.', updatedAt: 1_800_000_000_000 }))
+        expect(await store.getUserByUsername(`user-${id}`)).toEqual(updated)
+        expect(await store.updateUser(freshKey('nobody'), { email: 'x' })).toBeUndefined()
+      })
+
+      it('deletes a user, and frees the username', async () => {
+        const id = freshKey('u')
+        await store.insertUser(user(id))
+        expect(await store.deleteUser(id)).toBe(true)
+        expect(await store.getUser(id)).toBeUndefined()
+        expect(await store.getUserByUsername(`user-${id}`)).toBeUndefined()
+        expect(await store.deleteUser(id)).toBe(false)
+        await store.insertUser(user(freshKey('u'), { username: `user-${id}` }))
+      })
+    })
+
+    describe('API keys', () => {
+      it('saves, finds, lists and updates keys', async () => {
+        const userId = freshKey('u')
+        const a = freshKey('k')
+        const b = freshKey('k')
+        await store.insertApiKey(apiKey(a, userId))
+        await store.insertApiKey(apiKey(b, userId, { name: 'backup' }))
+        await store.insertApiKey(apiKey(freshKey('k'), freshKey('someone-else')))
+        expect(await store.getApiKey(a)).toEqual(apiKey(a, userId))
+        expect((await store.listApiKeys(userId)).map((k) => k.keyId).sort()).toEqual([a, b].sort())
+        const revoked = await store.updateApiKey(a, { revokedAt: 1_800_000_000_000, lastUsedAt: 1_750_000_000_000 })
+        expect(revoked).toEqual(apiKey(a, userId, { revokedAt: 1_800_000_000_000, lastUsedAt: 1_750_000_000_000 }))
+        expect(await store.getApiKey(a)).toEqual(revoked)
+        expect(await store.updateApiKey(freshKey('k'), { name: 'x' })).toBeUndefined()
+        await expect(async () => store.insertApiKey(apiKey(a, userId))).rejects.toThrow()
+      })
+    })
+
+    describe('access tokens', () => {
+      it('saves and finds a token by its hash', async () => {
+        const hash = freshKey('t')
+        const record = accessToken(hash)
+        await store.insertAccessToken(record)
+        expect(await store.getAccessToken(hash)).toEqual(record)
+        expect(await store.getAccessToken(freshKey('t'))).toBeUndefined()
+        await expect(async () => store.insertAccessToken(record)).rejects.toThrow()
+      })
+
+      it('revokes a token once', async () => {
+        const hash = freshKey('t')
+        await store.insertAccessToken(accessToken(hash))
+        expect(await store.revokeAccessToken(hash, 1_800_000_000_000)).toBe(true)
+        expect((await store.getAccessToken(hash))?.revokedAt).toBe(1_800_000_000_000)
+        expect(await store.revokeAccessToken(hash, 1_900_000_000_000)).toBe(false)
+        expect((await store.getAccessToken(hash))?.revokedAt).toBe(1_800_000_000_000)
+        expect(await store.revokeAccessToken(freshKey('t'), 1)).toBe(false)
+      })
+
+      it('revokes exactly once when many revocations of one token race', async () => {
+        const hash = freshKey('t')
+        await store.insertAccessToken(accessToken(hash))
+        const results = await Promise.all(Array.from({ length: 20 }, () => store.revokeAccessToken(hash, Date.now())))
+        expect(results.filter(Boolean)).toHaveLength(1)
+      })
+
+      it.each(['userId', 'appToken', 'codeHash'] as const)('revokes every active token with the same %s and nothing else', async (field) => {
+        const shared = freshKey(field)
+        const mine = [freshKey('t'), freshKey('t'), freshKey('t')]
+        const other = freshKey('t')
+        for (const hash of mine) await store.insertAccessToken(accessToken(hash, { [field]: shared }))
+        await store.insertAccessToken(accessToken(other, { [field]: freshKey(field) }))
+        await store.revokeAccessToken(mine[0] as string, 5)
+        const filter = { [field]: shared } as { userId: string }
+        expect(await store.revokeAccessTokens(filter, 1_800_000_000_000)).toBe(2)
+        expect((await store.getAccessToken(mine[0] as string))?.revokedAt).toBe(5)
+        expect((await store.getAccessToken(mine[1] as string))?.revokedAt).toBe(1_800_000_000_000)
+        expect((await store.getAccessToken(other))?.revokedAt).toBeNull()
+        expect(await store.revokeAccessTokens(filter, 1_900_000_000_000)).toBe(0)
       })
     })
 

@@ -16,6 +16,19 @@ const GUARDED = [
   'listApplications',
   'updateApplication',
   'deleteApplication',
+  'insertUser',
+  'getUser',
+  'getUserByUsername',
+  'updateUser',
+  'deleteUser',
+  'insertApiKey',
+  'getApiKey',
+  'listApiKeys',
+  'updateApiKey',
+  'insertAccessToken',
+  'getAccessToken',
+  'revokeAccessToken',
+  'revokeAccessTokens',
   'consumeRate',
   'resetRate',
 ] as const satisfies readonly Method[]
@@ -25,9 +38,14 @@ type Unguarded = Exclude<Method, (typeof GUARDED)[number] | 'attach' | 'close'>
 const everyMethodGuarded: Unguarded extends never ? true : Unguarded = true
 void everyMethodGuarded
 
-/** `store` with a timeout and one error type on every data method. */
+/**
+ * `store` with a timeout and one error type on every data method. Every method runs
+ * bound to the real store, so a store may keep its state in private fields.
+ */
 export function guardStore(store: GateStore, timeoutMs: number): GateStore {
-  const guarded = Object.create(store) as GateStore
+  const guarded = {} as GateStore
+  if (store.attach !== undefined) guarded.attach = store.attach.bind(store)
+  if (store.close !== undefined) guarded.close = store.close.bind(store)
   for (const name of GUARDED) {
     const method = store[name] as (...args: unknown[]) => Awaitable<unknown>
     if (typeof method !== 'function') continue

@@ -8,7 +8,21 @@
  */
 import { LRUCache } from 'lru-cache'
 import { gcraStep, type RateResult } from '../gcra.js'
-import type { ApplicationPatch, ApplicationRecord, GateStore, StoreEventSink } from './store.js'
+import type {
+  AccessTokenFilter,
+  AccessTokenRecord,
+  ApiKeyPatch,
+  ApiKeyRecord,
+  ApplicationPatch,
+  ApplicationRecord,
+  GateStore,
+  StoreEventSink,
+  UserPatch,
+  UserRecord,
+} from './store.js'
+
+/** Expired records are swept out every this many inserts, so memory follows live records only. */
+const SWEEP_EVERY = 1000
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -29,6 +43,11 @@ export interface MemoryStoreOptions {
  */
 export class MemoryStore implements GateStore {
   readonly #applications = new Map<string, ApplicationRecord>()
+  readonly #users = new Map<string, UserRecord>()
+  readonly #userIdByUsername = new Map<string, string>()
+  readonly #apiKeys = new Map<string, ApiKeyRecord>()
+  readonly #tokens = new Map<string, AccessTokenRecord>()
+  #tokenInserts = 0
   readonly #rates: LRUCache<string, number>
   readonly #clock: () => number
   #sink: StoreEventSink | undefined
@@ -75,6 +94,95 @@ export class MemoryStore implements GateStore {
 
   deleteApplication(appToken: string): boolean {
     return this.#applications.delete(appToken)
+  }
+
+  insertUser(record: UserRecord): void {
+    if (this.#users.has(record.id)) throw new Error('a user with this id exists')
+    if (this.#userIdByUsername.has(record.username)) throw new Error('a user with this username exists')
+    this.#users.set(record.id, record)
+    this.#userIdByUsername.set(record.username, record.id)
+  }
+
+  getUser(id: string): UserRecord | undefined {
+    return this.#users.get(id)
+  }
+
+  getUserByUsername(username: string): UserRecord | undefined {
+    const id = this.#userIdByUsername.get(username)
+    return id === undefined ? undefined : this.#users.get(id)
+  }
+
+  updateUser(id: string, patch: UserPatch): UserRecord | undefined {
+    const current = this.#users.get(id)
+    if (current === undefined) return undefined
+    const next = { ...current, ...patch }
+    this.#users.set(id, next)
+    return next
+  }
+
+  deleteUser(id: string): boolean {
+    const current = this.#users.get(id)
+    if (current === undefined) return false
+    this.#users.delete(id)
+    this.#userIdByUsername.delete(current.username)
+    return true
+  }
+
+  insertApiKey(record: ApiKeyRecord): void {
+    if (this.#apiKeys.has(record.keyId)) throw new Error('an API key with this id exists')
+    this.#apiKeys.set(record.keyId, record)
+  }
+
+  getApiKey(keyId: string): ApiKeyRecord | undefined {
+    return this.#apiKeys.get(keyId)
+  }
+
+  listApiKeys(userId: string): ApiKeyRecord[] {
+    return [...this.#apiKeys.values()].filter((k) => k.userId === userId)
+  }
+
+  updateApiKey(keyId: string, patch: ApiKeyPatch): ApiKeyRecord | undefined {
+    const current = this.#apiKeys.get(keyId)
+    if (current === undefined) return undefined
+    const next = { ...current, ...patch }
+    this.#apiKeys.set(keyId, next)
+    return next
+  }
+
+  insertAccessToken(record: AccessTokenRecord): void {
+    if (this.#tokens.has(record.tokenHash)) throw new Error('an access token with this hash exists')
+    if (++this.#tokenInserts % SWEEP_EVERY === 0) this.#sweepTokens()
+    this.#tokens.set(record.tokenHash, record)
+  }
+
+  getAccessToken(tokenHash: string): AccessTokenRecord | undefined {
+    return this.#tokens.get(tokenHash)
+  }
+
+  revokeAccessToken(tokenHash: string, at: number): boolean {
+    const current = this.#tokens.get(tokenHash)
+    if (current === undefined || current.revokedAt !== null) return false
+    this.#tokens.set(tokenHash, { ...current, revokedAt: at })
+    return true
+  }
+
+  revokeAccessTokens(filter: AccessTokenFilter, at: number): number {
+    let revoked = 0
+    for (const token of this.#tokens.values()) {
+      if (token.revokedAt !== null) continue
+      const match =
+        'userId' in filter ? token.userId === filter.userId : 'appToken' in filter ? token.appToken === filter.appToken : token.codeHash === filter.codeHash
+      if (match) {
+        this.#tokens.set(token.tokenHash, { ...token, revokedAt: at })
+        revoked++
+      }
+    }
+    return revoked
+  }
+
+  #sweepTokens(): void {
+    const now = this.#clock()
+    for (const [hash, token] of this.#tokens) if (token.expiresAt <= now) this.#tokens.delete(hash)
   }
 
   consumeRate(key: string, limit: number, windowMs: number, cost: number): RateResult {

@@ -36,6 +36,60 @@ export interface ApplicationRecord {
 /** The fields of an application that can change after registration. */
 export type ApplicationPatch = Partial<Pick<ApplicationRecord, 'name' | 'secretHash' | 'callbackPrefix' | 'limit' | 'updatedAt'>>
 
+/** An account. */
+export interface UserRecord {
+  /** Platform-style id, like `abcd-1234`. */
+  readonly id: string
+  /** The sign-in name, normalised (Unicode NFC, lower case); unique. */
+  readonly username: string
+  readonly screenName: string
+  readonly displayName: string
+  readonly email: string
+  /** What the user may do, as the host application names it. */
+  readonly rights: readonly string[]
+  /** scrypt hash with its salt and parameters, or `null` for an account without a password (single sign-on). */
+  readonly passwordHash: string | null
+  readonly createdAt: number
+  readonly updatedAt: number
+}
+
+/** The fields of a user that can change. */
+export type UserPatch = Partial<Pick<UserRecord, 'screenName' | 'displayName' | 'email' | 'rights' | 'passwordHash' | 'updatedAt'>>
+
+/** An API key: a key id and secret used as HTTP Basic credentials in place of a username and password. */
+export interface ApiKeyRecord {
+  /** Public identifier: the Basic user part. */
+  readonly keyId: string
+  readonly userId: string
+  readonly name: string
+  /** SHA-256 (hex) of the key secret. */
+  readonly secretHash: string
+  readonly createdAt: number
+  readonly lastUsedAt: number | null
+  /** When the key was revoked; a revoked key stays listable and never works again. */
+  readonly revokedAt: number | null
+}
+
+/** The fields of an API key that can change. */
+export type ApiKeyPatch = Partial<Pick<ApiKeyRecord, 'name' | 'secretHash' | 'lastUsedAt' | 'revokedAt'>>
+
+/** An OAuth access token. */
+export interface AccessTokenRecord {
+  /** SHA-256 (hex) of the token: the token itself is never stored. */
+  readonly tokenHash: string
+  readonly userId: string
+  /** The application the token was issued to (its `client_id`). */
+  readonly appToken: string
+  /** SHA-256 of the authorization code it was issued from, if any: a replayed code revokes it. */
+  readonly codeHash: string | null
+  readonly createdAt: number
+  readonly expiresAt: number
+  readonly revokedAt: number | null
+}
+
+/** Which access tokens {@link GateStore.revokeAccessTokens} revokes: all of one user, one application or one code. */
+export type AccessTokenFilter = { readonly userId: string } | { readonly appToken: string } | { readonly codeHash: string }
+
 /** Notifications a store gives the gate (wired by {@link GateStore.attach}). */
 export interface StoreEventSink {
   /** A rate key was dropped to make room, before its window ran out: its client starts afresh. */
@@ -66,6 +120,41 @@ export interface GateStore {
   updateApplication(appToken: string, patch: ApplicationPatch): Awaitable<ApplicationRecord | undefined>
   /** Deletes an application; `false` when there was none. */
   deleteApplication(appToken: string): Awaitable<boolean>
+
+  /**
+   * Saves a new user.
+   * @throws when a user with the same id or username exists
+   */
+  insertUser(record: UserRecord): Awaitable<void>
+  getUser(id: string): Awaitable<UserRecord | undefined>
+  /** Looks a user up by the normalised username. Called on every password-authenticated request. */
+  getUserByUsername(username: string): Awaitable<UserRecord | undefined>
+  updateUser(id: string, patch: UserPatch): Awaitable<UserRecord | undefined>
+  /** Deletes a user; their keys and tokens stop working because they no longer resolve to a user. */
+  deleteUser(id: string): Awaitable<boolean>
+
+  /** @throws when a key with the same id exists */
+  insertApiKey(record: ApiKeyRecord): Awaitable<void>
+  /** Called on every API-key-authenticated request. */
+  getApiKey(keyId: string): Awaitable<ApiKeyRecord | undefined>
+  /** A user's keys, revoked ones included, oldest first. */
+  listApiKeys(userId: string): Awaitable<ApiKeyRecord[]>
+  updateApiKey(keyId: string, patch: ApiKeyPatch): Awaitable<ApiKeyRecord | undefined>
+
+  /** @throws when a token with the same hash exists */
+  insertAccessToken(record: AccessTokenRecord): Awaitable<void>
+  /** Looks a token up by its hash. Called on every OAuth-authenticated request. May drop expired tokens. */
+  getAccessToken(tokenHash: string): Awaitable<AccessTokenRecord | undefined>
+  /**
+   * Atomically marks one token revoked at `at`.
+   * @returns `true` when this call revoked it, `false` when it was unknown or already revoked
+   */
+  revokeAccessToken(tokenHash: string, at: number): Awaitable<boolean>
+  /**
+   * Atomically revokes every active token of a user, an application or an authorization code.
+   * @returns how many tokens this call revoked
+   */
+  revokeAccessTokens(filter: AccessTokenFilter, at: number): Awaitable<number>
 
   /**
    * One atomic throttling step for `key`: `limit` requests per `windowMs`, consuming

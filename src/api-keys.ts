@@ -1,0 +1,106 @@
+/**
+ * API keys: `gate.apiKeys`. A key id and secret are used as HTTP Basic credentials in
+ * place of a username and password. The secret is shown once, at creation or rotation,
+ * and stored as its SHA-256. Keys have no scopes: a key acts with its user's rights.
+ *
+ * @see spec "HTTP Basic" 2-3; socrata-behaviour.md "API keys"
+ */
+import { PlatformError } from './errors.js'
+import { randomId, randomToken, sha256 } from './secrets.js'
+import type { ApiKeyRecord, GateStore } from './store/store.js'
+
+/** An API key as the gate shows it: everything but the secret's hash. */
+export interface ApiKey {
+  readonly keyId: string
+  readonly userId: string
+  readonly name: string
+  readonly createdAt: number
+  readonly lastUsedAt: number | null
+  readonly revokedAt: number | null
+}
+
+/** A new or rotated key: the only time its secret is visible. */
+export interface IssuedApiKey {
+  readonly keyId: string
+  readonly keySecret: string
+  readonly apiKey: ApiKey
+}
+
+function toApiKey(record: ApiKeyRecord): ApiKey {
+  return {
+    keyId: record.keyId,
+    userId: record.userId,
+    name: record.name,
+    createdAt: record.createdAt,
+    lastUsedAt: record.lastUsedAt,
+    revokedAt: record.revokedAt,
+  }
+}
+
+/** `gate.apiKeys`: create, list, rotate and revoke a user's API keys. */
+export class ApiKeys {
+  readonly #store: GateStore
+
+  constructor(store: GateStore) {
+    this.#store = store
+  }
+
+  /**
+   * Creates a key for a user. One key per app or job lets each be revoked or rotated alone.
+   * @throws {PlatformError} `not_found` when there is no such user
+   * @example
+   * const { keyId, keySecret } = await gate.apiKeys.create(user.id, { name: 'nightly ETL' })
+   * // curl -u "$keyId:$keySecret" -H "X-App-Token: $APP_TOKEN" https://data.example/resource/abcd-1234.json
+   */
+  async create(userId: string, input: { name: string }): Promise<IssuedApiKey> {
+    const name = typeof input?.name === 'string' ? input.name.trim() : ''
+    if (name === '' || name.length > 200) throw new TypeError('open-data-gate: an API key name must be a non-empty string of at most 200 characters')
+    if ((await this.#store.getUser(userId)) === undefined) throw new PlatformError('not_found', `No user ${userId}`)
+    const keySecret = randomToken(32)
+    const record: ApiKeyRecord = {
+      keyId: randomId(25),
+      userId,
+      name,
+      secretHash: sha256(keySecret),
+      createdAt: Date.now(),
+      lastUsedAt: null,
+      revokedAt: null,
+    }
+    await this.#store.insertApiKey(record)
+    return { keyId: record.keyId, keySecret, apiKey: toApiKey(record) }
+  }
+
+  /** A user's keys, revoked ones included (with `revokedAt`), oldest first. */
+  async list(userId: string): Promise<ApiKey[]> {
+    const records = await this.#store.listApiKeys(userId)
+    return records.map(toApiKey).sort((a, b) => a.createdAt - b.createdAt)
+  }
+
+  async find(keyId: string): Promise<ApiKey | undefined> {
+    const record = await this.#store.getApiKey(keyId)
+    return record === undefined ? undefined : toApiKey(record)
+  }
+
+  /**
+   * Revokes a key: it stops working at once and stays listable as revoked.
+   * @returns `false` when there is no such key or it was already revoked
+   */
+  async revoke(keyId: string): Promise<boolean> {
+    const record = await this.#store.getApiKey(keyId)
+    if (record === undefined || record.revokedAt !== null) return false
+    await this.#store.updateApiKey(keyId, { revokedAt: Date.now() })
+    return true
+  }
+
+  /**
+   * Gives a key a new secret; the old secret stops working at once, the key id stays.
+   * @returns the new credentials, or `undefined` when there is no such active key
+   */
+  async rotate(keyId: string): Promise<IssuedApiKey | undefined> {
+    const record = await this.#store.getApiKey(keyId)
+    if (record === undefined || record.revokedAt !== null) return undefined
+    const keySecret = randomToken(32)
+    const updated = await this.#store.updateApiKey(keyId, { secretHash: sha256(keySecret) })
+    return updated === undefined ? undefined : { keyId, keySecret, apiKey: toApiKey(updated) }
+  }
+}

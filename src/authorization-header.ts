@@ -1,0 +1,80 @@
+/**
+ * Reads the credentials of a request from its `Authorization` header, exactly:
+ * - `Basic <base64(user-id ":" password)>` (RFC 7617): a guarded base64 decode, strict
+ *   UTF-8, the first `:` splits, the password may contain `:`, no control characters.
+ * - `OAuth <token>` (the platform's scheme) and `Bearer <token>` (RFC 6750 §2.1) with the
+ *   b64token syntax. An access token is read from this header only, never from a query
+ *   parameter or a body.
+ *
+ * Other schemes are left alone: they may belong to the host application.
+ *
+ * @see https://www.rfc-editor.org/rfc/rfc7617#section-2
+ * @see https://www.rfc-editor.org/rfc/rfc6750#section-2.1
+ */
+import { PlatformError } from './errors.js'
+import type { GateRequest } from './http.js'
+
+/** The credentials a request presents. */
+export type Credentials =
+  | { readonly kind: 'basic'; readonly user: string; readonly password: string }
+  | { readonly kind: 'token'; readonly scheme: 'oauth' | 'bearer'; readonly token: string }
+
+const MAX_CREDENTIALS_LENGTH = 8192
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/
+const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+/**
+ * The credentials in the request's `Authorization` header, or `undefined` when it has
+ * none the gate handles.
+ * @throws {PlatformError} `invalid_request` (400) for a malformed header, or for more than one
+ */
+export function readCredentials(request: GateRequest, acceptBearer: boolean): Credentials | undefined {
+  const all = request.authorization
+  if (all !== undefined && all.length > 1) {
+    throw new PlatformError('invalid_request', 'The request carries more than one Authorization header; send exactly one set of credentials')
+  }
+  const header = request.headers.authorization
+  const value = typeof header === 'string' ? header : header?.[0]
+  if (value === undefined || value === '') return undefined
+  if (value.length > MAX_CREDENTIALS_LENGTH) throw new PlatformError('invalid_request', 'The Authorization header is too long')
+
+  const space = value.indexOf(' ')
+  const scheme = (space === -1 ? value : value.slice(0, space)).toLowerCase()
+  const rest = space === -1 ? '' : value.slice(space + 1).trim()
+  switch (scheme) {
+    case 'basic':
+      return parseBasic(rest)
+    case 'oauth':
+      return { kind: 'token', scheme: 'oauth', token: parseToken(rest, 'OAuth') }
+    case 'bearer':
+      return acceptBearer ? { kind: 'token', scheme: 'bearer', token: parseToken(rest, 'Bearer') } : undefined
+    default:
+      return undefined
+  }
+}
+
+function parseBasic(encoded: string): Credentials {
+  const malformed = (why: string) =>
+    new PlatformError('invalid_request', `Malformed Basic credentials: ${why}. Send "Authorization: Basic " followed by base64 of "user:password"`)
+  if (!BASE64.test(encoded) || encoded.length % 4 === 1) throw malformed('not base64')
+  let decoded: string
+  try {
+    decoded = utf8.decode(Buffer.from(encoded, 'base64'))
+  } catch {
+    throw malformed('not UTF-8')
+  }
+  const colon = decoded.indexOf(':')
+  if (colon === -1) throw malformed('no ":" between user and password')
+  if (CONTROL.test(decoded)) throw malformed('control characters')
+  return { kind: 'basic', user: decoded.slice(0, colon), password: decoded.slice(colon + 1) }
+}
+
+function parseToken(token: string, scheme: string): string {
+  if (!B64TOKEN.test(token)) {
+    throw new PlatformError('invalid_request', `Malformed access token: send "Authorization: ${scheme} <token>" with the token exactly as issued`)
+  }
+  return token
+}

@@ -1,0 +1,185 @@
+/**
+ * Accounts: `gate.users`. A password is stored only as a scrypt hash; an account may have
+ * none (single sign-on users) and still use API keys.
+ *
+ * @see spec "HTTP Basic" 2-3
+ */
+import { PlatformError } from './errors.js'
+import { checkPassword, hashPassword, type ScryptParams } from './passwords.js'
+import { randomId } from './secrets.js'
+import type { GateStore, UserRecord } from './store/store.js'
+
+/** A user as the gate shows it: everything but the password hash. */
+export interface User {
+  readonly id: string
+  readonly username: string
+  readonly screenName: string
+  readonly displayName: string
+  readonly email: string
+  readonly rights: readonly string[]
+  readonly hasPassword: boolean
+  readonly createdAt: number
+  readonly updatedAt: number
+}
+
+/** What {@link Users.create} takes. */
+export interface CreateUser {
+  username: string
+  /** Omit (or `null`) for an account that signs in elsewhere and uses API keys here. */
+  password?: string | null
+  displayName: string
+  email: string
+  /** Defaults to `displayName`. */
+  screenName?: string
+  rights?: readonly string[]
+}
+
+/** What {@link Users.update} can change. */
+export interface UpdateUser {
+  screenName?: string
+  displayName?: string
+  email?: string
+  rights?: readonly string[]
+}
+
+/** The public view of a stored user. */
+export function toUser(record: UserRecord): User {
+  return {
+    id: record.id,
+    username: record.username,
+    screenName: record.screenName,
+    displayName: record.displayName,
+    email: record.email,
+    rights: record.rights,
+    hasPassword: record.passwordHash !== null,
+    createdAt: record.createdAt,
+    updatedAt: record.updatedAt,
+  }
+}
+
+/** Usernames compare in Unicode NFC, case-insensitively. */
+export function normalizeUsername(username: string): string {
+  return username.normalize('NFC').toLowerCase()
+}
+
+/** What an API key id looks like (see api-keys.ts); no username may look like one. */
+export const API_KEY_ID = /^[2-9a-km-np-z]{25}$/
+
+/** `gate.users`: create and manage accounts. */
+export class Users {
+  readonly #store: GateStore
+  readonly #scrypt: ScryptParams
+
+  constructor(store: GateStore, scrypt: ScryptParams) {
+    this.#store = store
+    this.#scrypt = scrypt
+  }
+
+  /**
+   * Creates an account with a platform-style id (`abcd-1234`).
+   * @throws {TypeError} for an invalid username, password, name or email
+   * @throws {PlatformError} `conflict` when the username is taken
+   * @example
+   * const user = await gate.users.create({ username: 'ada', password: 'correct horse battery', displayName: 'Ada', email: 'ada@example.org' })
+   */
+  async create(input: CreateUser): Promise<User> {
+    if (typeof input !== 'object' || input === null) throw new TypeError('open-data-gate: users.create() takes { username, password?, displayName, email }')
+    const username = checkUsername(input.username)
+    const password = input.password === undefined || input.password === null ? null : checkPassword(input.password)
+    const displayName = checkText('displayName', input.displayName)
+    const fields = {
+      username,
+      displayName,
+      screenName: input.screenName === undefined ? displayName : checkText('screenName', input.screenName),
+      email: checkEmail(input.email),
+      rights: checkRights(input.rights ?? []),
+      passwordHash: password === null ? null : await hashPassword(password, this.#scrypt),
+    }
+    // The id space is 32^8; a collision is rare but possible, so retry with a fresh id.
+    for (let attempt = 0; ; attempt++) {
+      if ((await this.#store.getUserByUsername(username)) !== undefined) {
+        throw new PlatformError('conflict', `The username ${JSON.stringify(username)} is taken`)
+      }
+      const now = Date.now()
+      const record: UserRecord = { id: `${randomId(4)}-${randomId(4)}`, ...fields, createdAt: now, updatedAt: now }
+      try {
+        await this.#store.insertUser(record)
+        return toUser(record)
+      } catch (error) {
+        if (attempt >= 3) throw error
+      }
+    }
+  }
+
+  /** The user with this id, or `undefined`. */
+  async find(id: string): Promise<User | undefined> {
+    const record = await this.#store.getUser(id)
+    return record === undefined ? undefined : toUser(record)
+  }
+
+  /** The user with this username (compared case-insensitively), or `undefined`. */
+  async findByUsername(username: string): Promise<User | undefined> {
+    const record = await this.#store.getUserByUsername(normalizeUsername(username))
+    return record === undefined ? undefined : toUser(record)
+  }
+
+  /** Changes names, email or rights. @returns the user, or `undefined` when there is none */
+  async update(id: string, changes: UpdateUser): Promise<User | undefined> {
+    const patch: { screenName?: string; displayName?: string; email?: string; rights?: readonly string[]; updatedAt: number } = { updatedAt: Date.now() }
+    if (changes.screenName !== undefined) patch.screenName = checkText('screenName', changes.screenName)
+    if (changes.displayName !== undefined) patch.displayName = checkText('displayName', changes.displayName)
+    if (changes.email !== undefined) patch.email = checkEmail(changes.email)
+    if (changes.rights !== undefined) patch.rights = checkRights(changes.rights)
+    const record = await this.#store.updateUser(id, patch)
+    return record === undefined ? undefined : toUser(record)
+  }
+
+  /**
+   * Sets or removes (`null`) the password. The old password stops working at once, on
+   * every instance (cached verifications are checked against the stored hash); API keys
+   * and OAuth tokens are not disturbed.
+   * @returns `false` when there is no such user
+   */
+  async setPassword(id: string, password: string | null): Promise<boolean> {
+    const passwordHash = password === null ? null : await hashPassword(checkPassword(password), this.#scrypt)
+    const record = await this.#store.updateUser(id, { passwordHash, updatedAt: Date.now() })
+    return record !== undefined
+  }
+
+  /** Deletes the account; its password, API keys and tokens stop working at once. */
+  async delete(id: string): Promise<boolean> {
+    const deleted = await this.#store.deleteUser(id)
+    if (deleted) await this.#store.revokeAccessTokens({ userId: id }, Date.now())
+    return deleted
+  }
+}
+
+function checkUsername(username: unknown): string {
+  if (typeof username !== 'string' || username.trim() === '' || username.length > 100 || /[:\p{Cc}\s]/u.test(username)) {
+    throw new TypeError('open-data-gate: a username must be 1 to 100 characters without ":", spaces or control characters')
+  }
+  const normalized = normalizeUsername(username)
+  if (API_KEY_ID.test(normalized)) throw new TypeError('open-data-gate: a username must not look like an API key id (25 letters and digits)')
+  return normalized
+}
+
+function checkText(name: string, value: unknown): string {
+  if (typeof value !== 'string' || value.trim() === '' || value.length > 200) {
+    throw new TypeError(`open-data-gate: ${name} must be a non-empty string of at most 200 characters`)
+  }
+  return value.trim()
+}
+
+function checkEmail(email: unknown): string {
+  if (typeof email !== 'string' || email.length > 254 || !/^[^\s@]+@[^\s@]+$/.test(email)) {
+    throw new TypeError('open-data-gate: email must be an address like name@example.org')
+  }
+  return email
+}
+
+function checkRights(rights: unknown): readonly string[] {
+  if (!Array.isArray(rights) || !rights.every((r) => typeof r === 'string' && r !== '')) {
+    throw new TypeError('open-data-gate: rights must be a list of non-empty strings')
+  }
+  return [...new Set(rights as string[])]
+}

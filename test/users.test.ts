@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest'
+import { createGate, MemoryStore } from '../src/index.js'
+import { sha256 } from '../src/secrets.js'
+
+const FAST = { basic: { scrypt: { logN: 10 } } }
+
+describe('users', () => {
+  it('creates an account with a platform-style id and only a scrypt hash of the password', async () => {
+    const store = new MemoryStore()
+    const gate = createGate({ store, ...FAST })
+    const user = await gate.users.create({ username: 'Ada', password: 'correct horse battery', displayName: 'Ada Lovelace', email: 'ada@example.org', rights: ['read_private'] })
+    expect(user.id).toMatch(/^[2-9a-km-np-z]{4}-[2-9a-km-np-z]{4}$/)
+    expect(user).toMatchObject({ username: 'ada', screenName: 'Ada Lovelace', hasPassword: true, rights: ['read_private'] })
+    expect(user).not.toHaveProperty('passwordHash')
+    const stored = store.getUser(user.id)
+    expect(stored?.passwordHash).toMatch(/^\$scrypt\$ln=10,/)
+    expect(JSON.stringify(stored)).not.toContain('correct horse')
+  })
+
+  it('creates an account without a password, for single sign-on users', async () => {
+    const gate = createGate(FAST)
+    const user = await gate.users.create({ username: 'sso-user', displayName: 'S', email: 's@example.org' })
+    expect(user.hasPassword).toBe(false)
+  })
+
+  it('refuses a taken username, compared case-insensitively, with conflict', async () => {
+    const gate = createGate(FAST)
+    await gate.users.create({ username: 'ada', displayName: 'A', email: 'a@example.org' })
+    await expect(gate.users.create({ username: 'ADA', displayName: 'A', email: 'a@example.org' })).rejects.toMatchObject({ code: 'conflict', status: 409 })
+    expect((await gate.users.findByUsername('AdA'))?.username).toBe('ada')
+  })
+
+  it.each([
+    [{ username: 'a:b' }, /username must be/],
+    [{ username: 'has space' }, /username must be/],
+    [{ username: 'abcdefghijkmnpqrstuvwxyz2' }, /must not look like an API key id/],
+    [{ password: 'short' }, /password must be a string of 8 to 1024/],
+    [{ email: 'not-an-email' }, /email must be/],
+    [{ displayName: '' }, /displayName must be/],
+  ])('refuses %j with a TypeError', async (override, message) => {
+    const gate = createGate(FAST)
+    const input = { username: 'ada', displayName: 'A', email: 'a@example.org', ...override }
+    await expect(gate.users.create(input)).rejects.toThrow(message)
+  })
+
+  it('updates names, email and rights', async () => {
+    const gate = createGate(FAST)
+    const { id } = await gate.users.create({ username: 'ada', displayName: 'A', email: 'a@example.org' })
+    expect(await gate.users.update(id, { displayName: 'Ada L.', rights: ['a', 'a', 'b'] })).toMatchObject({ displayName: 'Ada L.', rights: ['a', 'b'] })
+    expect(await gate.users.update('zzzz-zzzz', { displayName: 'x' })).toBeUndefined()
+  })
+
+  it('deletes an account and revokes its tokens', async () => {
+    const gate = createGate(FAST)
+    const { id } = await gate.users.create({ username: 'ada', displayName: 'A', email: 'a@example.org' })
+    const { accessToken } = await gate.tokens.issue({ userId: id, appToken: 'app' })
+    expect(await gate.users.delete(id)).toBe(true)
+    expect((await gate.store.getAccessToken(sha256(accessToken)))?.revokedAt).not.toBeNull()
+    expect(await gate.users.delete(id)).toBe(false)
+  })
+})
+
+describe('API keys', () => {
+  it('creates a key for a user, showing the secret once and storing its SHA-256', async () => {
+    const store = new MemoryStore()
+    const gate = createGate({ store, ...FAST })
+    const { id } = await gate.users.create({ username: 'ada', displayName: 'A', email: 'a@example.org' })
+    const { keyId, keySecret, apiKey } = await gate.apiKeys.create(id, { name: 'nightly ETL' })
+    expect(keyId).toMatch(/^[2-9a-km-np-z]{25}$/)
+    expect(keySecret).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    expect(store.getApiKey(keyId)?.secretHash).toBe(sha256(keySecret))
+    expect(apiKey).toEqual({ keyId, userId: id, name: 'nightly ETL', createdAt: expect.any(Number), lastUsedAt: null, revokedAt: null })
+  })
+
+  it('lists a user’s keys with revoked ones marked, and refuses to rotate a revoked key', async () => {
+    const gate = createGate(FAST)
+    const { id } = await gate.users.create({ username: 'ada', displayName: 'A', email: 'a@example.org' })
+    const a = await gate.apiKeys.create(id, { name: 'a' })
+    const b = await gate.apiKeys.create(id, { name: 'b' })
+    expect(await gate.apiKeys.revoke(a.keyId)).toBe(true)
+    expect(await gate.apiKeys.revoke(a.keyId)).toBe(false)
+    const listed = await gate.apiKeys.list(id)
+    expect(listed.map((k) => [k.name, k.revokedAt !== null])).toEqual([['a', true], ['b', false]])
+    expect(await gate.apiKeys.rotate(a.keyId)).toBeUndefined()
+    const rotated = await gate.apiKeys.rotate(b.keyId)
+    expect(rotated?.keyId).toBe(b.keyId)
+    expect(rotated?.keySecret).not.toBe(b.keySecret)
+  })
+
+  it('refuses a key for an unknown user with not_found', async () => {
+    const gate = createGate(FAST)
+    await expect(gate.apiKeys.create('zzzz-zzzz', { name: 'x' })).rejects.toMatchObject({ code: 'not_found', status: 404 })
+  })
+})
