@@ -14,8 +14,8 @@
  * app.get('/resource/:id.json', (req, res) => res.json({ app: req.gate.application?.name ?? null }))
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Gate, GateContext } from '../src/index.js'
-import { runGate } from './node.js'
+import type { Gate, GateContext, GuardRule } from '../src/index.js'
+import { nodeGuard, runGate } from './node.js'
 // Loads Express's types so the augmentation below has a module to extend.
 import type {} from 'express-serve-static-core'
 
@@ -35,6 +35,17 @@ export function expressGate(gate: Gate): ExpressMiddleware {
     runGate(gate, req, res, parsedBody(req)).then((passed) => {
       if (passed) next()
     }, next)
+  }
+}
+
+/**
+ * A route guard: `app.get('/private/:id.json', expressGuard(gate, { auth: 'required' }), handler)`.
+ * Mount `expressGate` first.
+ */
+export function expressGuard(gate: Gate, rule: GuardRule): ExpressMiddleware {
+  const guard = nodeGuard(gate, rule)
+  return (req, res, next) => {
+    if (guard(req, res)) next()
   }
 }
 

@@ -14,7 +14,7 @@
  * app.use((ctx) => { ctx.body = { app: ctx.state.gate.application?.name ?? null } })
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Gate, GateContext, GateResponse } from '../src/index.js'
+import type { Gate, GateContext, GateResponse, GuardRule } from '../src/index.js'
 import { toGateRequest } from './node.js'
 // Loads Koa's types so the augmentation below has a module to extend.
 import type {} from 'koa'
@@ -30,7 +30,8 @@ declare module 'koa' {
 export interface KoaContextLike {
   req: IncomingMessage
   res: ServerResponse
-  request: { body?: unknown }
+  /** Koa's request; `body` is read when a body parser set it. */
+  request: object
   state: object
   status: number
   body: unknown
@@ -43,7 +44,7 @@ export type KoaMiddleware = (ctx: KoaContextLike, next: () => Promise<unknown>) 
 /** Mounts the gate in a Koa app: `app.use(koaGate(gate))`. */
 export function koaGate(gate: Gate): KoaMiddleware {
   return async (ctx, next) => {
-    const request = toGateRequest(ctx.req, ctx.req.readableEnded ? ctx.request.body : undefined)
+    const request = toGateRequest(ctx.req, ctx.req.readableEnded ? (ctx.request as { body?: unknown }).body : undefined)
     const outcome = await gate.handle(request)
     if (outcome.type === 'respond') {
       respond(ctx, outcome.response)
@@ -51,6 +52,22 @@ export function koaGate(gate: Gate): KoaMiddleware {
     }
     ctx.set(outcome.headers)
     ;(ctx.state as { gate: GateContext }).gate = outcome.context
+    await next()
+  }
+}
+
+/**
+ * A route guard: `router.get('/private/:id.json', koaGuard(gate, { auth: 'required' }), handler)`,
+ * or `app.use(koaGuard(...))` in front of private routes. Mount `koaGate` first.
+ */
+export function koaGuard(gate: Gate, rule: GuardRule): KoaMiddleware {
+  const guard = gate.guard(rule)
+  return async (ctx, next) => {
+    const error = guard((ctx.state as { gate?: GateContext }).gate)
+    if (error !== undefined) {
+      respond(ctx, gate.errorResponse(error, toGateRequest(ctx.req)))
+      return
+    }
     await next()
   }
 }

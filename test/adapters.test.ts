@@ -2,6 +2,7 @@
  * One HTTP behaviour, five mounts: every test here runs against a real listening server
  * in Express 5, Express 4, Koa 3, Koa 2 and plain node:http.
  */
+import { DOMParser } from '@xmldom/xmldom'
 import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createGate, MemoryStore, type GateOptions } from '../src/index.js'
@@ -167,6 +168,147 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       running.push(server)
       const res = await request(server.url).get('/resource/abcd-1234.json').ca(TEST_CERT).expect(200)
       expect((res.body as DatasetBody).gate.secure).toBe(true)
+    })
+  })
+
+  describe('authentication', () => {
+    const PASSWORD = 'correct horse battery'
+    const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
+
+    /** One gate behind a plain and a TLS server, with a user, an API key and an access token. */
+    async function startAuth(options: GateOptions = {}) {
+      const gate = createGate({ throttle: false, basic: { scrypt: { logN: 10 } }, ...options })
+      const app = await gate.applications.register({ name: 'Transit dashboard' })
+      const ada = await gate.users.create({ username: 'ada', password: PASSWORD, displayName: 'Ada & <Co>', email: 'ada@example.org', rights: ['edit'] })
+      const key = await gate.apiKeys.create(ada.id, { name: 'etl' })
+      const token = await gate.tokens.issue({ userId: ada.id, appToken: app.appToken })
+      const listener = framework.listener(gate)
+      const plain = await listen(listener)
+      const tls = await listen(listener, true)
+      running.push(plain, tls)
+      const secure = request(tls.url)
+      return {
+        gate,
+        app,
+        ada,
+        key,
+        token,
+        plain: request(plain.url),
+        get: (path: string) => secure.get(path).ca(TEST_CERT),
+        post: (path: string) => secure.post(path).ca(TEST_CERT),
+      }
+    }
+
+    it('authenticates a username and password over https', async () => {
+      const { app, ada, get } = await startAuth()
+      const res = await get('/resource/abcd-1234.json').set('Authorization', basic('ada', PASSWORD)).set('X-App-Token', app.appToken).expect(200)
+      expect((res.body as DatasetBody).gate).toMatchObject({ auth: 'password', user: { id: ada.id, username: 'ada', rights: ['edit'] }, secure: true })
+    })
+
+    it('authenticates an API key over https, and refuses it the moment it is revoked', async () => {
+      const { gate, app, key, get } = await startAuth()
+      const res = await get('/resource/abcd-1234.json').set('Authorization', basic(key.keyId, key.keySecret)).set('X-App-Token', app.appToken).expect(200)
+      expect((res.body as DatasetBody).gate).toMatchObject({ auth: 'api-key', apiKeyId: key.keyId })
+      await gate.apiKeys.revoke(key.keyId)
+      const refused = await get('/resource/abcd-1234.json').set('Authorization', basic(key.keyId, key.keySecret)).set('X-App-Token', app.appToken).expect(401)
+      expect(refused.body).toMatchObject({ code: 'invalid_credentials', error: true })
+    })
+
+    it('authenticates an OAuth access token over https', async () => {
+      const { ada, token, get } = await startAuth()
+      const res = await get('/resource/abcd-1234.json').set('Authorization', `OAuth ${token.accessToken}`).expect(200)
+      expect((res.body as DatasetBody).gate).toMatchObject({ auth: 'oauth', user: { id: ada.id } })
+    })
+
+    it('denies Basic over plain http with 403, and believes a trusted proxy that says https', async () => {
+      const plainGate = await startAuth()
+      const refused = await plainGate.plain.get('/resource/abcd-1234.json').set('Authorization', basic('ada', PASSWORD)).set('X-App-Token', plainGate.app.appToken).expect(403)
+      expect(refused.body).toMatchObject({ code: 'https_required', error: true })
+      const proxied = await startAuth({ trustProxy: 'loopback' })
+      const res = await proxied.plain
+        .get('/resource/abcd-1234.json')
+        .set('Authorization', basic('ada', PASSWORD))
+        .set('X-App-Token', proxied.app.appToken)
+        .set('X-Forwarded-Proto', 'https')
+        .expect(200)
+      expect((res.body as DatasetBody).gate).toMatchObject({ auth: 'password', secure: true })
+    })
+
+    it('does not believe an untrusted peer that claims https', async () => {
+      const { app, plain } = await startAuth({ trustProxy: ['10.0.0.0/8'] })
+      await plain.get('/resource/abcd-1234.json').set('Authorization', basic('ada', PASSWORD)).set('X-App-Token', app.appToken).set('X-Forwarded-Proto', 'https').expect(403)
+    })
+
+    it('denies Basic without an application token', async () => {
+      const { get } = await startAuth()
+      const res = await get('/resource/abcd-1234.json').set('Authorization', basic('ada', PASSWORD)).expect(403)
+      expect(res.body.code).toBe('app_token_required')
+    })
+
+    it('answers malformed Basic credentials with a 400 JSON body, never a 500', async () => {
+      const { app, get } = await startAuth()
+      const res = await get('/resource/abcd-1234.json').set('Authorization', 'Basic %%%').set('X-App-Token', app.appToken).expect(400)
+      expect(res.body).toMatchObject({ code: 'invalid_request', error: true })
+    })
+
+    it('answers Basic and an OAuth token in one request with 400', async () => {
+      const { app, token, get } = await startAuth()
+      // Two Authorization header lines; superagent's types allow arrays only for Cookie.
+      const res = await get('/resource/abcd-1234.json').set('Authorization', [basic('ada', PASSWORD), `OAuth ${token.accessToken}`] as unknown as string).set('X-App-Token', app.appToken).expect(400)
+      expect(res.body.message).toMatch(/more than one Authorization header/)
+    })
+
+    it('revokes a token used once over plain http; it stays revoked over https', async () => {
+      const { token, plain, get } = await startAuth()
+      const over = await plain.get('/resource/abcd-1234.json').set('Authorization', `OAuth ${token.accessToken}`).expect(200)
+      expect((over.body as DatasetBody).gate).toMatchObject({ auth: 'none', user: null, revokedInsecureToken: true })
+      const after = await get('/resource/abcd-1234.json').set('Authorization', `OAuth ${token.accessToken}`).expect(401)
+      expect(after.body.code).toBe('invalid_token')
+    })
+
+    it('keeps private data private: anonymous gets 403, a user gets the data', async () => {
+      const { token, get, plain, gate } = await startAuth()
+      const anonymous = await get('/private/abcd-1234.json').expect(403)
+      expect(anonymous.body).toMatchObject({ code: 'authentication_required', error: true })
+      const res = await get('/private/abcd-1234.json').set('Authorization', `OAuth ${token.accessToken}`).expect(200)
+      expect((res.body as DatasetBody).dataset).toBe('abcd-1234')
+      const leaked = await gate.tokens.issue({ userId: (res.body as DatasetBody).gate.user?.id as string, appToken: 'x' })
+      const insecure = await plain.get('/private/abcd-1234.json').set('Authorization', `OAuth ${leaked.accessToken}`).expect(403)
+      expect(insecure.body.message).toMatch(/insecure connection and has been revoked/)
+    })
+
+    it('applies the view-query rule: a user or an application token, not neither', async () => {
+      const { app, token, post } = await startAuth()
+      const body = [{ column: 'name' }]
+      const neither = await post('/api/v3/views/abcd-1234/query.json').send(body).expect(403)
+      expect(neither.body.code).toBe('authentication_required')
+      await post('/api/v3/views/abcd-1234/query.json').set('X-App-Token', app.appToken).send(body).expect(200)
+      await post('/api/v3/views/abcd-1234/query.json').set('Authorization', `OAuth ${token.accessToken}`).send(body).expect(200)
+    })
+
+    it('serves the current user as JSON', async () => {
+      const { ada, token, get } = await startAuth()
+      for (const path of ['/api/users/current.json', '/users/current.json']) {
+        const res = await get(path).set('Authorization', `OAuth ${token.accessToken}`).expect(200).expect('content-type', /application\/json/)
+        expect(res.body).toEqual({ id: ada.id, screenName: 'Ada & <Co>', displayName: 'Ada & <Co>', email: 'ada@example.org', rights: ['edit'] })
+      }
+      const anonymous = await get('/api/users/current.json').expect(403)
+      expect(anonymous.body.code).toBe('authentication_required')
+    })
+
+    it('serves the current user as well-formed XML', async () => {
+      const { ada, key, app, get } = await startAuth()
+      const res = await get('/users/current.xml').set('Authorization', basic(key.keyId, key.keySecret)).set('X-App-Token', app.appToken).buffer(true).parse((r, done) => {
+        let text = ''
+        r.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')))
+        r.on('end', () => done(null, text))
+      }).expect(200).expect('content-type', 'application/xml; charset=utf-8')
+      const errors: string[] = []
+      const doc = new DOMParser({ onError: (level, message) => errors.push(`${level}: ${message}`) }).parseFromString(res.body as string, 'application/xml')
+      expect(errors).toEqual([])
+      expect(doc.documentElement?.tagName).toBe('user')
+      expect(doc.getElementsByTagName('id')[0]?.textContent).toBe(ada.id)
+      expect(doc.getElementsByTagName('displayName')[0]?.textContent).toBe('Ada & <Co>')
     })
   })
 

@@ -7,14 +7,19 @@ import express5 from 'express'
 import express4 from 'express4'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
-import { expressGate } from '../../adapters/express.js'
-import { koaGate } from '../../adapters/koa.js'
-import { nodeGate, type GatedRequest } from '../../adapters/node.js'
+import { expressGate, expressGuard } from '../../adapters/express.js'
+import { koaGate, koaGuard } from '../../adapters/koa.js'
+import { nodeGate, nodeGuard, type GatedRequest } from '../../adapters/node.js'
 import type { Gate, GateContext } from '../../src/index.js'
 
 export interface Framework {
   readonly name: string
-  /** A request listener: the gate mounted, then `GET /resource/<id>.json` answering what the gate found. */
+  /**
+   * A request listener: the gate mounted, then three routes answering what the gate found:
+   * - `GET /resource/<id>.json`: public data
+   * - `GET /private/<id>.json`: guarded by `{ auth: 'required' }`
+   * - `POST /api/v3/views/<id>/query.json`: guarded by `{ auth: 'user-or-app-token' }`
+   */
   listener(gate: Gate): RequestListener
 }
 
@@ -24,13 +29,22 @@ export interface DatasetBody {
   gate: GateContext
 }
 
-const DATASET = /^\/resource\/([a-z0-9-]+)\.json$/
+const DATASET = /^\/(resource|private)\/([a-z0-9-]+)\.json$/
+const VIEW_QUERY = /^\/api\/v3\/views\/([a-z0-9-]+)\/query\.json$/
+const REQUIRED = { auth: 'required' } as const
+const USER_OR_APP = { auth: 'user-or-app-token' } as const
 
 function expressApp(express: typeof express5) {
   return (gate: Gate): RequestListener => {
     const app = express()
     app.use(expressGate(gate))
     app.get('/resource/:id.json', (req, res) => {
+      res.json({ dataset: req.params.id, gate: req.gate } satisfies DatasetBody)
+    })
+    app.get('/private/:id.json', expressGuard(gate, REQUIRED), (req, res) => {
+      res.json({ dataset: req.params.id, gate: req.gate } satisfies DatasetBody)
+    })
+    app.post('/api/v3/views/:id/query.json', expressGuard(gate, USER_OR_APP), (req, res) => {
       res.json({ dataset: req.params.id, gate: req.gate } satisfies DatasetBody)
     })
     return app as unknown as RequestListener
@@ -40,26 +54,47 @@ function expressApp(express: typeof express5) {
 function koaApp(Koa: typeof Koa3) {
   return (gate: Gate): RequestListener => {
     const app = new Koa()
+    const required = koaGuard(gate, REQUIRED)
+    const userOrApp = koaGuard(gate, USER_OR_APP)
     app.use(koaGate(gate))
-    app.use((ctx) => {
-      const match = DATASET.exec(ctx.path)
-      if (ctx.method !== 'GET' || match === null) return
-      ctx.body = { dataset: match[1] as string, gate: ctx.state.gate } satisfies DatasetBody
+    app.use(async (ctx, next) => {
+      const dataset = DATASET.exec(ctx.path)
+      const view = VIEW_QUERY.exec(ctx.path)
+      const answer = async () => {
+        ctx.body = { dataset: (dataset?.[2] ?? view?.[1]) as string, gate: ctx.state.gate } satisfies DatasetBody
+      }
+      if (ctx.method === 'GET' && dataset?.[1] === 'resource') await answer()
+      else if (ctx.method === 'GET' && dataset?.[1] === 'private') await required(ctx, answer)
+      else if (ctx.method === 'POST' && view !== null) await userOrApp(ctx, answer)
+      else await next()
     })
     return app.callback()
   }
 }
 
 function nodeApp(gate: Gate): RequestListener {
+  const required = nodeGuard(gate, REQUIRED)
+  const userOrApp = nodeGuard(gate, USER_OR_APP)
   return nodeGate(gate, (req: GatedRequest, res: ServerResponse) => {
-    const match = DATASET.exec(new URL(req.url ?? '/', 'http://x').pathname)
-    if (req.method !== 'GET' || match === null) {
+    const path = new URL(req.url ?? '/', 'http://x').pathname
+    const dataset = DATASET.exec(path)
+    const view = VIEW_QUERY.exec(path)
+    const allowed =
+      req.method === 'GET' && dataset?.[1] === 'resource'
+        ? true
+        : req.method === 'GET' && dataset?.[1] === 'private'
+          ? required(req, res)
+          : req.method === 'POST' && view !== null
+            ? userOrApp(req, res)
+            : undefined
+    if (allowed === undefined) {
       res.statusCode = 404
       res.end()
       return
     }
+    if (!allowed) return
     res.setHeader('content-type', 'application/json')
-    res.end(JSON.stringify({ dataset: match[1] as string, gate: req.gate } satisfies DatasetBody))
+    res.end(JSON.stringify({ dataset: (dataset?.[2] ?? view?.[1]) as string, gate: req.gate } satisfies DatasetBody))
   }) as (req: IncomingMessage, res: ServerResponse) => void
 }
 
