@@ -35,7 +35,7 @@ export interface KoaContextLike {
   state: object
   status: number
   body: unknown
-  set(fields: { [name: string]: string }): void
+  set(fields: { [name: string]: string | string[] }): void
 }
 
 /** The shape of a Koa middleware. */
@@ -75,6 +75,6 @@ export function koaGuard(gate: Gate, rule: GuardRule): KoaMiddleware {
 /** Hands a gate response to Koa (which then writes it), headers before the body so Koa keeps our Content-Type. */
 function respond(ctx: KoaContextLike, response: GateResponse): void {
   ctx.status = response.status
-  ctx.set(response.headers as { [name: string]: string })
+  ctx.set(response.headers as { [name: string]: string | string[] })
   ctx.body = response.body
 }

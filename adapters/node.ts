@@ -100,7 +100,7 @@ export function writeGateResponse(res: ServerResponse, response: GateResponse): 
     return
   }
   res.statusCode = response.status
-  for (const name in response.headers) res.setHeader(name, response.headers[name] as string)
+  for (const name in response.headers) res.setHeader(name, response.headers[name] as string | string[])
   res.setHeader('content-length', Buffer.byteLength(response.body))
   res.end(response.body)
 }

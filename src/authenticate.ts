@@ -16,7 +16,7 @@ import { createHmac, randomBytes } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { Credentials } from './authorization-header.js'
 import { PlatformError, ThrottledError } from './errors.js'
-import type { GateEvents } from './events.js'
+import type { Emit } from './events.js'
 import type { ResolvedConfig } from './options.js'
 import { decoyHash, hashPassword, needsRehash, verifyPassword } from './passwords.js'
 import type { ClientInfo } from './proxy.js'
@@ -45,8 +45,6 @@ export interface Authentication {
   readonly apiKeyId: string | null
   readonly token: AccessTokenRecord | null
 }
-
-type Emit = <E extends keyof GateEvents>(event: E, ...args: Parameters<GateEvents[E]>) => void
 
 /** Never store a `lastUsedAt` more often than this per key: it is a write on the hot path. */
 const LAST_USED_RESOLUTION_MS = 60_000
@@ -81,6 +79,11 @@ export class Authenticator {
     if (credentials.kind === 'token') return this.#verifyToken(credentials.token, credentials.scheme, client)
     if (API_KEY_ID.test(credentials.user)) return this.#verifyApiKey(credentials.user, credentials.password, client)
     return this.#verifyPassword(normalizeUsername(credentials.user), credentials.password, client)
+  }
+
+  /** Verifies a username and password from the login page, exactly as Basic credentials are. */
+  verifyLogin(username: string, password: string, client: ClientInfo): Promise<Authentication> {
+    return this.#verifyPassword(normalizeUsername(username), password, client)
   }
 
   /**

@@ -43,7 +43,8 @@ export interface RateKeyEvictedEvent {
 
 /** Credentials that did not verify. */
 export interface AuthenticationFailedEvent {
-  readonly method: 'password' | 'api-key' | 'oauth'
+  /** `client` is an OAuth client authenticating at the token or revocation endpoint. */
+  readonly method: 'password' | 'api-key' | 'oauth' | 'client'
   readonly ip: string
   /** The normalised username, for password attempts. Never the password, key secret or token. */
   readonly username: string | undefined
@@ -51,12 +52,22 @@ export interface AuthenticationFailedEvent {
 
 /** An access token was revoked by the gate itself. */
 export interface TokenRevokedEvent {
-  /** `insecure-transport`: it was sent over plain http. `code-replay`: its authorization code was used twice. */
-  readonly reason: 'insecure-transport' | 'code-replay'
+  /** It was sent over plain http. */
+  readonly reason: 'insecure-transport'
   readonly userId: string
   /** The application the token was issued to. */
   readonly appToken: string
   readonly ip: string
+}
+
+/** An authorization code was presented again after its first exchange. */
+export interface CodeReplayedEvent {
+  /** The application the code was issued to. */
+  readonly appToken: string
+  readonly userId: string
+  readonly ip: string
+  /** How many tokens issued from the code this replay revoked. */
+  readonly revokedTokens: number
 }
 
 /** Something unexpected: the client got a generic 500, the cause comes here. */
@@ -74,5 +85,9 @@ export interface GateEvents {
   rateKeyEvicted: (event: RateKeyEvictedEvent) => void
   authenticationFailed: (event: AuthenticationFailedEvent) => void
   tokenRevoked: (event: TokenRevokedEvent) => void
+  codeReplayed: (event: CodeReplayedEvent) => void
   internalError: (event: InternalErrorEvent) => void
 }
+
+/** The gate's typed `emit`, handed to the parts that report events. */
+export type Emit = <E extends keyof GateEvents>(event: E, ...args: Parameters<GateEvents[E]>) => void

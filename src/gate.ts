@@ -15,6 +15,7 @@ import { GateError, PlatformError, StoreError } from './errors.js'
 import type { GateEvents } from './events.js'
 import { compileGuard, type Guard, type GuardRule } from './guard.js'
 import { errorResponse, pathOf, platformErrorResponse, type GateRequest, type GateResponse } from './http.js'
+import { OAuthServer } from './oauth/server.js'
 import { resolveOptions, type GateOptions, type ResolvedConfig } from './options.js'
 import { resolveClient, type ClientInfo } from './proxy.js'
 import { guardStore } from './store/guarded-store.js'
@@ -76,6 +77,7 @@ export class Gate extends TypedEmitter<GateEvents> {
   readonly #config: ResolvedConfig
   readonly #throttle: Throttle
   readonly #auth: Authenticator
+  readonly #oauth: OAuthServer
   readonly #endpoints = new Map<string, Endpoint>()
   #warnedAboutProxyHeaders = false
 
@@ -92,6 +94,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     this.tokens = new AccessTokens(this.store, config.oauth.accessTokenTtlMs)
     this.#throttle = new Throttle(config, this.store, (event, ...args) => emit(event, ...args))
     this.#auth = new Authenticator(config, this.store, this.#throttle, (event, ...args) => emit(event, ...args))
+    this.#oauth = new OAuthServer(config, this.store, this.#throttle, this.#auth, this.tokens, (event, ...args) => emit(event, ...args))
     for (const path of config.currentUser.json) this.#endpoints.set(path, 'current-user-json')
     for (const path of config.currentUser.xml) this.#endpoints.set(path, 'current-user-xml')
   }
@@ -103,6 +106,9 @@ export class Gate extends TypedEmitter<GateEvents> {
   async handle(request: GateRequest): Promise<GateOutcome> {
     try {
       const client = this.#client(request)
+      // The OAuth endpoints authenticate clients and users themselves, and need no app token.
+      const oauthEndpoint = this.#oauth.endpointFor(request)
+      if (oauthEndpoint !== undefined) return { type: 'respond', response: await this.#oauth.handle(oauthEndpoint, request, client) }
       const application = await this.#application(request, client)
 
       // Credentials are checked for transport and form before the throttle (cheap, and a

@@ -41,7 +41,8 @@ export interface GateRequest {
 /** What the gate answers when it answers itself. */
 export interface GateResponse {
   readonly status: number
-  readonly headers: Readonly<Record<string, string>>
+  /** Header names in lower case; a list for a header sent several times (`set-cookie`). */
+  readonly headers: Readonly<Record<string, string | readonly string[]>>
   readonly body: string
 }
 

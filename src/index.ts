@@ -15,7 +15,8 @@ export type { ApiKey, IssuedApiKey, ApiKeys } from './api-keys.js'
 export type { IssueAccessToken, IssuedAccessToken, AccessTokens } from './access-tokens.js'
 export type { AuthMethod, GateUser } from './authenticate.js'
 export type { GuardRule, Guard } from './guard.js'
-export type { BasicOptions, OAuthOptions, CurrentUserOptions } from './options.js'
+export type { BasicOptions, OAuthOptions, OAuthPaths, CurrentUserOptions } from './options.js'
+export type { OAuthPages, LoginView, ConsentView, ErrorView } from './oauth/pages.js'
 export type { ScryptParams } from './passwords.js'
 export type { ThrottleInfo } from './throttle.js'
 export type { TrustProxyOption, ProxyHeadersOption } from './proxy.js'
@@ -28,6 +29,7 @@ export type {
   RateKeyEvictedEvent,
   AuthenticationFailedEvent,
   TokenRevokedEvent,
+  CodeReplayedEvent,
   InternalErrorEvent,
 } from './events.js'
 export {
@@ -54,6 +56,8 @@ export type {
   ApiKeyPatch,
   AccessTokenRecord,
   AccessTokenFilter,
+  AuthorizationCodeRecord,
+  SessionRecord,
   StoreEventSink,
   Awaitable,
 } from './store/store.js'

@@ -3,10 +3,12 @@
  * configuration at construction. The caller's object is never changed; a bad value is a
  * `TypeError` that names the option.
  */
+import type { GateRequest } from './http.js'
+import type { OAuthPages } from './oauth/pages.js'
 import { DEFAULT_SCRYPT, type ScryptParams } from './passwords.js'
 import { compileTrustProxy, type ProxyHeadersOption, type TrustProxyOption } from './proxy.js'
 import { MemoryStore } from './store/memory-store.js'
-import type { GateStore } from './store/store.js'
+import type { Awaitable, GateStore } from './store/store.js'
 
 /** `limit` requests per `windowMs`, with a burst of up to `limit`. */
 export interface RatePolicyOptions {
@@ -66,12 +68,51 @@ export interface BasicOptions {
   scrypt?: Partial<ScryptParams>
 }
 
-/** OAuth access tokens. */
+/** Where the OAuth endpoints live; `false` turns one off. */
+export interface OAuthPaths {
+  /** Default `/oauth/authorize`. */
+  authorize?: string | false
+  /** Default `/oauth/access_token`. */
+  token?: string | false
+  /** RFC 7009 revocation. Default `/oauth/revoke`. */
+  revoke?: string | false
+  /** RFC 8414 metadata. Default `/.well-known/oauth-authorization-server`. */
+  metadata?: string | false
+}
+
+/** OAuth 2.0: the authorization server and access tokens. */
 export interface OAuthOptions {
   /** Accept `Authorization: Bearer <token>` beside the platform's `OAuth <token>`. Default `true`. */
   acceptBearer?: boolean
   /** Lifetime of issued access tokens in ms. Default 24 hours. */
   accessTokenTtlMs?: number
+  /** Lifetime of authorization codes in ms, at most 10 minutes. Default 60 s. */
+  codeTtlMs?: number
+  /** Refuse authorize requests without a PKCE S256 challenge. Default `false`. */
+  requirePkce?: boolean
+  /**
+   * The issuer URL announced in the metadata, and the base of the endpoint URLs there.
+   * Default: `https://` and the request's Host. Set it in production.
+   */
+  issuer?: string
+  paths?: OAuthPaths
+  /** How long a sign-in on the gate's own login page lasts, in ms. Default 1 hour. */
+  sessionTtlMs?: number
+  /**
+   * Tells the gate who is signed in to the host application, from the host's own session:
+   * return the gate user id, or nothing. When it returns nothing the gate's own sign-in
+   * is used (or the user is sent to `loginUrl`).
+   */
+  authenticateUser?: (request: GateRequest) => Awaitable<string | null | undefined>
+  /**
+   * The host's own login page. When nobody is signed in, the user is sent there with
+   * `return_to` set to the authorize URL, instead of seeing the gate's login page.
+   */
+  loginUrl?: string
+  /** The host's own login, consent and error pages. */
+  pages?: OAuthPages
+  /** Budget of failed client authentications per client_id before further attempts are refused. Default 10 per 15 minutes. */
+  clientFailures?: RatePolicyOptions | false
 }
 
 /** Where the gate serves the current-user record; `false` turns the endpoints off. */
@@ -133,7 +174,19 @@ export interface ResolvedConfig {
     readonly failures: RatePolicyOptions | null
     readonly scrypt: ScryptParams
   }
-  readonly oauth: { readonly acceptBearer: boolean; readonly accessTokenTtlMs: number }
+  readonly oauth: {
+    readonly acceptBearer: boolean
+    readonly accessTokenTtlMs: number
+    readonly codeTtlMs: number
+    readonly requirePkce: boolean
+    readonly issuer: string | null
+    readonly paths: { readonly [K in keyof OAuthPaths]-?: string | null }
+    readonly sessionTtlMs: number
+    readonly authenticateUser: OAuthOptions['authenticateUser'] | null
+    readonly loginUrl: string | null
+    readonly pages: OAuthPages
+    readonly clientFailures: RatePolicyOptions | null
+  }
   readonly currentUser: { readonly json: readonly string[]; readonly xml: readonly string[] }
   readonly realm: string
 }
@@ -185,6 +238,30 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   const oauth = options.oauth ?? {}
   const accessTokenTtlMs = oauth.accessTokenTtlMs ?? 86_400_000
   positiveInteger('oauth.accessTokenTtlMs', accessTokenTtlMs)
+  const codeTtlMs = oauth.codeTtlMs ?? 60_000
+  positiveInteger('oauth.codeTtlMs', codeTtlMs)
+  if (codeTtlMs > 600_000) throw new TypeError(`open-data-gate: oauth.codeTtlMs must be at most 600000 (10 minutes, RFC 6749 §4.1.2), got ${codeTtlMs}`)
+  const sessionTtlMs = oauth.sessionTtlMs ?? 3_600_000
+  positiveInteger('oauth.sessionTtlMs', sessionTtlMs)
+  if (oauth.issuer !== undefined && !isIssuer(oauth.issuer)) {
+    throw new TypeError(`open-data-gate: oauth.issuer must be an https URL without query or fragment, got ${JSON.stringify(oauth.issuer)}`)
+  }
+  if (oauth.authenticateUser !== undefined && typeof oauth.authenticateUser !== 'function') throw new TypeError('open-data-gate: oauth.authenticateUser must be a function')
+  if (oauth.loginUrl !== undefined && (typeof oauth.loginUrl !== 'string' || !(oauth.loginUrl.startsWith('/') || URL.canParse(oauth.loginUrl)))) {
+    throw new TypeError('open-data-gate: oauth.loginUrl must be a path or an absolute URL')
+  }
+  const pages = oauth.pages ?? {}
+  for (const name of ['login', 'consent', 'error'] as const) {
+    if (pages[name] !== undefined && typeof pages[name] !== 'function') throw new TypeError(`open-data-gate: oauth.pages.${name} must be a function returning HTML`)
+  }
+  const clientFailures = resolvePolicy('oauth.clientFailures', oauth.clientFailures, { limit: 10, windowMs: 900_000 }, 'app')
+  const oauthPaths = oauth.paths ?? {}
+  const endpointPath = (name: keyof OAuthPaths, fallback: string): string | null => {
+    const value = oauthPaths[name]
+    if (value === false) return null
+    if (value === undefined) return fallback
+    return paths(`oauth.paths.${name}`, [value], [])[0] as string
+  }
   const currentUser = options.currentUser === false ? { json: [], xml: [] } : (options.currentUser ?? {})
   const realm = options.realm ?? 'api'
   if (typeof realm !== 'string' || !/^[\x20-\x7e]*$/.test(realm) || realm.includes('"')) throw new TypeError('open-data-gate: realm must be printable ASCII without quotes')
@@ -206,7 +283,24 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
       failures: failures === null ? null : { limit: failures.limit, windowMs: failures.windowMs },
       scrypt,
     },
-    oauth: { acceptBearer: booleanOption('oauth.acceptBearer', oauth.acceptBearer, true), accessTokenTtlMs },
+    oauth: {
+      acceptBearer: booleanOption('oauth.acceptBearer', oauth.acceptBearer, true),
+      accessTokenTtlMs,
+      codeTtlMs,
+      requirePkce: booleanOption('oauth.requirePkce', oauth.requirePkce, false),
+      issuer: oauth.issuer?.replace(/\/$/, '') ?? null,
+      paths: {
+        authorize: endpointPath('authorize', '/oauth/authorize'),
+        token: endpointPath('token', '/oauth/access_token'),
+        revoke: endpointPath('revoke', '/oauth/revoke'),
+        metadata: endpointPath('metadata', '/.well-known/oauth-authorization-server'),
+      },
+      sessionTtlMs,
+      authenticateUser: oauth.authenticateUser ?? null,
+      loginUrl: oauth.loginUrl ?? null,
+      pages,
+      clientFailures: clientFailures === null ? null : { limit: clientFailures.limit, windowMs: clientFailures.windowMs },
+    },
     currentUser: {
       json: paths('currentUser.json', currentUser.json, ['/api/users/current.json', '/users/current.json']),
       xml: paths('currentUser.xml', currentUser.xml, ['/users/current.xml']),
@@ -222,6 +316,12 @@ export function paths(name: string, value: readonly string[] | undefined, fallba
     throw new TypeError(`open-data-gate: ${name} must be a list of paths starting with "/"`)
   }
   return value
+}
+
+function isIssuer(value: unknown): boolean {
+  if (typeof value !== 'string' || !URL.canParse(value)) return false
+  const url = new URL(value)
+  return url.protocol === 'https:' && url.search === '' && url.hash === '' && !value.includes('?') && !value.includes('#')
 }
 
 function resolvePolicy(

@@ -11,7 +11,7 @@
  */
 import { LRUCache } from 'lru-cache'
 import { ThrottledError, StoreError } from './errors.js'
-import type { GateEvents } from './events.js'
+import type { Emit } from './events.js'
 import type { RateResult } from './gcra.js'
 import type { ResolvedConfig, ResolvedPolicy } from './options.js'
 import { addressKey, type ClientInfo } from './proxy.js'
@@ -36,8 +36,6 @@ export interface ThrottlePass {
   readonly info: ThrottleInfo
   readonly headers: Record<string, string>
 }
-
-type Emit = <E extends keyof GateEvents>(event: E, ...args: Parameters<GateEvents[E]>) => void
 
 /** Applies the configured policies through the (guarded) store. */
 export class Throttle {

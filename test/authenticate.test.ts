@@ -17,7 +17,7 @@ const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:
 
 function respond(outcome: GateOutcome) {
   if (outcome.type !== 'respond') throw new Error('expected the gate to answer, it let the request through')
-  const isJson = outcome.response.headers['content-type']?.startsWith('application/json') ?? false
+  const isJson = String(outcome.response.headers['content-type']).startsWith('application/json')
   return { ...outcome.response, json: (isJson ? JSON.parse(outcome.response.body) : null) as Record<string, unknown> }
 }
 function pass(outcome: GateOutcome) {

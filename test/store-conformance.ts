@@ -4,7 +4,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { AccessTokenRecord, ApiKeyRecord, ApplicationRecord, GateStore, UserRecord } from '../src/index.js'
+import type { AccessTokenRecord, ApiKeyRecord, ApplicationRecord, AuthorizationCodeRecord, GateStore, UserRecord } from '../src/index.js'
 
 export interface StoreFixture {
   store: GateStore
@@ -53,6 +53,20 @@ function accessToken(tokenHash: string, overrides: Partial<AccessTokenRecord> = 
     createdAt: Date.now(),
     expiresAt: Date.now() + 3_600_000,
     revokedAt: null,
+    ...overrides,
+  }
+}
+
+function code(codeHash: string, overrides: Partial<AuthorizationCodeRecord> = {}): AuthorizationCodeRecord {
+  return {
+    codeHash,
+    appToken: 'app',
+    userId: 'u',
+    redirectUri: 'https://app.example/cb/?x=1',
+    codeChallenge: null,
+    createdAt: Date.now(),
+    expiresAt: Date.now() + 60_000,
+    usedAt: null,
     ...overrides,
   }
 }
@@ -211,6 +225,47 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         expect((await store.getAccessToken(mine[1] as string))?.revokedAt).toBe(1_800_000_000_000)
         expect((await store.getAccessToken(other))?.revokedAt).toBeNull()
         expect(await store.revokeAccessTokens(filter, 1_900_000_000_000)).toBe(0)
+      })
+    })
+
+    describe('authorization codes', () => {
+      it('saves and finds a code by its hash', async () => {
+        const hash = freshKey('c')
+        await store.insertAuthorizationCode(code(hash, { codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM' }))
+        expect(await store.getAuthorizationCode(hash)).toEqual(code(hash, { codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', createdAt: expect.any(Number), expiresAt: expect.any(Number) }))
+        expect(await store.getAuthorizationCode(freshKey('c'))).toBeUndefined()
+        await expect(async () => store.insertAuthorizationCode(code(hash))).rejects.toThrow()
+      })
+
+      it('consumes a code once and remembers when', async () => {
+        const hash = freshKey('c')
+        await store.insertAuthorizationCode(code(hash))
+        expect(await store.consumeAuthorizationCode(hash, 1_800_000_000_000)).toBe(true)
+        expect(await store.consumeAuthorizationCode(hash, 1_900_000_000_000)).toBe(false)
+        expect((await store.getAuthorizationCode(hash))?.usedAt).toBe(1_800_000_000_000)
+        expect(await store.consumeAuthorizationCode(freshKey('c'), 1)).toBe(false)
+      })
+
+      it('lets exactly one of many concurrent consumers win', async () => {
+        const hash = freshKey('c')
+        await store.insertAuthorizationCode(code(hash))
+        const results = await Promise.all(Array.from({ length: 50 }, () => store.consumeAuthorizationCode(hash, Date.now())))
+        expect(results.filter(Boolean)).toHaveLength(1)
+      })
+    })
+
+    describe('sessions', () => {
+      it('saves, finds and deletes a session; an expired one is not found', async () => {
+        const hash = freshKey('s')
+        const record = { sessionHash: hash, userId: 'u', createdAt: Date.now(), expiresAt: Date.now() + 60_000 }
+        await store.insertSession(record)
+        expect(await store.getSession(hash)).toEqual(record)
+        expect(await store.deleteSession(hash)).toBe(true)
+        expect(await store.getSession(hash)).toBeUndefined()
+        expect(await store.deleteSession(hash)).toBe(false)
+        const expired = freshKey('s')
+        await store.insertSession({ sessionHash: expired, userId: 'u', createdAt: Date.now() - 10_000, expiresAt: Date.now() - 1 })
+        expect(await store.getSession(expired)).toBeUndefined()
       })
     })
 

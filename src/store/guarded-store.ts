@@ -29,6 +29,12 @@ const GUARDED = [
   'getAccessToken',
   'revokeAccessToken',
   'revokeAccessTokens',
+  'insertAuthorizationCode',
+  'getAuthorizationCode',
+  'consumeAuthorizationCode',
+  'insertSession',
+  'getSession',
+  'deleteSession',
   'consumeRate',
   'resetRate',
 ] as const satisfies readonly Method[]

@@ -11,11 +11,13 @@ import { gcraStep, type RateResult } from '../gcra.js'
 import type {
   AccessTokenFilter,
   AccessTokenRecord,
+  AuthorizationCodeRecord,
   ApiKeyPatch,
   ApiKeyRecord,
   ApplicationPatch,
   ApplicationRecord,
   GateStore,
+  SessionRecord,
   StoreEventSink,
   UserPatch,
   UserRecord,
@@ -47,7 +49,9 @@ export class MemoryStore implements GateStore {
   readonly #userIdByUsername = new Map<string, string>()
   readonly #apiKeys = new Map<string, ApiKeyRecord>()
   readonly #tokens = new Map<string, AccessTokenRecord>()
-  #tokenInserts = 0
+  readonly #codes = new Map<string, AuthorizationCodeRecord>()
+  readonly #sessions = new Map<string, SessionRecord>()
+  #inserts = 0
   readonly #rates: LRUCache<string, number>
   readonly #clock: () => number
   #sink: StoreEventSink | undefined
@@ -151,7 +155,7 @@ export class MemoryStore implements GateStore {
 
   insertAccessToken(record: AccessTokenRecord): void {
     if (this.#tokens.has(record.tokenHash)) throw new Error('an access token with this hash exists')
-    if (++this.#tokenInserts % SWEEP_EVERY === 0) this.#sweepTokens()
+    this.#countInsert()
     this.#tokens.set(record.tokenHash, record)
   }
 
@@ -180,9 +184,45 @@ export class MemoryStore implements GateStore {
     return revoked
   }
 
-  #sweepTokens(): void {
+  insertAuthorizationCode(record: AuthorizationCodeRecord): void {
+    if (this.#codes.has(record.codeHash)) throw new Error('an authorization code with this hash exists')
+    this.#countInsert()
+    this.#codes.set(record.codeHash, record)
+  }
+
+  getAuthorizationCode(codeHash: string): AuthorizationCodeRecord | undefined {
+    return this.#codes.get(codeHash)
+  }
+
+  consumeAuthorizationCode(codeHash: string, at: number): boolean {
+    const current = this.#codes.get(codeHash)
+    if (current === undefined || current.usedAt !== null) return false
+    this.#codes.set(codeHash, { ...current, usedAt: at })
+    return true
+  }
+
+  insertSession(record: SessionRecord): void {
+    if (this.#sessions.has(record.sessionHash)) throw new Error('a session with this hash exists')
+    this.#countInsert()
+    this.#sessions.set(record.sessionHash, record)
+  }
+
+  getSession(sessionHash: string): SessionRecord | undefined {
+    const session = this.#sessions.get(sessionHash)
+    return session !== undefined && session.expiresAt > this.#clock() ? session : undefined
+  }
+
+  deleteSession(sessionHash: string): boolean {
+    return this.#sessions.delete(sessionHash)
+  }
+
+  /** Every SWEEP_EVERY inserts, drops expired tokens, codes and sessions. */
+  #countInsert(): void {
+    if (++this.#inserts % SWEEP_EVERY !== 0) return
     const now = this.#clock()
-    for (const [hash, token] of this.#tokens) if (token.expiresAt <= now) this.#tokens.delete(hash)
+    for (const map of [this.#tokens, this.#codes, this.#sessions] as Map<string, { expiresAt: number }>[]) {
+      for (const [key, record] of map) if (record.expiresAt <= now) map.delete(key)
+    }
   }
 
   consumeRate(key: string, limit: number, windowMs: number, cost: number): RateResult {

@@ -87,6 +87,32 @@ export interface AccessTokenRecord {
   readonly revokedAt: number | null
 }
 
+/** An OAuth authorization code, bound to everything the token request must match. */
+export interface AuthorizationCodeRecord {
+  /** SHA-256 (hex) of the code. */
+  readonly codeHash: string
+  /** The application it was issued to. */
+  readonly appToken: string
+  readonly userId: string
+  /** The redirect_uri of the authorize request, exactly as sent. */
+  readonly redirectUri: string
+  /** The PKCE S256 challenge, or `null` when the request had none. */
+  readonly codeChallenge: string | null
+  readonly createdAt: number
+  readonly expiresAt: number
+  /** When it was exchanged; set once, by {@link GateStore.consumeAuthorizationCode}. */
+  readonly usedAt: number | null
+}
+
+/** A browser session of the gate's own login page. */
+export interface SessionRecord {
+  /** SHA-256 (hex) of the session cookie's value. */
+  readonly sessionHash: string
+  readonly userId: string
+  readonly createdAt: number
+  readonly expiresAt: number
+}
+
 /** Which access tokens {@link GateStore.revokeAccessTokens} revokes: all of one user, one application or one code. */
 export type AccessTokenFilter = { readonly userId: string } | { readonly appToken: string } | { readonly codeHash: string }
 
@@ -155,6 +181,21 @@ export interface GateStore {
    * @returns how many tokens this call revoked
    */
   revokeAccessTokens(filter: AccessTokenFilter, at: number): Awaitable<number>
+
+  /** @throws when a code with the same hash exists */
+  insertAuthorizationCode(record: AuthorizationCodeRecord): Awaitable<void>
+  /** The code with this hash, used or not (a used one is how a replay is recognised). May drop expired codes. */
+  getAuthorizationCode(codeHash: string): Awaitable<AuthorizationCodeRecord | undefined>
+  /**
+   * Atomically marks a code used at `at`, if it is not yet: a compare-and-set. Of any
+   * number of concurrent calls for one code, exactly one returns `true`.
+   */
+  consumeAuthorizationCode(codeHash: string, at: number): Awaitable<boolean>
+
+  insertSession(record: SessionRecord): Awaitable<void>
+  /** May drop expired sessions. */
+  getSession(sessionHash: string): Awaitable<SessionRecord | undefined>
+  deleteSession(sessionHash: string): Awaitable<boolean>
 
   /**
    * One atomic throttling step for `key`: `limit` requests per `windowMs`, consuming

@@ -1,0 +1,205 @@
+/**
+ * The authorize endpoint: `GET /oauth/authorize?client_id&response_type=code&redirect_uri[&state][&code_challenge&code_challenge_method=S256]`,
+ * and the login and consent forms it shows, which post back to the same URL.
+ *
+ * Order matters (RFC 6749 §4.1.2.1, oauth-server.md):
+ * 1. An unknown client, or a redirect_uri that does not match its Callback Prefix, is
+ *    shown to the user on an error page: redirecting would make the gate an open
+ *    redirector.
+ * 2. The user is authenticated before any redirect, error redirects included.
+ * 3. Every other problem goes back to the application as `error`, `error_description`
+ *    and `state`.
+ * 4. Approval sends `code` (and `state` exactly as sent) after any query string the
+ *    redirect_uri already has; denial sends `access_denied`.
+ *
+ * @see spec "Start OAuth 2.0 authorization", "OAuth 2.0" 2-4, "Errors"
+ */
+import { isPlausibleAppToken } from '../app-token.js'
+import type { Authenticator } from '../authenticate.js'
+import { PlatformError, ThrottledError, type OAuthErrorCode } from '../errors.js'
+import type { GateRequest, GateResponse } from '../http.js'
+import type { ResolvedConfig } from '../options.js'
+import { bodyParams, queryParams, type Params } from '../params.js'
+import type { ClientInfo } from '../proxy.js'
+import { randomToken, sha256 } from '../secrets.js'
+import type { ApplicationRecord, GateStore, UserRecord } from '../store/store.js'
+import { consentPage, errorPage, htmlResponse, loginPage, type ErrorView } from './pages.js'
+import { isS256Challenge } from './pkce.js'
+import { redirectUriProblem, withParams } from './redirect-uri.js'
+import { csrfToken, csrfValid, type LoginSessions } from './session.js'
+
+const FORM_LIMIT = 16 * 1024
+/** Parameters that must not repeat once the client and redirect_uri are known good. */
+const SINGLE = ['response_type', 'state', 'code_challenge', 'code_challenge_method', 'scope'] as const
+
+/** A problem to report to the application through the redirect. */
+interface RedirectError {
+  code: OAuthErrorCode
+  description: string
+}
+
+export class AuthorizeEndpoint {
+  readonly #config: ResolvedConfig
+  readonly #store: GateStore
+  readonly #auth: Authenticator
+  readonly #sessions: LoginSessions
+
+  constructor(config: ResolvedConfig, store: GateStore, auth: Authenticator, sessions: LoginSessions) {
+    this.#config = config
+    this.#store = store
+    this.#auth = auth
+    this.#sessions = sessions
+  }
+
+  async handle(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
+    if (request.method !== 'GET' && request.method !== 'POST') {
+      return this.#error(405, { title: 'Method not allowed', message: 'Open this page with a link from the application.' }, { allow: 'GET, POST' })
+    }
+    if (!client.secure) {
+      return this.#error(403, { title: 'A secure connection is required', message: 'Sign-in pages are served over https only. Open this address with https://.' })
+    }
+
+    // 1. The client and the redirect_uri: problems go to the user, never to a redirect.
+    const params = queryParams(request.url)
+    if (params.isDuplicated('client_id') || params.isDuplicated('redirect_uri')) {
+      return this.#error(400, { title: 'Invalid request', message: 'The application sent client_id or redirect_uri more than once.' })
+    }
+    const clientId = params.get('client_id')
+    if (clientId === undefined) return this.#error(400, { title: 'Invalid request', message: 'The request does not name an application (client_id is missing).' })
+    const application = isPlausibleAppToken(clientId) ? await this.#store.getApplication(clientId) : undefined
+    if (application === undefined) return this.#error(400, { title: 'Unknown application', message: 'No application is registered with this client_id.' })
+    if (application.callbackPrefix === null) {
+      return this.#error(400, { title: 'Application not set up for sign-in', message: `${application.name} has no Callback Prefix registered, so it cannot use OAuth.` })
+    }
+    const redirectUri = params.get('redirect_uri')
+    if (redirectUri === undefined) return this.#error(400, { title: 'Invalid request', message: 'The request has no redirect_uri.' })
+    const problem = redirectUriProblem(redirectUri, application.callbackPrefix)
+    if (problem !== undefined) {
+      return this.#error(400, { title: 'Invalid redirect address', message: `The redirect_uri is not allowed for ${application.name}: ${problem}.` })
+    }
+
+    // 2. The user, before any redirect.
+    let decision: 'approve' | 'deny' | undefined
+    if (request.method === 'POST') {
+      const form = await bodyParams(request, FORM_LIMIT)
+      if (typeof form === 'string') return this.#error(400, { title: 'Invalid form', message: 'The form could not be read. Go back and try again.' })
+      if (!csrfValid(request, form.get('csrf_token'))) {
+        return this.#error(403, { title: 'This form has expired', message: 'The form expired or was not sent from this page. Go back to the application and start again.' })
+      }
+      const action = form.get('action')
+      if (action === 'login') return this.#login(request, client, application, form)
+      if (action !== 'approve' && action !== 'deny') return this.#error(400, { title: 'Invalid form', message: 'The form did not say what to do.' })
+      decision = action
+    }
+    const user = await this.#signedInUser(request)
+    if (user === undefined) return this.#askToSignIn(request, application, '', undefined, 200)
+
+    // 3. Everything else goes back to the application.
+    const state = params.isDuplicated('state') ? undefined : params.get('state')
+    const error = this.#requestError(params)
+    if (error !== undefined) return redirect(withParams(redirectUri, { error: error.code, error_description: error.description, state }))
+    if (decision === undefined) return this.#consent(request, application, user, redirectUri)
+    if (decision === 'deny') {
+      return redirect(withParams(redirectUri, { error: 'access_denied', error_description: 'The user denied the request', state }))
+    }
+
+    // 4. Approved: a code bound to the application, the user, the redirect_uri and the PKCE challenge.
+    const code = randomToken(32)
+    const now = Date.now()
+    await this.#store.insertAuthorizationCode({
+      codeHash: sha256(code),
+      appToken: application.appToken,
+      userId: user.id,
+      redirectUri,
+      codeChallenge: params.get('code_challenge') ?? null,
+      createdAt: now,
+      expiresAt: now + this.#config.oauth.codeTtlMs,
+      usedAt: null,
+    })
+    return redirect(withParams(redirectUri, { code, state }))
+  }
+
+  /** The user the host says is signed in, or else the one of the gate's own session. */
+  async #signedInUser(request: GateRequest): Promise<UserRecord | undefined> {
+    const fromHost = (await this.#config.oauth.authenticateUser?.(request)) ?? undefined
+    const userId = fromHost ?? (await this.#sessions.userId(request))
+    return userId === undefined ? undefined : this.#store.getUser(userId)
+  }
+
+  /** RFC 6749 §4.1.1 and RFC 7636 §4.3 checks, in the order the RFCs list them. */
+  #requestError(params: Params): RedirectError | undefined {
+    const repeated = params.firstDuplicated(SINGLE)
+    if (repeated !== undefined) return { code: 'invalid_request', description: `${repeated} was sent more than once` }
+    const responseType = params.get('response_type')
+    if (responseType === undefined) return { code: 'invalid_request', description: 'response_type is missing' }
+    if (responseType !== 'code') return { code: 'unsupported_response_type', description: 'Only response_type=code is supported' }
+    const challenge = params.get('code_challenge')
+    const method = params.get('code_challenge_method')
+    if (challenge === undefined) {
+      if (method !== undefined) return { code: 'invalid_request', description: 'code_challenge_method was sent without code_challenge' }
+      if (this.#config.oauth.requirePkce) return { code: 'invalid_request', description: 'PKCE is required: send code_challenge with code_challenge_method=S256' }
+      return undefined
+    }
+    if (method !== 'S256') return { code: 'invalid_request', description: 'Only code_challenge_method=S256 is supported' }
+    if (!isS256Challenge(challenge)) return { code: 'invalid_request', description: 'code_challenge must be 43 base64url characters' }
+    return undefined
+  }
+
+  /** Nobody is signed in: the host's login page if it has one, else the gate's. */
+  #askToSignIn(request: GateRequest, application: ApplicationRecord, username: string, error: string | undefined, status: number, headers: Record<string, string> = {}): GateResponse {
+    const loginUrl = this.#config.oauth.loginUrl
+    if (loginUrl !== null && error === undefined) {
+      return redirect(withParams(loginUrl, { return_to: request.url }))
+    }
+    const csrf = csrfToken(request)
+    const view = { application: { name: application.name }, csrfToken: csrf.token, username, error }
+    const custom = this.#config.oauth.pages.login
+    return htmlResponse(status, custom === undefined ? loginPage(view) : custom(view), {
+      ownPage: custom === undefined,
+      headers: csrf.setCookie === undefined ? headers : { ...headers, 'set-cookie': csrf.setCookie },
+    })
+  }
+
+  /** The login form was posted: sign in (the same checks as Basic credentials) and come back here. */
+  async #login(request: GateRequest, client: ClientInfo, application: ApplicationRecord, form: Params): Promise<GateResponse> {
+    const username = form.get('username') ?? ''
+    const password = form.get('password') ?? ''
+    try {
+      const { user } = await this.#auth.verifyLogin(username, password, client)
+      const sessionCookie = await this.#sessions.start(user.id)
+      const q = request.url.indexOf('?')
+      // A relative reference to this same URL, so it works wherever the gate is mounted.
+      return redirect(q === -1 ? '?' : request.url.slice(q), { 'set-cookie': sessionCookie })
+    } catch (error) {
+      if (error instanceof ThrottledError) {
+        return this.#askToSignIn(request, application, username, error.message, 429, { 'retry-after': String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))) })
+      }
+      if (error instanceof PlatformError && error.code === 'invalid_credentials') {
+        return this.#askToSignIn(request, application, username, 'Wrong username or password.', 401)
+      }
+      throw error
+    }
+  }
+
+  #consent(request: GateRequest, application: ApplicationRecord, user: UserRecord, redirectUri: string): GateResponse {
+    const csrf = csrfToken(request)
+    const redirectOrigin = new URL(redirectUri).origin
+    const view = { application: { name: application.name }, user: { displayName: user.displayName, username: user.username }, csrfToken: csrf.token, redirectOrigin }
+    const custom = this.#config.oauth.pages.consent
+    return htmlResponse(200, custom === undefined ? consentPage(view) : custom(view), {
+      ownPage: custom === undefined,
+      formTargets: [redirectOrigin],
+      headers: csrf.setCookie === undefined ? {} : { 'set-cookie': csrf.setCookie },
+    })
+  }
+
+  #error(status: number, view: ErrorView, headers: Record<string, string> = {}): GateResponse {
+    const custom = this.#config.oauth.pages.error
+    return htmlResponse(status, custom === undefined ? errorPage(view) : custom(view), { ownPage: custom === undefined, headers })
+  }
+}
+
+/** 303 See Other: the browser follows with a GET, never re-posting the form (no 307). */
+function redirect(location: string, headers: Record<string, string> = {}): GateResponse {
+  return { status: 303, headers: { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', ...headers }, body: '' }
+}

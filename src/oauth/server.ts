@@ -1,0 +1,87 @@
+/**
+ * The OAuth 2.0 authorization server: which path is which endpoint, and how each kind of
+ * endpoint answers a failure. The token and revocation endpoints answer RFC 6749 JSON;
+ * the authorize endpoint answers a person, with a page.
+ */
+import type { AccessTokens } from '../access-tokens.js'
+import type { Authenticator } from '../authenticate.js'
+import { GateError, OAuthError, PlatformError, StoreError } from '../errors.js'
+import type { Emit } from '../events.js'
+import { errorResponse, pathOf, type GateRequest, type GateResponse } from '../http.js'
+import type { ResolvedConfig } from '../options.js'
+import type { ClientInfo } from '../proxy.js'
+import type { GateStore } from '../store/store.js'
+import type { Throttle } from '../throttle.js'
+import { AuthorizeEndpoint } from './authorize.js'
+import { metadataResponse } from './metadata.js'
+import { errorPage, htmlResponse } from './pages.js'
+import { LoginSessions } from './session.js'
+import { TokenEndpoints } from './token.js'
+
+type Endpoint = 'authorize' | 'token' | 'revoke' | 'metadata'
+
+export class OAuthServer {
+  readonly #config: ResolvedConfig
+  readonly #emit: Emit
+  readonly #paths = new Map<string, Endpoint>()
+  readonly #authorize: AuthorizeEndpoint
+  readonly #tokens: TokenEndpoints
+
+  constructor(config: ResolvedConfig, store: GateStore, throttle: Throttle, auth: Authenticator, tokens: AccessTokens, emit: Emit) {
+    this.#config = config
+    this.#emit = emit
+    for (const [endpoint, path] of Object.entries(config.oauth.paths) as Array<[Endpoint, string | null]>) {
+      if (path !== null) this.#paths.set(path, endpoint)
+    }
+    this.#authorize = new AuthorizeEndpoint(config, store, auth, new LoginSessions(store, config.oauth.sessionTtlMs))
+    const failures = config.oauth.clientFailures
+    this.#tokens = new TokenEndpoints(store, tokens, { store, throttle, emit, realm: config.realm, failures }, emit)
+  }
+
+  /** The endpoint at this request's path, if any. */
+  endpointFor(request: GateRequest): Endpoint | undefined {
+    return this.#paths.size === 0 ? undefined : this.#paths.get(pathOf(request.url))
+  }
+
+  /** Answers a request to one of the endpoints. Never rejects. */
+  async handle(endpoint: Endpoint, request: GateRequest, client: ClientInfo): Promise<GateResponse> {
+    try {
+      switch (endpoint) {
+        case 'authorize':
+          return await this.#authorize.handle(request, client)
+        case 'token':
+          return await this.#tokens.token(request, client)
+        case 'revoke':
+          return await this.#tokens.revoke(request, client)
+        case 'metadata':
+          if (request.method !== 'GET' && request.method !== 'HEAD') {
+            throw new PlatformError('method_not_allowed', 'Use GET', { headers: { allow: 'GET, HEAD' } })
+          }
+          return metadataResponse(this.#config, request)
+      }
+    } catch (error) {
+      return this.#failure(endpoint, error, request)
+    }
+  }
+
+  #failure(endpoint: Endpoint, error: unknown, request: GateRequest): GateResponse {
+    if (error instanceof StoreError) {
+      this.#emit('storeError', { operation: error.operation, error: error.cause, outcome: 'failed' })
+      if (endpoint === 'authorize') return this.#page(503, 'The service is temporarily unavailable', 'Please try again in a moment.')
+      if (endpoint === 'metadata') return errorResponse(error)
+      return errorResponse(new OAuthError('temporarily_unavailable', 'The service is temporarily unavailable, please retry'))
+    }
+    if (error instanceof GateError) {
+      return endpoint === 'authorize' ? this.#page(error.status, 'Request refused', error.message) : errorResponse(error)
+    }
+    this.#emit('internalError', { error, method: request.method, path: pathOf(request.url) })
+    if (endpoint === 'authorize') return this.#page(500, 'Something went wrong', 'Please try again later.')
+    return errorResponse(new OAuthError('server_error', 'Internal server error'))
+  }
+
+  #page(status: number, title: string, message: string): GateResponse {
+    const custom = this.#config.oauth.pages.error
+    const view = { title, message }
+    return htmlResponse(status, custom === undefined ? errorPage(view) : custom(view), { ownPage: custom === undefined })
+  }
+}

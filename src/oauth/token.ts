@@ -1,0 +1,131 @@
+/**
+ * The token endpoint (`POST /oauth/access_token`) and the RFC 7009 revocation endpoint
+ * (`POST /oauth/revoke`).
+ *
+ * Parameters come as query parameters (as the spec shows), a form body, or a JSON body
+ * (the spec shows that too); a name sent twice, in one place or across two, is an error.
+ *
+ * A code is consumed with one compare-and-set in the store. The token is saved before
+ * that compare-and-set, tagged with the code, so an exchange that loses the race, or any
+ * later one, always finds it to revoke: RFC 6749 §4.1.2 says a code used more than once
+ * revokes every token issued from it, and that holds even for concurrent exchanges.
+ *
+ * @see spec "Exchange code for access token"; oauth-server.md checklist "Token endpoint", "Codes"
+ */
+import type { AccessTokens } from '../access-tokens.js'
+import { OAuthError } from '../errors.js'
+import type { Emit } from '../events.js'
+import type { GateRequest, GateResponse } from '../http.js'
+import { bodyParams, Params, queryParams } from '../params.js'
+import type { ClientInfo } from '../proxy.js'
+import { sha256 } from '../secrets.js'
+import type { AuthorizationCodeRecord, GateStore } from '../store/store.js'
+import { authenticateClient, type ClientAuthDeps } from './client-auth.js'
+import { isVerifier, verifierMatches } from './pkce.js'
+
+const BODY_LIMIT = 16 * 1024
+const TOKEN_PARAMS = ['grant_type', 'code', 'redirect_uri', 'client_id', 'client_secret', 'code_verifier']
+const REVOKE_PARAMS = ['token', 'token_type_hint', 'client_id', 'client_secret']
+const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' }
+
+export class TokenEndpoints {
+  readonly #store: GateStore
+  readonly #tokens: AccessTokens
+  readonly #clientAuth: ClientAuthDeps
+  readonly #emit: Emit
+
+  constructor(store: GateStore, tokens: AccessTokens, clientAuth: ClientAuthDeps, emit: Emit) {
+    this.#store = store
+    this.#tokens = tokens
+    this.#clientAuth = clientAuth
+    this.#emit = emit
+  }
+
+  /** Exchanges an authorization code for an access token. */
+  async token(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
+    const params = await readParams(request, client, 'token', TOKEN_PARAMS)
+    const application = await authenticateClient(request, params, client, this.#clientAuth)
+
+    const grantType = params.get('grant_type')
+    if (grantType === undefined) throw new OAuthError('invalid_request', 'grant_type is missing')
+    if (grantType !== 'authorization_code') throw new OAuthError('unsupported_grant_type', 'Only grant_type=authorization_code is supported')
+    if (application.callbackPrefix === null) throw new OAuthError('unauthorized_client', 'This application has no Callback Prefix, so it cannot use the authorization code grant')
+    const code = params.get('code')
+    if (code === undefined) throw new OAuthError('invalid_request', 'code is missing')
+    const redirectUri = params.get('redirect_uri')
+    if (redirectUri === undefined) throw new OAuthError('invalid_request', 'redirect_uri is missing')
+
+    const codeHash = sha256(code)
+    const record = await this.#store.getAuthorizationCode(codeHash)
+    if (record === undefined) throw new OAuthError('invalid_grant', 'The authorization code is unknown or expired')
+    if (record.usedAt !== null) throw await this.#replayed(record, client)
+    if (record.appToken !== application.appToken) throw new OAuthError('invalid_grant', 'The authorization code was issued to another application')
+    if (record.expiresAt <= Date.now()) throw new OAuthError('invalid_grant', 'The authorization code has expired')
+    if (record.redirectUri !== redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri is not identical to the one of the authorization request')
+    checkPkce(record, params.get('code_verifier'))
+    if ((await this.#store.getUser(record.userId)) === undefined) throw new OAuthError('invalid_grant', 'The user who approved the request no longer exists')
+
+    const issued = await this.#tokens.issue({ userId: record.userId, appToken: application.appToken, codeHash })
+    if (!(await this.#store.consumeAuthorizationCode(codeHash, Date.now()))) {
+      // Another exchange of this code won the compare-and-set: this one is a replay.
+      throw await this.#replayed(record, client)
+    }
+    return {
+      status: 200,
+      headers: { 'content-type': 'application/json; charset=utf-8', ...NO_STORE },
+      body: JSON.stringify({ access_token: issued.accessToken, token_type: 'bearer', expires_in: issued.expiresIn }),
+    }
+  }
+
+  /** RFC 7009: a client revokes one of its own tokens. Unknown tokens are answered 200 too. */
+  async revoke(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
+    const params = await readParams(request, client, 'revoke', REVOKE_PARAMS)
+    const application = await authenticateClient(request, params, client, this.#clientAuth)
+    const token = params.get('token')
+    if (token === undefined) throw new OAuthError('invalid_request', 'token is missing')
+    // token_type_hint is only a hint (RFC 7009 §2.1): access tokens are all there is.
+    const tokenHash = sha256(token)
+    const record = await this.#store.getAccessToken(tokenHash)
+    if (record !== undefined && record.appToken !== application.appToken) {
+      throw new OAuthError('unauthorized_client', 'The token was not issued to this client')
+    }
+    if (record !== undefined) await this.#store.revokeAccessToken(tokenHash, Date.now())
+    return { status: 200, headers: { ...NO_STORE }, body: '' }
+  }
+
+  /** A code presented after its first exchange: revoke what it issued, and refuse. */
+  async #replayed(record: AuthorizationCodeRecord, client: ClientInfo): Promise<OAuthError> {
+    const revokedTokens = await this.#store.revokeAccessTokens({ codeHash: record.codeHash }, Date.now())
+    this.#emit('codeReplayed', { appToken: record.appToken, userId: record.userId, ip: client.ip, revokedTokens })
+    return new OAuthError('invalid_grant', 'The authorization code has already been used; the tokens issued from it are revoked')
+  }
+}
+
+/** The parameters of a token or revocation request: query and body, nothing repeated, over https only. */
+async function readParams(request: GateRequest, client: ClientInfo, endpoint: string, names: readonly string[]): Promise<Params> {
+  if (request.method !== 'POST') throw new OAuthError('invalid_request', `The ${endpoint} endpoint accepts POST only`, { headers: { allow: 'POST' } })
+  if (!client.secure) throw new OAuthError('invalid_request', 'https is required: client credentials must not travel in clear')
+  const body = await bodyParams(request, BODY_LIMIT)
+  if (typeof body === 'string') throw new OAuthError('invalid_request', BODY_PROBLEMS[body])
+  const params = Params.merge(queryParams(request.url), body)
+  const repeated = params.firstDuplicated(names)
+  if (repeated !== undefined) throw new OAuthError('invalid_request', `${repeated} was sent more than once`)
+  return params
+}
+
+const BODY_PROBLEMS = {
+  'too-large': 'The request body is too large',
+  'unsupported-type': 'Send the parameters as application/x-www-form-urlencoded or application/json',
+  malformed: 'The request body could not be parsed, or holds values that are not strings',
+  unreadable: 'The request body could not be read',
+} as const
+
+/** RFC 7636 §4.6, and a verifier without a stored challenge is refused too (downgrade). */
+function checkPkce(record: AuthorizationCodeRecord, verifier: string | undefined): void {
+  if (record.codeChallenge === null) {
+    if (verifier !== undefined) throw new OAuthError('invalid_grant', 'code_verifier was sent, but the authorization request had no code_challenge')
+    return
+  }
+  if (verifier === undefined) throw new OAuthError('invalid_grant', 'code_verifier is missing: the authorization request had a code_challenge')
+  if (!isVerifier(verifier) || !verifierMatches(verifier, record.codeChallenge)) throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge')
+}

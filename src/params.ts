@@ -1,0 +1,97 @@
+/**
+ * Request parameters for the OAuth endpoints: from the query string, a form body or a
+ * JSON body (the spec shows both), with every name sent more than once remembered,
+ * because RFC 6749 §3.1 and §3.2 make a repeated parameter an error.
+ */
+import type { GateRequest } from './http.js'
+
+/** Parameters by name. An empty value counts as absent. */
+export class Params {
+  readonly #values = new Map<string, string>()
+  readonly #duplicated = new Set<string>()
+
+  /** Adds one occurrence of `name`. */
+  add(name: string, value: string): void {
+    if (this.#values.has(name)) this.#duplicated.add(name)
+    else this.#values.set(name, value)
+  }
+
+  /** The value, or `undefined` when absent or empty. */
+  get(name: string): string | undefined {
+    const value = this.#values.get(name)
+    return value === '' ? undefined : value
+  }
+
+  /** Whether `name` was sent more than once. */
+  isDuplicated(name: string): boolean {
+    return this.#duplicated.has(name)
+  }
+
+  /** The first repeated name among `names`, if any. */
+  firstDuplicated(names: readonly string[]): string | undefined {
+    return names.find((n) => this.#duplicated.has(n))
+  }
+
+  /** Both sets of parameters; a name in both counts as repeated. */
+  static merge(a: Params, b: Params): Params {
+    const merged = new Params()
+    for (const source of [a, b]) {
+      for (const [name, value] of source.#values) merged.add(name, value)
+      for (const name of source.#duplicated) merged.#duplicated.add(name)
+    }
+    return merged
+  }
+}
+
+/** The query string's parameters. */
+export function queryParams(url: string): Params {
+  const params = new Params()
+  const q = url.indexOf('?')
+  if (q !== -1) for (const [name, value] of new URLSearchParams(url.slice(q + 1))) params.add(name, value)
+  return params
+}
+
+/** Why a body could not be read as parameters. */
+export type BodyProblem = 'too-large' | 'unsupported-type' | 'malformed' | 'unreadable'
+
+/** The body's parameters, or the problem with it. */
+export async function bodyParams(request: GateRequest, limit: number): Promise<Params | BodyProblem> {
+  if (request.readBody === undefined) return new Params()
+  let body
+  try {
+    body = await request.readBody(limit)
+  } catch {
+    return 'unreadable'
+  }
+  if (body.kind === 'too-large') return 'too-large'
+  if (body.kind === 'parsed') return fromParsed(body.value)
+  if (body.bytes.length === 0) return new Params()
+  const type = (typeof request.headers['content-type'] === 'string' ? request.headers['content-type'] : '').split(';')[0]?.trim().toLowerCase()
+  const text = body.bytes.toString('utf8')
+  if (type === 'application/x-www-form-urlencoded') {
+    const params = new Params()
+    for (const [name, value] of new URLSearchParams(text)) params.add(name, value)
+    return params
+  }
+  if (type === 'application/json') {
+    try {
+      return fromParsed(JSON.parse(text))
+    } catch {
+      return 'malformed'
+    }
+  }
+  return 'unsupported-type'
+}
+
+/** What a framework's body parser produced: flat string values only; an array is a repeated name. */
+function fromParsed(value: unknown): Params | BodyProblem {
+  const params = new Params()
+  if (value === undefined || value === null) return params
+  if (typeof value !== 'object' || Array.isArray(value) || Buffer.isBuffer(value)) return 'malformed'
+  for (const [name, v] of Object.entries(value)) {
+    if (typeof v === 'string') params.add(name, v)
+    else if (Array.isArray(v) && v.every((x) => typeof x === 'string')) for (const x of v) params.add(name, x)
+    else return 'malformed'
+  }
+  return params
+}
