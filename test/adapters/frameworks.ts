@@ -7,6 +7,7 @@ import express5 from 'express'
 import express4 from 'express4'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
+import { bodyParser } from '@koa/bodyparser'
 import { expressGate, expressGuard } from '../../adapters/express.js'
 import { koaGate, koaGuard } from '../../adapters/koa.js'
 import { nodeGate, nodeGuard, type GatedRequest } from '../../adapters/node.js'
@@ -34,9 +35,10 @@ const VIEW_QUERY = /^\/api\/v3\/views\/([a-z0-9-]+)\/query\.json$/
 const REQUIRED = { auth: 'required' } as const
 const USER_OR_APP = { auth: 'user-or-app-token' } as const
 
-function expressApp(express: typeof express5) {
+function expressApp(express: typeof express5, withBodyParsers = false) {
   return (gate: Gate): RequestListener => {
     const app = express()
+    if (withBodyParsers) app.use(express.json(), express.urlencoded({ extended: false }))
     app.use(expressGate(gate))
     app.get('/resource/:id.json', (req, res) => {
       res.json({ dataset: req.params.id, gate: req.gate } satisfies DatasetBody)
@@ -51,11 +53,12 @@ function expressApp(express: typeof express5) {
   }
 }
 
-function koaApp(Koa: typeof Koa3) {
+function koaApp(Koa: typeof Koa3, withBodyParser = false) {
   return (gate: Gate): RequestListener => {
     const app = new Koa()
     const required = koaGuard(gate, REQUIRED)
     const userOrApp = koaGuard(gate, USER_OR_APP)
+    if (withBodyParser) app.use(bodyParser())
     app.use(koaGate(gate))
     app.use(async (ctx, next) => {
       const dataset = DATASET.exec(ctx.path)
@@ -104,4 +107,10 @@ export const FRAMEWORKS: readonly Framework[] = [
   { name: 'Koa 3', listener: koaApp(Koa3) },
   { name: 'Koa 2', listener: koaApp(Koa2) },
   { name: 'node:http', listener: nodeApp },
+]
+
+/** Mounts where a body parser runs before the gate: the gate must reuse what it parsed. */
+export const FRAMEWORKS_WITH_BODY_PARSERS: readonly Framework[] = [
+  { name: 'Express 5 behind express.json() and express.urlencoded()', listener: expressApp(express5, true) },
+  { name: 'Koa 3 behind @koa/bodyparser', listener: koaApp(Koa3, true) },
 ]
