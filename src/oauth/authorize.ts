@@ -16,8 +16,9 @@
  */
 import { isPlausibleAppToken } from '../app-token.js'
 import type { Authenticator } from '../authenticate.js'
-import { PlatformError, ThrottledError, type OAuthErrorCode } from '../errors.js'
-import type { GateRequest, GateResponse } from '../http.js'
+import { PlatformError, StoreError, ThrottledError, type OAuthErrorCode } from '../errors.js'
+import type { Emit } from '../events.js'
+import { pathOf, type GateRequest, type GateResponse } from '../http.js'
 import type { ResolvedConfig } from '../options.js'
 import { bodyParams, queryParams, type Params } from '../params.js'
 import type { ClientInfo } from '../proxy.js'
@@ -43,12 +44,14 @@ export class AuthorizeEndpoint {
   readonly #store: GateStore
   readonly #auth: Authenticator
   readonly #sessions: LoginSessions
+  readonly #emit: Emit
 
-  constructor(config: ResolvedConfig, store: GateStore, auth: Authenticator, sessions: LoginSessions) {
+  constructor(config: ResolvedConfig, store: GateStore, auth: Authenticator, sessions: LoginSessions, emit: Emit) {
     this.#config = config
     this.#store = store
     this.#auth = auth
     this.#sessions = sessions
+    this.#emit = emit
   }
 
   async handle(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
@@ -94,16 +97,28 @@ export class AuthorizeEndpoint {
     const user = await this.#signedInUser(request)
     if (user === undefined) return this.#askToSignIn(request, application, '', undefined, 200)
 
-    // 3. Everything else goes back to the application.
+    // 3. Everything else goes back to the application, failures of our own included.
     const state = params.isDuplicated('state') ? undefined : params.get('state')
+    const back = (code: OAuthErrorCode, description: string) => redirect(withParams(redirectUri, { error: code, error_description: description, state }))
     const error = this.#requestError(params)
-    if (error !== undefined) return redirect(withParams(redirectUri, { error: error.code, error_description: error.description, state }))
+    if (error !== undefined) return back(error.code, error.description)
     if (decision === undefined) return this.#consent(request, application, user, redirectUri)
-    if (decision === 'deny') {
-      return redirect(withParams(redirectUri, { error: 'access_denied', error_description: 'The user denied the request', state }))
+    if (decision === 'deny') return back('access_denied', 'The user denied the request')
+    try {
+      const code = await this.#issueCode(application, user, redirectUri, params.get('code_challenge') ?? null)
+      return redirect(withParams(redirectUri, { code, state }))
+    } catch (failure) {
+      if (failure instanceof StoreError) {
+        this.#emit('storeError', { operation: failure.operation, error: failure.cause, outcome: 'failed' })
+        return back('temporarily_unavailable', 'The authorization server is temporarily unavailable, please retry')
+      }
+      this.#emit('internalError', { error: failure, method: request.method, path: pathOf(request.url) })
+      return back('server_error', 'The authorization server could not complete the request')
     }
+  }
 
-    // 4. Approved: a code bound to the application, the user, the redirect_uri and the PKCE challenge.
+  /** 4. Approved: a code bound to the application, the user, the redirect_uri and the PKCE challenge. */
+  async #issueCode(application: ApplicationRecord, user: UserRecord, redirectUri: string, codeChallenge: string | null): Promise<string> {
     const code = randomToken(32)
     const now = Date.now()
     await this.#store.insertAuthorizationCode({
@@ -111,12 +126,12 @@ export class AuthorizeEndpoint {
       appToken: application.appToken,
       userId: user.id,
       redirectUri,
-      codeChallenge: params.get('code_challenge') ?? null,
+      codeChallenge,
       createdAt: now,
       expiresAt: now + this.#config.oauth.codeTtlMs,
       usedAt: null,
     })
-    return redirect(withParams(redirectUri, { code, state }))
+    return code
   }
 
   /** The user the host says is signed in, or else the one of the gate's own session. */

@@ -33,7 +33,7 @@ export class OAuthServer {
     for (const [endpoint, path] of Object.entries(config.oauth.paths) as Array<[Endpoint, string | null]>) {
       if (path !== null) this.#paths.set(path, endpoint)
     }
-    this.#authorize = new AuthorizeEndpoint(config, store, auth, new LoginSessions(store, config.oauth.sessionTtlMs))
+    this.#authorize = new AuthorizeEndpoint(config, store, auth, new LoginSessions(store, config.oauth.sessionTtlMs), emit)
     const failures = config.oauth.clientFailures
     this.#tokens = new TokenEndpoints(store, tokens, { store, throttle, emit, realm: config.realm, failures }, emit)
   }
