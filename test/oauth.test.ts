@@ -1,0 +1,533 @@
+/**
+ * The authorization server's rules, one by one (shared/reference/oauth-server.md
+ * checklist), over a real TLS server with supertest and, where cookies matter, the test
+ * browser.
+ */
+import request from 'supertest'
+import { afterEach, describe, expect, it } from 'vitest'
+import { nodeGate } from '../adapters/node.js'
+import { createGate, MemoryStore, type CodeReplayedEvent, type GateOptions } from '../src/index.js'
+import { headerValue } from '../src/http.js'
+import { sha256 } from '../src/secrets.js'
+import { listen, TEST_CERT, type RunningServer } from './adapters/servers.js'
+import { Browser, csrfOf } from './support/browser.js'
+
+const PASSWORD = 'correct horse battery'
+const PREFIX = 'https://transit.example/oauth/'
+const REDIRECT = `${PREFIX}callback?tab=live`
+
+/** A store whose code writes can be made to fail, for the failure redirects. */
+class CodeFailingStore extends MemoryStore {
+  failCodes = false
+  override insertAuthorizationCode(...args: Parameters<MemoryStore['insertAuthorizationCode']>): void {
+    if (this.failCodes) throw new Error('disk full')
+    super.insertAuthorizationCode(...args)
+  }
+}
+
+const running: RunningServer[] = []
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((s) => s.close()))
+})
+
+/**
+ * A gate on a TLS server. The header `x-signed-in: <user id>` plays the host's own
+ * session through `oauth.authenticateUser`, so most tests need no login dance.
+ */
+async function start(options: GateOptions = {}, tls = true) {
+  const store = (options.store as CodeFailingStore | undefined) ?? new CodeFailingStore()
+  const gate = createGate({
+    basic: { scrypt: { logN: 10 } },
+    ...options,
+    store,
+    oauth: { authenticateUser: (req) => headerValue(req.headers, 'x-signed-in'), ...options.oauth },
+  })
+  const app = await gate.applications.register({ name: 'Transit <dashboard>', callbackPrefix: PREFIX })
+  const ada = await gate.users.create({ username: 'ada', password: PASSWORD, displayName: 'Ada Lovelace', email: 'ada@example.org' })
+  const server = await listen(
+    nodeGate(gate, (_req, res) => {
+      res.statusCode = 404
+      res.end()
+    }),
+    tls,
+  )
+  running.push(server)
+  const http = request(server.url)
+  const get = (path: string) => (tls ? http.get(path).ca(TEST_CERT) : http.get(path))
+  const post = (path: string) => (tls ? http.post(path).ca(TEST_CERT) : http.post(path))
+  const authorizeUrl = (params: Record<string, string> = {}, omit: string[] = []) => {
+    const all: Record<string, string> = { client_id: app.appToken, response_type: 'code', redirect_uri: REDIRECT, state: 'xyz', ...params }
+    for (const name of omit) delete all[name]
+    return `/oauth/authorize?${new URLSearchParams(all)}`
+  }
+  /** The consent page for ada, then Allow: the code on the callback. */
+  const approve = async (url: string, as = ada.id) => {
+    const browser = new Browser()
+    const consent = await browser.get(`${server.url}${url}`, { 'x-signed-in': as })
+    const posted = await browser.post(consent.url, { csrf_token: csrfOf(consent), action: 'approve' }, { 'x-signed-in': as })
+    return new URL(posted.location as string)
+  }
+  const exchange = (fields: Record<string, string>) =>
+    post('/oauth/access_token')
+      .type('form')
+      .send({ grant_type: 'authorization_code', redirect_uri: REDIRECT, client_id: app.appToken, client_secret: app.secretToken, ...fields })
+  return { gate, store, app, ada, server, get, post, authorizeUrl, approve, exchange }
+}
+
+/** Every authorize response that shows a page to the user instead of redirecting. */
+function expectErrorPage(res: request.Response, status: number, text: RegExp) {
+  expect(res.status).toBe(status)
+  expect(res.headers.location).toBeUndefined()
+  expect(res.headers['content-type']).toBe('text/html; charset=utf-8')
+  expect(res.text).toMatch(text)
+}
+
+function redirectParams(res: request.Response): URLSearchParams {
+  expect(res.status).toBe(303)
+  const location = res.headers.location as string
+  expect(location.startsWith(`${REDIRECT}&`)).toBe(true)
+  return new URL(location).searchParams
+}
+
+describe('authorize: client and redirect_uri problems are shown, never redirected', () => {
+  it('shows an error page for an unknown, missing or OAuth-less client', async () => {
+    const { gate, get, authorizeUrl, ada } = await start()
+    expectErrorPage(await get(authorizeUrl({ client_id: 'no-such-client' })).set('x-signed-in', ada.id), 400, /Unknown application/)
+    expectErrorPage(await get(authorizeUrl({}, ['client_id'])).set('x-signed-in', ada.id), 400, /client_id is missing/)
+    expectErrorPage(await get(authorizeUrl({ client_id: '' })).set('x-signed-in', ada.id), 400, /client_id is missing/)
+    const plain = await gate.applications.register({ name: 'No OAuth' })
+    expectErrorPage(await get(authorizeUrl({ client_id: plain.appToken })).set('x-signed-in', ada.id), 400, /has no Callback Prefix/)
+  })
+
+  it.each([
+    ['http://transit.example/oauth/callback', 'does not use https'],
+    ['https://transit.example.evil.net/oauth/callback', 'host or port differ'],
+    ['https://transit.example/oauth/../admin', 'dot segments'],
+    ['https://transit.example/oauth/callback#x', 'fragment'],
+    ['https://u@transit.example/oauth/callback', 'credentials'],
+    ['https://transit.example/elsewhere', 'does not start with'],
+  ])('shows an error page for redirect_uri %s', async (redirectUri, why) => {
+    const { get, authorizeUrl, ada } = await start()
+    expectErrorPage(await get(authorizeUrl({ redirect_uri: redirectUri })).set('x-signed-in', ada.id), 400, new RegExp(why))
+  })
+
+  it('shows an error page when client_id or redirect_uri is sent twice', async () => {
+    const { get, authorizeUrl, ada } = await start()
+    expectErrorPage(await get(`${authorizeUrl()}&redirect_uri=${encodeURIComponent(REDIRECT)}`).set('x-signed-in', ada.id), 400, /more than once/)
+  })
+
+  it('escapes the application name on its pages', async () => {
+    const { get, authorizeUrl, ada } = await start()
+    const res = await get(authorizeUrl()).set('x-signed-in', ada.id)
+    expect(res.text).toContain('Transit &lt;dashboard&gt;')
+    expect(res.text).not.toContain('<dashboard>')
+  })
+
+  it('refuses to serve the flow over plain http, and believes only a trusted proxy about https', async () => {
+    const plain = await start({}, false)
+    expectErrorPage(await plain.get(plain.authorizeUrl()).set('x-signed-in', plain.ada.id).set('X-Forwarded-Proto', 'https'), 403, /secure connection/)
+    const proxied = await start({ trustProxy: 'loopback' }, false)
+    const res = await proxied.get(proxied.authorizeUrl()).set('x-signed-in', proxied.ada.id).set('X-Forwarded-Proto', 'https')
+    expect(res.status).toBe(200)
+    expect(res.text).toContain('value="approve"')
+  })
+})
+
+describe('authorize: the user is authenticated before any redirect', () => {
+  it('shows the login page, not an error redirect, to a signed-out user with a bad request', async () => {
+    const { get, authorizeUrl } = await start()
+    const res = await get(authorizeUrl({ response_type: 'token' }))
+    expect(res.status).toBe(200)
+    expect(res.headers.location).toBeUndefined()
+    expect(res.text).toContain('name="password"')
+  })
+
+  it('sends a signed-out user to the host’s login page when there is one', async () => {
+    const { get, authorizeUrl } = await start({ oauth: { loginUrl: '/login' } })
+    const res = await get(authorizeUrl())
+    expect(res.status).toBe(303)
+    const location = new URL(res.headers.location as string, 'https://x')
+    expect(location.pathname).toBe('/login')
+    expect(location.searchParams.get('return_to')).toBe(authorizeUrl())
+  })
+})
+
+describe('authorize: other problems go back to the application', () => {
+  it.each([
+    [{ response_type: 'token' }, [], 'unsupported_response_type'],
+    [{}, ['response_type'], 'invalid_request'],
+    [{ response_type: '' }, [], 'invalid_request'],
+    [{ code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'plain' }, [], 'invalid_request'],
+    [{ code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM' }, [], 'invalid_request'],
+    [{ code_challenge_method: 'S256' }, [], 'invalid_request'],
+    [{ code_challenge: 'too-short', code_challenge_method: 'S256' }, [], 'invalid_request'],
+  ])('%j without %j → %s, with the state', async (params, omit, error) => {
+    const { get, authorizeUrl, ada } = await start()
+    const back = redirectParams(await get(authorizeUrl(params, omit)).set('x-signed-in', ada.id))
+    expect(back.get('error')).toBe(error)
+    expect(back.get('error_description')).toBeTruthy()
+    expect(back.get('state')).toBe('xyz')
+    expect(back.get('code')).toBeNull()
+  })
+
+  it('answers a repeated parameter with invalid_request, and echoes no state when state itself repeats', async () => {
+    const { get, authorizeUrl, ada } = await start()
+    const twice = redirectParams(await get(`${authorizeUrl()}&response_type=code`).set('x-signed-in', ada.id))
+    expect(twice.get('error')).toBe('invalid_request')
+    expect(twice.get('error_description')).toMatch(/response_type was sent more than once/)
+    const states = redirectParams(await get(`${authorizeUrl()}&state=other`).set('x-signed-in', ada.id))
+    expect(states.get('error')).toBe('invalid_request')
+    expect(states.get('state')).toBeNull()
+  })
+
+  it('requires PKCE when configured', async () => {
+    const { get, authorizeUrl, ada } = await start({ oauth: { requirePkce: true } })
+    const back = redirectParams(await get(authorizeUrl()).set('x-signed-in', ada.id))
+    expect(back.get('error')).toBe('invalid_request')
+    expect(back.get('error_description')).toMatch(/PKCE is required/)
+  })
+
+  it('answers Deny with access_denied and the state', async () => {
+    const { server, authorizeUrl, ada } = await start()
+    const browser = new Browser()
+    const consent = await browser.get(`${server.url}${authorizeUrl({ state: 'a b&c' })}`, { 'x-signed-in': ada.id })
+    const posted = await browser.post(consent.url, { csrf_token: csrfOf(consent), action: 'deny' }, { 'x-signed-in': ada.id })
+    const back = new URL(posted.location as string)
+    expect(back.searchParams.get('error')).toBe('access_denied')
+    expect(back.searchParams.get('state')).toBe('a b&c')
+  })
+
+  it('answers a store failure while issuing the code with temporarily_unavailable', async () => {
+    const { store, server, authorizeUrl, ada, gate } = await start()
+    const errors: unknown[] = []
+    gate.on('storeError', (e) => errors.push(e.operation))
+    const browser = new Browser()
+    const consent = await browser.get(`${server.url}${authorizeUrl()}`, { 'x-signed-in': ada.id })
+    store.failCodes = true
+    const posted = await browser.post(consent.url, { csrf_token: csrfOf(consent), action: 'approve' }, { 'x-signed-in': ada.id })
+    const back = new URL(posted.location as string)
+    expect(back.searchParams.get('error')).toBe('temporarily_unavailable')
+    expect(back.searchParams.get('state')).toBe('xyz')
+    expect(errors).toEqual(['insertAuthorizationCode'])
+  })
+})
+
+describe('authorize: approval', () => {
+  it('adds code and the exact state after the query the redirect_uri already has', async () => {
+    const { approve, authorizeUrl } = await start()
+    const state = 'ünïcode & spaces/=?#'
+    const callback = await approve(authorizeUrl({ state }))
+    expect(callback.href.startsWith(`${REDIRECT}&code=`)).toBe(true)
+    expect(callback.searchParams.get('tab')).toBe('live')
+    expect(callback.searchParams.get('state')).toBe(state)
+    expect(callback.searchParams.get('code')).toMatch(/^[A-Za-z0-9_-]{43}$/)
+  })
+
+  it('omits state when none was sent', async () => {
+    const { approve, authorizeUrl } = await start()
+    const callback = await approve(authorizeUrl({}, ['state']))
+    expect(callback.searchParams.has('state')).toBe(false)
+  })
+
+  it('stores the code only as a hash, bound to client, user, redirect_uri and challenge, for the configured lifetime', async () => {
+    const { approve, authorizeUrl, store, app, ada } = await start({ oauth: { codeTtlMs: 30_000 } })
+    const challenge = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM'
+    const code = (await approve(authorizeUrl({ code_challenge: challenge, code_challenge_method: 'S256' }))).searchParams.get('code') as string
+    const record = store.getAuthorizationCode(sha256(code))
+    expect(record).toMatchObject({ appToken: app.appToken, userId: ada.id, redirectUri: REDIRECT, codeChallenge: challenge, usedAt: null })
+    expect((record?.expiresAt ?? 0) - (record?.createdAt ?? 0)).toBe(30_000)
+    expect(JSON.stringify(record)).not.toContain(code)
+  })
+
+  it('refuses a code lifetime over ten minutes at construction', () => {
+    expect(() => createGate({ oauth: { codeTtlMs: 600_001 } })).toThrow(/oauth.codeTtlMs must be at most 600000/)
+  })
+})
+
+describe('the login and consent pages', () => {
+  it('carry a CSRF token, refuse framing and referrers, and load nothing from elsewhere', async () => {
+    const { get, authorizeUrl, ada } = await start()
+    for (const res of [await get(authorizeUrl()), await get(authorizeUrl()).set('x-signed-in', ada.id)]) {
+      expect(res.status).toBe(200)
+      expect(res.text).toMatch(/<input type="hidden" name="csrf_token" value="[A-Za-z0-9_-]{43}">/)
+      expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'")
+      expect(res.headers['content-security-policy']).toContain("default-src 'none'")
+      expect(res.headers['x-frame-options']).toBe('DENY')
+      expect(res.headers['referrer-policy']).toBe('no-referrer')
+      expect(res.headers['cache-control']).toBe('no-store')
+      expect(res.text).not.toMatch(/(src|href)=["']?(https?:)?\/\//)
+      expect(String(res.headers['set-cookie'])).toMatch(/^__Host-odg-csrf=[A-Za-z0-9_-]{43}; Path=\/; Max-Age=\d+; Secure; HttpOnly; SameSite=Strict/)
+    }
+  })
+
+  it('signs in with a username and password and answers the post with 303, then shows consent', async () => {
+    const { server, authorizeUrl, gate } = await start({ oauth: {} })
+    const browser = new Browser()
+    const login = await browser.get(`${server.url}${authorizeUrl()}`)
+    const posted = await browser.post(login.url, { csrf_token: csrfOf(login), username: 'ADA', password: PASSWORD, action: 'login' })
+    expect(posted.status).toBe(303)
+    expect(posted.location).toBe(`${server.url}${authorizeUrl()}`)
+    expect(posted.headers.getSetCookie().join()).toMatch(/__Host-odg-session=[A-Za-z0-9_-]{43}; Path=\/; Max-Age=3600; Secure; HttpOnly; SameSite=Lax/)
+    const session = browser.cookies.get('__Host-odg-session') as string
+    expect(await gate.store.getSession(sha256(session))).toBeDefined()
+    const consent = await browser.get(posted.location as string)
+    expect(consent.html).toContain('Ada Lovelace')
+    expect(consent.headers.get('content-security-policy')).toContain("form-action 'self' https://transit.example")
+  })
+
+  it('shows the login page again with an error after a wrong password, and 429 once the budget is spent', async () => {
+    const { server, authorizeUrl } = await start({ basic: { failures: { limit: 2, windowMs: 60_000 } } })
+    const browser = new Browser()
+    const login = await browser.get(`${server.url}${authorizeUrl()}`)
+    for (let i = 0; i < 2; i++) {
+      const wrong = await browser.post(login.url, { csrf_token: csrfOf(login), username: 'ada', password: 'not the password', action: 'login' })
+      expect(wrong.status).toBe(401)
+      expect(wrong.html).toContain('role="alert"')
+      expect(wrong.html).toContain('Wrong username or password.')
+      expect(wrong.html).toContain('value="ada"')
+    }
+    const locked = await browser.post(login.url, { csrf_token: csrfOf(login), username: 'ada', password: PASSWORD, action: 'login' })
+    expect(locked.status).toBe(429)
+    expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(0)
+  })
+
+  it('refuses a post without the CSRF token, with a wrong one, or from another site', async () => {
+    const { server, authorizeUrl, ada } = await start()
+    const browser = new Browser()
+    const consent = await browser.get(`${server.url}${authorizeUrl()}`, { 'x-signed-in': ada.id })
+    const token = csrfOf(consent)
+    for (const [form, headers] of [
+      [{ action: 'approve' }, {}],
+      [{ action: 'approve', csrf_token: `${token.slice(0, -1)}x` }, {}],
+      [{ action: 'approve', csrf_token: token }, { 'sec-fetch-site': 'cross-site' }],
+    ] as const) {
+      const res = await browser.post(consent.url, form, { 'x-signed-in': ada.id, ...headers })
+      expect(res.status).toBe(403)
+      expect(res.location).toBeUndefined()
+    }
+    const stranger = new Browser()
+    const res = await stranger.post(consent.url, { action: 'approve', csrf_token: token }, { 'x-signed-in': ada.id })
+    expect(res.status).toBe(403)
+  })
+
+  it('renders the host’s own pages, still unframeable', async () => {
+    const { get, authorizeUrl, ada } = await start({
+      oauth: { pages: { consent: (v) => `<p>Custom consent for ${v.application.name} <input name="csrf_token" value="${v.csrfToken}"></p>` } },
+    })
+    const res = await get(authorizeUrl()).set('x-signed-in', ada.id)
+    expect(res.text).toContain('Custom consent for Transit <dashboard>')
+    expect(res.headers['content-security-policy']).toBe("frame-ancestors 'none'")
+    expect(res.headers['x-frame-options']).toBe('DENY')
+  })
+})
+
+describe('token endpoint', () => {
+  it('answers {access_token, token_type, expires_in}, never cached, and the token reads the current user', async () => {
+    const { approve, authorizeUrl, exchange, get, ada, store } = await start({ oauth: { accessTokenTtlMs: 7_200_000 } })
+    const code = (await approve(authorizeUrl())).searchParams.get('code') as string
+    const res = await exchange({ code }).expect(200)
+    expect(res.body).toEqual({ access_token: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), token_type: 'bearer', expires_in: 7200 })
+    expect(res.headers['cache-control']).toBe('no-store')
+    expect(res.headers.pragma).toBe('no-cache')
+    expect(store.getAccessToken(sha256(res.body.access_token))?.userId).toBe(ada.id)
+    const me = await get('/api/users/current.json').set('Authorization', `OAuth ${res.body.access_token}`).expect(200)
+    expect(me.body.id).toBe(ada.id)
+  })
+
+  it('accepts the five parameters as query parameters, as the spec shows them', async () => {
+    const { approve, authorizeUrl, post, app } = await start()
+    const code = (await approve(authorizeUrl())).searchParams.get('code') as string
+    const query = new URLSearchParams({ client_id: app.appToken, client_secret: app.secretToken, grant_type: 'authorization_code', redirect_uri: REDIRECT, code })
+    await post(`/oauth/access_token?${query}`).expect(200)
+  })
+
+  it('accepts a JSON body', async () => {
+    const { approve, authorizeUrl, post, app } = await start()
+    const code = (await approve(authorizeUrl())).searchParams.get('code') as string
+    await post('/oauth/access_token').send({ client_id: app.appToken, client_secret: app.secretToken, grant_type: 'authorization_code', redirect_uri: REDIRECT, code }).expect(200)
+  })
+
+  it('accepts POST only', async () => {
+    const { get } = await start()
+    const res = await get('/oauth/access_token').expect(400)
+    expect(res.body.error).toBe('invalid_request')
+    expect(res.headers.allow).toBe('POST')
+  })
+
+  it('refuses plain http, even when the secret is right', async () => {
+    const { exchange } = await start({}, false)
+    const res = await exchange({ code: 'x' }).expect(400)
+    expect(res.body).toEqual({ error: 'invalid_request', error_description: expect.stringMatching(/https is required/) })
+  })
+
+  it('answers an unknown grant type with unsupported_grant_type, and a missing one with invalid_request', async () => {
+    const { exchange } = await start()
+    expect((await exchange({ grant_type: 'password', code: 'x' }).expect(400)).body.error).toBe('unsupported_grant_type')
+    expect((await exchange({ grant_type: '', code: 'x' }).expect(400)).body.error).toBe('invalid_request')
+  })
+
+  it('answers bad client credentials with 401 invalid_client, and a Basic challenge when Basic was used', async () => {
+    const { exchange, post, app } = await start()
+    const wrong = await exchange({ code: 'x', client_secret: 'wrong' }).expect(401)
+    expect(wrong.body.error).toBe('invalid_client')
+    expect(wrong.headers['www-authenticate']).toBeUndefined()
+    const basic = await post('/oauth/access_token').auth(app.appToken, 'wrong').type('form').send({ grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT }).expect(401)
+    expect(basic.headers['www-authenticate']).toBe('Basic realm="api"')
+    const none = await post('/oauth/access_token').type('form').send({ grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT }).expect(401)
+    expect(none.body.error).toBe('invalid_client')
+  })
+
+  it('accepts client_secret_basic, and refuses two authentication methods at once', async () => {
+    const { approve, authorizeUrl, post, app } = await start()
+    const code = (await approve(authorizeUrl())).searchParams.get('code') as string
+    const both = await post('/oauth/access_token').auth(app.appToken, app.secretToken).type('form').send({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_secret: app.secretToken }).expect(400)
+    expect(both.body.error_description).toMatch(/one client authentication method/)
+    await post('/oauth/access_token').auth(app.appToken, app.secretToken).type('form').send({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT }).expect(200)
+  })
+
+  it('refuses a parameter sent twice, in the body or across query and body', async () => {
+    const { post, app } = await start()
+    const inBody = await post('/oauth/access_token').type('form').send(`grant_type=authorization_code&code=a&code=b&client_id=${app.appToken}&client_secret=${app.secretToken}&redirect_uri=x`).expect(400)
+    expect(inBody.body.error_description).toBe('code was sent more than once')
+    const across = await post('/oauth/access_token?code=a').type('form').send({ grant_type: 'authorization_code', code: 'a', client_id: app.appToken, client_secret: app.secretToken, redirect_uri: 'x' }).expect(400)
+    expect(across.body.error_description).toBe('code was sent more than once')
+  })
+
+  it('refuses a body that is too large, or of another type', async () => {
+    const { post } = await start()
+    expect((await post('/oauth/access_token').type('form').send(`code=${'x'.repeat(20_000)}`).expect(400)).body.error_description).toMatch(/too large/)
+    expect((await post('/oauth/access_token').set('content-type', 'text/plain').send('code=x').expect(400)).body.error_description).toMatch(/x-www-form-urlencoded or application\/json/)
+  })
+
+  it('answers unauthorized_client for an application without a Callback Prefix', async () => {
+    const { gate, post } = await start()
+    const plain = await gate.applications.register({ name: 'No OAuth' })
+    const res = await post('/oauth/access_token').type('form').send({ grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT, client_id: plain.appToken, client_secret: plain.secretToken }).expect(400)
+    expect(res.body.error).toBe('unauthorized_client')
+  })
+
+  it('refuses a code issued to another client, an unknown code, and a different redirect_uri with invalid_grant', async () => {
+    const { gate, approve, authorizeUrl, exchange, post } = await start()
+    const code = (await approve(authorizeUrl())).searchParams.get('code') as string
+    const other = await gate.applications.register({ name: 'Other', callbackPrefix: PREFIX })
+    const stolen = await post('/oauth/access_token').type('form').send({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: other.appToken, client_secret: other.secretToken }).expect(400)
+    expect(stolen.body).toEqual({ error: 'invalid_grant', error_description: expect.stringMatching(/another application/) })
+    expect((await exchange({ code: 'not-a-code' }).expect(400)).body.error).toBe('invalid_grant')
+    expect((await exchange({ code, redirect_uri: `${PREFIX}callback` }).expect(400)).body.error_description).toMatch(/not identical/)
+    // None of these used the code up: the rightful exchange still works.
+    await exchange({ code }).expect(200)
+  })
+
+  it('refuses an expired code', async () => {
+    const { approve, authorizeUrl, exchange } = await start({ oauth: { codeTtlMs: 1 } })
+    const code = (await approve(authorizeUrl())).searchParams.get('code') as string
+    await new Promise((r) => setTimeout(r, 5))
+    expect((await exchange({ code }).expect(400)).body.error_description).toMatch(/expired/)
+  })
+
+  it('checks the PKCE verifier: required with a challenge, matching, and refused without one', async () => {
+    const { approve, authorizeUrl, exchange } = await start()
+    const verifier = 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk'
+    const challenge = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM' // RFC 7636 appendix B
+    const code = (await approve(authorizeUrl({ code_challenge: challenge, code_challenge_method: 'S256' }))).searchParams.get('code') as string
+    expect((await exchange({ code }).expect(400)).body).toEqual({ error: 'invalid_grant', error_description: expect.stringMatching(/code_verifier is missing/) })
+    expect((await exchange({ code, code_verifier: `${verifier.slice(0, -1)}A` }).expect(400)).body.error).toBe('invalid_grant')
+    await exchange({ code, code_verifier: verifier }).expect(200)
+    const plain = (await approve(authorizeUrl())).searchParams.get('code') as string
+    expect((await exchange({ code: plain, code_verifier: verifier }).expect(400)).body.error_description).toMatch(/had no code_challenge/)
+  })
+
+  it('refuses a code exchanged twice and revokes the token it issued', async () => {
+    const { gate, approve, authorizeUrl, exchange, get, app, ada } = await start()
+    const replays: CodeReplayedEvent[] = []
+    gate.on('codeReplayed', (e) => replays.push(e))
+    const code = (await approve(authorizeUrl())).searchParams.get('code') as string
+    const first = await exchange({ code }).expect(200)
+    await get('/api/users/current.json').set('Authorization', `OAuth ${first.body.access_token}`).expect(200)
+    const second = await exchange({ code }).expect(400)
+    expect(second.body).toEqual({ error: 'invalid_grant', error_description: expect.stringMatching(/already been used/) })
+    await get('/api/users/current.json').set('Authorization', `OAuth ${first.body.access_token}`).expect(401)
+    expect(replays).toEqual([{ appToken: app.appToken, userId: ada.id, ip: '127.0.0.1', revokedTokens: 1 }])
+  })
+
+  it('lets exactly one of 50 concurrent exchanges of one code have a token, and the replays revoke it', async () => {
+    const { approve, authorizeUrl, exchange, get, store } = await start()
+    const code = (await approve(authorizeUrl())).searchParams.get('code') as string
+    const results = await Promise.all(Array.from({ length: 50 }, () => exchange({ code })))
+    const won = results.filter((r) => r.status === 200)
+    expect(won).toHaveLength(1)
+    expect(results.filter((r) => r.status === 400 && r.body.error === 'invalid_grant')).toHaveLength(49)
+    const token = won[0]?.body.access_token as string
+    expect(store.getAccessToken(sha256(token))?.revokedAt).toEqual(expect.any(Number))
+    await get('/api/users/current.json').set('Authorization', `OAuth ${token}`).expect(401)
+  })
+
+  it('refuses further client authentications once a client’s failure budget is spent', async () => {
+    const { exchange } = await start({ oauth: { clientFailures: { limit: 3, windowMs: 60_000 } } })
+    for (let i = 0; i < 3; i++) await exchange({ code: 'x', client_secret: 'wrong' }).expect(401)
+    const locked = await exchange({ code: 'x' }).expect(401)
+    expect(locked.body.error_description).toMatch(/Too many failed client authentications/)
+    expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0)
+  })
+})
+
+describe('revocation endpoint (RFC 7009)', () => {
+  async function withToken() {
+    const ctx = await start()
+    const code = (await ctx.approve(ctx.authorizeUrl())).searchParams.get('code') as string
+    const token = (await ctx.exchange({ code }).expect(200)).body.access_token as string
+    return { ...ctx, token }
+  }
+
+  it('revokes the client’s own token, which stops working at once', async () => {
+    const { post, get, app, token } = await withToken()
+    const res = await post('/oauth/revoke').type('form').send({ token, token_type_hint: 'access_token', client_id: app.appToken, client_secret: app.secretToken }).expect(200)
+    expect(res.headers['cache-control']).toBe('no-store')
+    await get('/api/users/current.json').set('Authorization', `OAuth ${token}`).expect(401)
+  })
+
+  it('answers 200 for an unknown token, and refuses another client’s token', async () => {
+    const { gate, post, get, app, token } = await withToken()
+    await post('/oauth/revoke').auth(app.appToken, app.secretToken).type('form').send({ token: 'unknown' }).expect(200)
+    const other = await gate.applications.register({ name: 'Other', callbackPrefix: PREFIX })
+    const res = await post('/oauth/revoke').auth(other.appToken, other.secretToken).type('form').send({ token }).expect(400)
+    expect(res.body.error).toBe('unauthorized_client')
+    await get('/api/users/current.json').set('Authorization', `OAuth ${token}`).expect(200)
+  })
+
+  it('requires client authentication and the token', async () => {
+    const { post, app, token } = await withToken()
+    expect((await post('/oauth/revoke').type('form').send({ token }).expect(401)).body.error).toBe('invalid_client')
+    expect((await post('/oauth/revoke').auth(app.appToken, app.secretToken).type('form').send({}).expect(400)).body.error).toBe('invalid_request')
+  })
+})
+
+describe('metadata (RFC 8414) and paths', () => {
+  it('announces the endpoints under the configured issuer', async () => {
+    const { get } = await start({ oauth: { issuer: 'https://data.example/' } })
+    const res = await get('/.well-known/oauth-authorization-server').expect(200)
+    expect(res.body).toMatchObject({
+      issuer: 'https://data.example',
+      authorization_endpoint: 'https://data.example/oauth/authorize',
+      token_endpoint: 'https://data.example/oauth/access_token',
+      revocation_endpoint: 'https://data.example/oauth/revoke',
+      response_types_supported: ['code'],
+      grant_types_supported: ['authorization_code'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      code_challenge_methods_supported: ['S256'],
+    })
+  })
+
+  it('moves endpoints and turns them off', async () => {
+    const { get, post, app } = await start({ oauth: { issuer: 'https://data.example', paths: { token: '/api/oauth/token', revoke: false } } })
+    const meta = await get('/.well-known/oauth-authorization-server').expect(200)
+    expect(meta.body.token_endpoint).toBe('https://data.example/api/oauth/token')
+    expect(meta.body).not.toHaveProperty('revocation_endpoint')
+    expect((await post('/api/oauth/token').auth(app.appToken, app.secretToken).type('form').send({}).expect(400)).body.error).toBe('invalid_request')
+    await post('/oauth/revoke').expect(404)
+  })
+
+  it('refuses an issuer that is not an https URL', () => {
+    expect(() => createGate({ oauth: { issuer: 'http://data.example' } })).toThrow(/oauth.issuer must be an https URL/)
+  })
+})
