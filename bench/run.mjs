@@ -1,0 +1,314 @@
+// npm run bench: every variant's throughput as a ratio to its own framework bare, from
+// interleaved rounds, plus server CPU µs per request (differences under 10-15% in req/s
+// are noise on a 2-core machine; CPU per request shows small costs more reliably).
+//
+// Servers are pinned to one core and the load generator to the other, so neither steals
+// the other's CPU. Every variant is measured once per round in a shuffled order, and
+// ratios are taken within a round, so drift (thermal, neighbours) hits both sides alike.
+//
+// Knobs (env): BENCH_ROUNDS=5 BENCH_DURATION=5 BENCH_WARMUP=1 (seconds) BENCH_CONNECTIONS=50
+//   BENCH_ONLY=node-gate,koa-gate (baselines are added) BENCH_SERVER_CPU=1 BENCH_LOAD_CPU=0
+import { spawn } from 'node:child_process'
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import http from 'node:http'
+import os from 'node:os'
+import path from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { fileURLToPath } from 'node:url'
+import { expectedBody, variants } from './variants.mjs'
+
+const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)))
+const children = new Set()
+
+function intEnv(name, fallback, min) {
+  const raw = process.env[name]
+  if (raw === undefined || raw === '') return fallback
+  const n = Number(raw)
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`)
+  return n
+}
+
+function readConfig() {
+  const config = {
+    rounds: intEnv('BENCH_ROUNDS', 5, 1),
+    duration: intEnv('BENCH_DURATION', 5, 1),
+    warmup: intEnv('BENCH_WARMUP', 1, 0),
+    connections: intEnv('BENCH_CONNECTIONS', 50, 1),
+    serverCpu: intEnv('BENCH_SERVER_CPU', 1, 0),
+    loadCpu: intEnv('BENCH_LOAD_CPU', 0, 0),
+    only: process.env.BENCH_ONLY || null,
+  }
+  if (config.serverCpu === config.loadCpu) throw new Error('BENCH_SERVER_CPU and BENCH_LOAD_CPU must differ')
+  return config
+}
+
+function selectVariants(only) {
+  const byName = new Map(variants.map((v) => [v.name, v]))
+  for (const v of variants) {
+    const base = byName.get(v.baseline)
+    if (!base || base.baseline !== base.name || base.framework !== v.framework) {
+      throw new Error(`variant ${v.name}: baseline "${v.baseline}" must be a bare ${v.framework} variant`)
+    }
+  }
+  if (!only) return variants
+  const wanted = new Set()
+  for (const name of only.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const v = byName.get(name)
+    if (!v) throw new Error(`BENCH_ONLY: unknown variant "${name}"; known: ${[...byName.keys()].join(', ')}`)
+    wanted.add(v.name).add(v.baseline)
+  }
+  return variants.filter((v) => wanted.has(v.name))
+}
+
+function spawnPinned(cpu, script, args) {
+  const child = spawn('taskset', ['-c', String(cpu), process.execPath, path.join(root, 'bench', script), ...args], {
+    cwd: root,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
+  children.add(child)
+  child.on('exit', () => children.delete(child))
+  return child
+}
+
+// Sends `msg` (unless undefined) and waits for the child's next message of `type`; a
+// child that dies or stays silent fails the run instead of hanging it.
+function ask(child, msg, type, timeoutMs, who) {
+  return new Promise((resolve, reject) => {
+    const finish = (settle, value) => {
+      clearTimeout(timer)
+      child.off('message', onMessage).off('exit', onExit).off('error', onError)
+      settle(value)
+    }
+    const onMessage = (m) => m?.type === type && finish(resolve, m)
+    const onExit = (code, signal) => finish(reject, new Error(`${who}: process exited (${signal ?? `code ${code}`})`))
+    const onError = (err) => finish(reject, new Error(`${who}: ${err.message}`))
+    const timer = setTimeout(() => finish(reject, new Error(`${who}: no answer within ${timeoutMs} ms`)), timeoutMs)
+    child.on('message', onMessage).on('exit', onExit).on('error', onError)
+    try {
+      if (msg !== undefined) child.send(msg)
+    } catch (err) {
+      onError(err)
+    }
+  })
+}
+
+// One request before any load: a wrong status, body or missing limiter headers means the
+// variant isn't measuring what its name says.
+function probe(v, port, headers) {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path: v.path, headers, agent: false }, (res) => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk) => { body += chunk })
+      res.on('end', () => {
+        const problems = []
+        if (res.statusCode !== 200) problems.push(`status ${res.statusCode}`)
+        if (body !== expectedBody) problems.push(`body ${JSON.stringify(body.slice(0, 200))}`)
+        for (const [name, re] of Object.entries(v.expectHeaders ?? {})) {
+          if (!re.test(String(res.headers[name] ?? ''))) problems.push(`header ${name}: ${JSON.stringify(res.headers[name] ?? null)} !~ ${re}`)
+        }
+        if (problems.length) reject(new Error(`${v.name} is misconfigured: ${problems.join('; ')}`))
+        else resolve()
+      })
+    })
+    req.setTimeout(5000, () => req.destroy(new Error(`${v.name}: probe timed out`)))
+    req.on('error', reject)
+  })
+}
+
+async function load(loader, server, seconds, connections) {
+  const job = { url: server.url, headers: server.headers, connections, duration: seconds }
+  const r = await ask(loader, job, 'result', (seconds + 30) * 1000, 'load generator')
+  if (r.failed) throw new Error(`autocannon failed on ${server.v.name}: ${r.failed}`)
+  if (r.non2xx || r.errors || r.timeouts || !r.requests) {
+    throw new Error(`${server.v.name}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts in ` +
+      `${r.requests} requests (status codes ${JSON.stringify(r.statusCodeStats)}): the bench is misconfigured, aborting`)
+  }
+  return r
+}
+
+// Busy time per CPU in µs from /proc/stat (USER_HZ ticks, 100 per second on Linux), steal
+// included. Minus our own processes' CPU time it shows what else ran on a core during a
+// window: the machine is shared, and a test run next door makes req/s meaningless.
+async function cpuBusyUs() {
+  const busy = {}
+  for (const line of (await readFile('/proc/stat', 'utf8')).split('\n')) {
+    const m = /^cpu(\d+)\s+(.*)/.exec(line)
+    if (!m) continue
+    const [user, nice, system, , , , , steal] = m[2].split(/\s+/).map(Number)
+    busy[m[1]] = (user + nice + system + steal) * 10_000
+  }
+  return busy
+}
+
+function shuffle(list) {
+  const a = [...list]
+  for (let i = a.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1))
+    ;[a[i], a[j]] = [a[j], a[i]]
+  }
+  return a
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b)
+  const m = s.length >> 1
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2
+}
+
+function summarize(selected, samples) {
+  const of = (name) => samples.filter((s) => s.variant === name)
+  const inRound = (name, round) => samples.find((s) => s.variant === name && s.round === round)
+  return selected.map((v) => {
+    const mine = of(v.name)
+    const ratios = mine.map((s) => s.rps / inRound(v.baseline, s.round).rps)
+    const extra = mine.map((s) => s.cpuUsPerReq - inRound(v.baseline, s.round).cpuUsPerReq)
+    const ratio = median(ratios)
+    return {
+      name: v.name, framework: v.framework, baseline: v.baseline,
+      rps: median(mine.map((s) => s.rps)),
+      ratio, ratioMin: Math.min(...ratios), ratioMax: Math.max(...ratios),
+      p99Ms: median(mine.map((s) => s.p99)),
+      cpuUsPerReq: median(mine.map((s) => s.cpuUsPerReq)),
+      extraCpuUsPerReq: median(extra),
+      serverCpuPct: median(mine.map((s) => s.serverCpuPct)),
+      loadCpuPct: median(mine.map((s) => s.loadCpuPct)),
+      otherCpuPct: Math.max(...mine.map((s) => Math.max(s.otherOnServerCpuPct, s.otherOnLoadCpuPct))),
+      ...(v.target !== undefined && { target: v.target, pass: ratio >= v.target }),
+    }
+  })
+}
+
+const signed = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(1)}`
+
+function printTable(rows) {
+  const head = ['variant', 'req/s', '× bare', 'min–max', 'p99 ms', 'CPU µs/req', '+µs/req', 'srv CPU', 'load CPU', 'others max']
+  const body = rows.map((r) => [
+    r.name, r.rps.toFixed(0), r.ratio.toFixed(2), `${r.ratioMin.toFixed(2)}–${r.ratioMax.toFixed(2)}`,
+    r.p99Ms.toFixed(0), r.cpuUsPerReq.toFixed(1),
+    r.name === r.baseline ? '–' : signed(r.extraCpuUsPerReq),
+    `${r.serverCpuPct.toFixed(0)}%`, `${r.loadCpuPct.toFixed(0)}%`, `${r.otherCpuPct.toFixed(0)}%`,
+  ])
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)))
+  const line = (row) => '  ' + row.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')
+  console.log(line(head))
+  for (const row of body) console.log(line(row))
+}
+
+function report(config, summary, samples) {
+  const rounds = `${config.rounds} rounds × (${config.warmup} s warm-up + ${config.duration} s), ${config.connections} connections`
+  console.log(`\nResults: medians over ${rounds}; ratios and +µs are taken within each round.`)
+  for (const fw of [...new Set(summary.map((r) => r.framework))]) {
+    console.log(`\n${fw === 'node' ? 'node:http' : fw}`)
+    printTable(summary.filter((r) => r.framework === fw))
+  }
+
+  const nodeBare = summary.find((r) => r.framework === 'node' && r.name === r.baseline)
+  const otherBares = summary.filter((r) => r.name === r.baseline && r !== nodeBare)
+  if (nodeBare && otherBares.length) {
+    const vsNode = (name) => median(samples.filter((s) => s.variant === name)
+      .map((s) => s.rps / samples.find((n) => n.variant === nodeBare.name && n.round === s.round).rps))
+    console.log(`\nbare frameworks vs ${nodeBare.name}: ` + otherBares.map((r) => `${r.name} ${vsNode(r.name).toFixed(2)}×`).join(', '))
+  }
+
+  const targeted = summary.filter((r) => r.target !== undefined)
+  if (targeted.length) {
+    console.log('\nTargets (median ratio to bare, same round):')
+    const w = Math.max(...targeted.map((r) => r.name.length))
+    for (const r of targeted) {
+      console.log(`  ${r.pass ? 'PASS' : 'MISS'}  ${r.name.padEnd(w)}  ${r.ratio.toFixed(2)} vs target ≥ ${r.target.toFixed(2)}` +
+        `  (rounds ${r.ratioMin.toFixed(2)}–${r.ratioMax.toFixed(2)}, ${signed(r.extraCpuUsPerReq)} µs/req)`)
+    }
+  }
+
+  // A saturated load generator with an idle-ish server measures autocannon, not the server.
+  const loadBound = samples.filter((s) => s.loadCpuPct > 95 && s.serverCpuPct < 90)
+  if (loadBound.length) {
+    console.log(`\nNote: in ${loadBound.length} window(s) the load generator was saturated while the server was not ` +
+      `(${[...new Set(loadBound.map((s) => s.variant))].join(', ')}); their req/s understate the server.`)
+  }
+  const disturbed = samples.filter((s) => Math.max(s.otherOnServerCpuPct, s.otherOnLoadCpuPct) > 5)
+  if (disturbed.length) {
+    console.log(`\nWarning: in ${disturbed.length} of ${samples.length} windows other processes (or the hypervisor) ` +
+      `took more than 5% of a bench core ("others max"). Their req/s and ratios are unreliable; ` +
+      `CPU µs/req is measured per process and suffers much less. Rerun on a quiet machine.`)
+  }
+}
+
+async function main() {
+  const config = readConfig()
+  const selected = selectVariants(config.only)
+  console.log(`bench: ${selected.map((v) => v.name).join(', ')}; servers on cpu ${config.serverCpu}, load on cpu ${config.loadCpu}`)
+
+  const servers = []
+  for (const v of selected) {
+    const child = spawnPinned(config.serverCpu, 'server.mjs', [v.name])
+    const ready = await ask(child, undefined, 'ready', 20_000, `server ${v.name}`)
+    await probe(v, ready.port, ready.headers)
+    servers.push({ v, child, headers: ready.headers, url: `http://127.0.0.1:${ready.port}${v.path}` })
+  }
+  const loader = spawnPinned(config.loadCpu, 'load.mjs', [])
+
+  const samples = []
+  const orders = []
+  for (let round = 1; round <= config.rounds; round++) {
+    const order = shuffle(servers)
+    orders.push(order.map((s) => s.v.name))
+    for (const server of order) {
+      if (config.warmup > 0) await load(loader, server, config.warmup, config.connections)
+      const before = await ask(server.child, 'usage', 'usage', 5000, `server ${server.v.name}`)
+      const busyBefore = await cpuBusyUs()
+      const t0 = performance.now()
+      const r = await load(loader, server, config.duration, config.connections)
+      const busyAfter = await cpuBusyUs()
+      const after = await ask(server.child, 'usage', 'usage', 5000, `server ${server.v.name}`)
+      const wallUs = (performance.now() - t0) * 1000
+      const cpuUs = after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system
+      const served = after.requests - before.requests
+      const others = (cpu, ours) => Math.max(0, busyAfter[cpu] - busyBefore[cpu] - ours) / wallUs * 100
+      const sample = {
+        round, variant: server.v.name, rps: r.requests / r.seconds, p99: r.p99,
+        requests: r.requests, served, cpuUsPerReq: cpuUs / served,
+        serverCpuPct: cpuUs / wallUs * 100,
+        // Near 100% with the server below it: the load generator, not the server, is the limit.
+        loadCpuPct: r.cpuUs / wallUs * 100,
+        otherOnServerCpuPct: others(config.serverCpu, cpuUs),
+        otherOnLoadCpuPct: others(config.loadCpu, r.cpuUs),
+      }
+      samples.push(sample)
+      console.log(`  round ${round}/${config.rounds}  ${server.v.name.padEnd(20)} ${sample.rps.toFixed(0).padStart(6)} req/s  ` +
+        `${sample.cpuUsPerReq.toFixed(1).padStart(6)} µs/req  p99 ${String(r.p99).padStart(3)} ms  ` +
+        `others ${sample.otherOnServerCpuPct.toFixed(0)}%/${sample.otherOnLoadCpuPct.toFixed(0)}%`)
+    }
+  }
+
+  const summary = summarize(selected, samples)
+  report(config, summary, samples)
+
+  const out = path.join(root, '.bench', 'results.json')
+  await mkdir(path.dirname(out), { recursive: true })
+  const machine = { node: process.version, cpus: os.cpus().map((c) => c.model), platform: `${os.platform()} ${os.release()}` }
+  await writeFile(out, JSON.stringify({ date: new Date().toISOString(), machine, config, orders, summary, samples }, null, 2) + '\n')
+  console.log(`\nwritten ${path.relative(process.cwd(), out) || out}`)
+}
+
+function stopChildren() {
+  for (const child of children) child.kill()
+}
+process.on('exit', stopChildren)
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.once(signal, () => {
+    console.error(`\n${signal}: stopping the servers`)
+    stopChildren()
+    process.exit(128 + os.constants.signals[signal])
+  })
+}
+
+try {
+  await main()
+} catch (err) {
+  console.error(`\nbench failed: ${err.message}`)
+  process.exitCode = 1
+} finally {
+  stopChildren()
+}

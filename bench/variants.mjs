@@ -1,0 +1,109 @@
+// The stacks the bench compares. Each variant runs alone in its own server process
+// (bench/server.mjs), so imports live inside `create`: a variant's dependencies, and
+// anything they patch at load time, never reach the other variants' processes.
+//
+// A variant:
+//   name       unique, used by BENCH_ONLY and on the server's command line
+//   framework  'node' | 'express' | 'koa': the table it is printed in
+//   baseline   the bare variant of the same framework; ratios are taken to it within a round
+//   path       the request path autocannon hits
+//   headers    optional static request headers
+//   expectHeaders  optional { 'lower-case-name': RegExp } the startup probe checks on
+//              the response, so a middleware that is mounted but not doing its job (a
+//              token silently ignored, a default limit) can't pass as "fast"
+//   target     optional minimum ratio to the baseline, printed as PASS/MISS
+//   create     async () => listener  |  { listener, headers }
+//              `headers` there are merged over the static ones: for credentials the
+//              variant only knows after its setup (a registered app's token, a Basic
+//              password, an OAuth access token, ...)
+
+const PATH = '/resource/x.json'
+const BODY = '{"ok":true}'
+
+// Limits no run can reach: a 429 would measure refusals instead of the middleware.
+const HUGE = { limit: 1_000_000_000, windowMs: 3_600_000 }
+
+const nodeHandler = (req, res) => {
+  res.setHeader('content-type', 'application/json')
+  res.end(BODY)
+}
+
+async function gateWithApp() {
+  const { createGate } = await import('../dist/index.js')
+  const gate = createGate({ throttle: { application: HUGE, anonymous: HUGE } })
+  const { appToken } = await gate.applications.register({ name: 'bench' })
+  return { gate, headers: { 'x-app-token': appToken } }
+}
+
+async function expressApp(...middleware) {
+  const { default: express } = await import('express')
+  const app = express()
+  for (const mw of middleware) app.use(mw)
+  app.get(PATH, (req, res) => res.json({ ok: true }))
+  return app
+}
+
+async function koaApp(...middleware) {
+  const { default: Koa } = await import('koa')
+  const app = new Koa()
+  for (const mw of middleware) app.use(mw)
+  app.use((ctx) => { ctx.body = { ok: true } })
+  return app.callback()
+}
+
+// "app": the token was recognised; a missing or ignored one would be counted as "anon".
+const GATE_HEADERS = { 'ratelimit-policy': /^"app";q=1000000000;/, ratelimit: /^"app";/ }
+
+export const variants = [
+  {
+    name: 'node-bare', framework: 'node', baseline: 'node-bare', path: PATH,
+    create: async () => nodeHandler,
+  },
+  {
+    name: 'node-gate', framework: 'node', baseline: 'node-bare', path: PATH,
+    expectHeaders: GATE_HEADERS, target: 0.85,
+    create: async () => {
+      const { nodeGate } = await import('../dist/node.js')
+      const { gate, headers } = await gateWithApp()
+      return { listener: nodeGate(gate, nodeHandler), headers }
+    },
+  },
+  {
+    name: 'express-bare', framework: 'express', baseline: 'express-bare', path: PATH,
+    create: () => expressApp(),
+  },
+  {
+    name: 'express-gate', framework: 'express', baseline: 'express-bare', path: PATH,
+    expectHeaders: GATE_HEADERS, target: 0.95,
+    create: async () => {
+      const { expressGate } = await import('../dist/express.js')
+      const { gate, headers } = await gateWithApp()
+      return { listener: await expressApp(expressGate(gate)), headers }
+    },
+  },
+  {
+    name: 'express-rate-limit', framework: 'express', baseline: 'express-bare', path: PATH,
+    expectHeaders: { 'ratelimit-policy': /q=1000000000;/, ratelimit: /r=/ },
+    create: async () => {
+      const { rateLimit } = await import('express-rate-limit')
+      return expressApp(rateLimit({
+        windowMs: HUGE.windowMs, limit: HUGE.limit, standardHeaders: 'draft-8', legacyHeaders: false,
+      }))
+    },
+  },
+  {
+    name: 'koa-bare', framework: 'koa', baseline: 'koa-bare', path: PATH,
+    create: () => koaApp(),
+  },
+  {
+    name: 'koa-gate', framework: 'koa', baseline: 'koa-bare', path: PATH,
+    expectHeaders: GATE_HEADERS, target: 0.95,
+    create: async () => {
+      const { koaGate } = await import('../dist/koa.js')
+      const { gate, headers } = await gateWithApp()
+      return { listener: await koaApp(koaGate(gate)), headers }
+    },
+  },
+]
+
+export const expectedBody = BODY
