@@ -32,9 +32,15 @@ export type ExpressMiddleware = (req: IncomingMessage, res: ServerResponse, next
 /** Mounts the gate in an Express app: `app.use(expressGate(gate))`. */
 export function expressGate(gate: Gate): ExpressMiddleware {
   return (req, res, next) => {
-    runGate(gate, req, res, parsedBody(req)).then((passed) => {
-      if (passed) next()
-    }, next)
+    let passed: boolean | Promise<boolean>
+    try {
+      passed = runGate(gate, req, res, parsedBody(req))
+    } catch (error) {
+      next(error)
+      return
+    }
+    if (passed === true) next()
+    else if (passed !== false) passed.then((p) => p && next(), next)
   }
 }
 

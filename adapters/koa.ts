@@ -14,7 +14,8 @@
  * app.use((ctx) => { ctx.body = { app: ctx.state.gate.application?.name ?? null } })
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Gate, GateContext, GateResponse, GuardRule } from '../src/index.js'
+import { isPromiseLike } from '../src/awaitable.js'
+import type { Gate, GateContext, GateOutcome, GateResponse, GuardRule } from '../src/index.js'
 import { toGateRequest } from './node.js'
 // Loads Koa's types so the augmentation below has a module to extend.
 import type {} from 'koa'
@@ -39,21 +40,25 @@ export interface KoaContextLike {
 }
 
 /** The shape of a Koa middleware. */
-export type KoaMiddleware = (ctx: KoaContextLike, next: () => Promise<unknown>) => Promise<void>
+export type KoaMiddleware = (ctx: KoaContextLike, next: () => Promise<unknown>) => Promise<unknown> | undefined
 
 /** Mounts the gate in a Koa app: `app.use(koaGate(gate))`. */
 export function koaGate(gate: Gate): KoaMiddleware {
-  return async (ctx, next) => {
-    const request = toGateRequest(ctx.req, ctx.req.readableEnded ? (ctx.request as { body?: unknown }).body : undefined)
-    const outcome = await gate.handle(request)
-    if (outcome.type === 'respond') {
-      respond(ctx, outcome.response)
-      return
-    }
-    ctx.set(outcome.headers)
-    ;(ctx.state as { gate: GateContext }).gate = outcome.context
-    await next()
+  // Not an async function: when the gate answers synchronously, so does this middleware.
+  return (ctx, next) => {
+    const outcome = gate.handle(toGateRequest(ctx.req, ctx.req.readableEnded ? (ctx.request as { body?: unknown }).body : undefined))
+    return isPromiseLike(outcome) ? Promise.resolve(outcome).then((settled) => proceed(ctx, next, settled)) : proceed(ctx, next, outcome)
   }
+}
+
+function proceed(ctx: KoaContextLike, next: () => Promise<unknown>, outcome: GateOutcome): Promise<unknown> | undefined {
+  if (outcome.type === 'respond') {
+    respond(ctx, outcome.response)
+    return undefined
+  }
+  ctx.set(outcome.headers)
+  ;(ctx.state as { gate: GateContext }).gate = outcome.context
+  return next()
 }
 
 /**
@@ -62,13 +67,11 @@ export function koaGate(gate: Gate): KoaMiddleware {
  */
 export function koaGuard(gate: Gate, rule: GuardRule): KoaMiddleware {
   const guard = gate.guard(rule)
-  return async (ctx, next) => {
+  return (ctx, next) => {
     const error = guard((ctx.state as { gate?: GateContext }).gate)
-    if (error !== undefined) {
-      respond(ctx, gate.errorResponse(error, toGateRequest(ctx.req)))
-      return
-    }
-    await next()
+    if (error === undefined) return next()
+    respond(ctx, gate.errorResponse(error, toGateRequest(ctx.req)))
+    return undefined
   }
 }
 

@@ -15,7 +15,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { TLSSocket } from 'node:tls'
-import type { Gate, GateContext, GateRequest, GateResponse, GuardRule, RequestBody } from '../src/index.js'
+import { andThen, isPromiseLike } from '../src/awaitable.js'
+import type { Gate, GateContext, GateOutcome, GateRequest, GateResponse, GuardRule, RequestBody } from '../src/index.js'
 
 /** A request the gate let through: `req.gate` tells what it found. */
 export interface GatedRequest extends IncomingMessage {
@@ -31,24 +32,38 @@ export type GatedHandler = (req: GatedRequest, res: ServerResponse) => unknown
  */
 export function nodeGate(gate: Gate, handler: GatedHandler): (req: IncomingMessage, res: ServerResponse) => void {
   if (typeof handler !== 'function') throw new TypeError('open-data-gate: nodeGate(gate, handler) needs a handler function')
+  // The handler's own failures still get an answer: a 500 while nothing is sent, else the socket closes.
+  const fail = (req: IncomingMessage, res: ServerResponse, error: unknown) => {
+    if (!res.headersSent) writeGateResponse(res, gate.errorResponse(error, toGateRequest(req)))
+    else res.destroy()
+  }
+  const run = (req: IncomingMessage, res: ServerResponse) => {
+    try {
+      const result = handler(req as GatedRequest, res)
+      if (isPromiseLike(result)) Promise.resolve(result).catch((error: unknown) => fail(req, res, error))
+    } catch (error) {
+      fail(req, res, error)
+    }
+  }
   return (req, res) => {
-    runGate(gate, req, res).then(
-      (passed) => (passed ? handler(req as GatedRequest, res) : undefined),
-    ).catch((error: unknown) => {
-      if (!res.headersSent) writeGateResponse(res, gate.errorResponse(error, toGateRequest(req)))
-      else res.destroy()
-    })
+    const passed = runGate(gate, req, res)
+    if (passed === true) run(req, res)
+    else if (passed !== false) passed.then((p) => p && run(req, res), (error: unknown) => fail(req, res, error))
   }
 }
 
 /**
  * Runs the gate on a node request. When it lets the request through, sets its headers
- * on `res`, sets `req.gate` and resolves `true`; when it answers itself, writes the
- * answer and resolves `false`. For composing with routers of your own.
+ * on `res`, sets `req.gate` and gives `true`; when it answers itself, writes the answer
+ * and gives `false`. Synchronous when the gate is (the in-memory store), so `await` the
+ * result. For composing with routers of your own.
  * @param parsedBody a body a body parser already read, reused by the endpoints that need one
  */
-export async function runGate(gate: Gate, req: IncomingMessage, res: ServerResponse, parsedBody?: unknown): Promise<boolean> {
-  const outcome = await gate.handle(toGateRequest(req, parsedBody))
+export function runGate(gate: Gate, req: IncomingMessage, res: ServerResponse, parsedBody?: unknown): boolean | Promise<boolean> {
+  return andThen(gate.handle(toGateRequest(req, parsedBody)), (outcome) => apply(outcome, req, res))
+}
+
+function apply(outcome: GateOutcome, req: IncomingMessage, res: ServerResponse): boolean {
   if (outcome.type === 'respond') {
     writeGateResponse(res, outcome.response)
     return false
@@ -82,14 +97,34 @@ export function nodeGuard(gate: Gate, rule: GuardRule): (req: IncomingMessage, r
 
 /** A node request as the core's plain object. */
 export function toGateRequest(req: IncomingMessage, parsedBody?: unknown): GateRequest {
-  return {
-    method: req.method ?? 'GET',
-    url: req.url ?? '/',
-    headers: req.headers,
-    authorization: req.headers.authorization === undefined ? undefined : req.headersDistinct.authorization,
-    peerAddress: req.socket.remoteAddress,
-    tls: (req.socket as Partial<TLSSocket>).encrypted === true,
-    readBody: (limit) => readBody(req, limit, parsedBody),
+  return new NodeGateRequest(req, parsedBody)
+}
+
+/** A class rather than an object literal: `readBody` is a method, not a closure made per request. */
+class NodeGateRequest implements GateRequest {
+  readonly method: string
+  readonly url: string
+  readonly headers: IncomingMessage['headers']
+  readonly authorization: readonly string[] | undefined
+  readonly peerAddress: string | undefined
+  readonly tls: boolean
+  readonly #req: IncomingMessage
+  readonly #parsedBody: unknown
+
+  constructor(req: IncomingMessage, parsedBody: unknown) {
+    this.method = req.method ?? 'GET'
+    this.url = req.url ?? '/'
+    this.headers = req.headers
+    // Node keeps only the first Authorization header in `headers`; the gate must see them all.
+    this.authorization = req.headers.authorization === undefined ? undefined : req.headersDistinct.authorization
+    this.peerAddress = req.socket.remoteAddress
+    this.tls = (req.socket as Partial<TLSSocket>).encrypted === true
+    this.#req = req
+    this.#parsedBody = parsedBody
+  }
+
+  readBody(limit: number): Promise<RequestBody> {
+    return readBody(this.#req, limit, this.#parsedBody)
   }
 }
 

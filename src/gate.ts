@@ -8,19 +8,20 @@ import { AccessTokens } from './access-tokens.js'
 import { ApiKeys } from './api-keys.js'
 import { extractAppToken, isPlausibleAppToken } from './app-token.js'
 import { Applications, toApplication, type Application } from './applications.js'
-import { Authenticator, toGateUser, type AuthMethod, type GateUser } from './authenticate.js'
-import { readCredentials } from './authorization-header.js'
+import { Authenticator, toGateUser, type Authentication, type AuthMethod, type GateUser } from './authenticate.js'
+import { readCredentials, type Credentials } from './authorization-header.js'
+import { andThen, isPromiseLike } from './awaitable.js'
 import { currentUserJson, currentUserXml } from './current-user.js'
 import { GateError, PlatformError, StoreError } from './errors.js'
 import type { GateEvents } from './events.js'
 import { compileGuard, type Guard, type GuardRule } from './guard.js'
 import { errorResponse, pathOf, platformErrorResponse, type GateRequest, type GateResponse } from './http.js'
-import { OAuthServer } from './oauth/server.js'
+import { OAuthServer, type OAuthEndpoint } from './oauth/server.js'
 import { resolveOptions, type GateOptions, type ResolvedConfig } from './options.js'
 import { resolveClient, type ClientInfo } from './proxy.js'
 import { guardStore } from './store/guarded-store.js'
-import type { ApplicationRecord, GateStore } from './store/store.js'
-import { Throttle, type ThrottleInfo } from './throttle.js'
+import type { ApplicationRecord, Awaitable, GateStore } from './store/store.js'
+import { Throttle, type ThrottleInfo, type ThrottlePass } from './throttle.js'
 import { Users } from './users.js'
 
 /** What the gate found out about a request: `req.gate` in Express and node:http, `ctx.state.gate` in Koa. */
@@ -54,8 +55,12 @@ export type GateOutcome =
 
 const INVALID_APP_TOKEN = 'Invalid app_token specified'
 
-/** Endpoints the gate serves itself, after the access checks. */
-type Endpoint = 'current-user-json' | 'current-user-xml'
+/** What a path the gate answers itself is. */
+type CurrentUserRoute = { readonly kind: 'current-user'; readonly format: 'json' | 'xml' }
+type Route = { readonly kind: 'oauth'; readonly endpoint: OAuthEndpoint } | CurrentUserRoute
+
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
+const respond = (response: GateResponse): GateOutcome => ({ type: 'respond', response })
 
 const CURRENT_USER_GUARD = compileGuard({ auth: 'required' })
 
@@ -78,7 +83,7 @@ export class Gate extends TypedEmitter<GateEvents> {
   readonly #throttle: Throttle
   readonly #auth: Authenticator
   readonly #oauth: OAuthServer
-  readonly #endpoints = new Map<string, Endpoint>()
+  readonly #routes = new Map<string, Route>()
   #warnedAboutProxyHeaders = false
 
   constructor(options: GateOptions = {}) {
@@ -95,62 +100,121 @@ export class Gate extends TypedEmitter<GateEvents> {
     this.#throttle = new Throttle(config, this.store, (event, ...args) => emit(event, ...args))
     this.#auth = new Authenticator(config, this.store, this.#throttle, (event, ...args) => emit(event, ...args))
     this.#oauth = new OAuthServer(config, this.store, this.#throttle, this.#auth, this.tokens, (event, ...args) => emit(event, ...args))
-    for (const path of config.currentUser.json) this.#endpoints.set(path, 'current-user-json')
-    for (const path of config.currentUser.xml) this.#endpoints.set(path, 'current-user-xml')
+    const routes: Array<[string, Route]> = [
+      ...config.currentUser.json.map((path): [string, Route] => [path, { kind: 'current-user', format: 'json' }]),
+      ...config.currentUser.xml.map((path): [string, Route] => [path, { kind: 'current-user', format: 'xml' }]),
+      ...Object.entries(config.oauth.paths)
+        .filter((entry): entry is [OAuthEndpoint, string] => entry[1] !== null)
+        .map(([endpoint, path]): [string, Route] => [path, { kind: 'oauth', endpoint }]),
+    ]
+    for (const [path, route] of routes) {
+      if (this.#routes.has(path)) throw new TypeError(`open-data-gate: the path ${path} is configured for two endpoints`)
+      this.#routes.set(path, route)
+    }
   }
 
   /**
-   * Decides what happens to a request. Never rejects: every failure becomes a response.
+   * Decides what happens to a request. Never throws and never rejects: every failure
+   * becomes a response. It answers synchronously when the store does (the in-memory
+   * store), so a request pays for no promise it does not need: `await` the result.
    * @see adapters/node.ts for how an adapter uses it
    */
-  async handle(request: GateRequest): Promise<GateOutcome> {
+  handle(request: GateRequest): Awaitable<GateOutcome> {
     try {
-      const client = this.#client(request)
-      // The OAuth endpoints authenticate clients and users themselves, and need no app token.
-      const oauthEndpoint = this.#oauth.endpointFor(request)
-      if (oauthEndpoint !== undefined) return { type: 'respond', response: await this.#oauth.handle(oauthEndpoint, request, client) }
-      const application = await this.#application(request, client)
-
-      // Credentials are checked for transport and form before the throttle (cheap, and a
-      // token sent in clear must be revoked even if the request is then refused), and
-      // verified after it, so a throttled client cannot make the server run scrypt.
-      let credentials = readCredentials(request, this.#config.oauth.acceptBearer)
-      let revokedInsecureToken = false
-      if (credentials !== undefined && !client.secure) {
-        if (credentials.kind === 'basic') {
-          throw new PlatformError('https_required', 'Authenticated requests must use https: credentials sent over an insecure connection are denied')
-        }
-        await this.#auth.revokeInsecure(credentials.token, client)
-        credentials = undefined
-        revokedInsecureToken = true
-      }
-      if (credentials?.kind === 'basic' && application === null && this.#config.basic.requireAppToken) {
-        throw new PlatformError('app_token_required', 'Requests authenticated with HTTP Basic must include an application token in the X-App-Token header')
-      }
-      const pass = await this.#throttle.check(application, client)
-      const authentication = credentials === undefined ? null : await this.#auth.verify(credentials, client)
-
-      const context: GateContext = {
-        application: application === null ? null : toApplication(application),
-        throttle: pass?.info ?? null,
-        secure: client.secure,
-        clientIp: client.ip,
-        user: authentication === null ? null : toGateUser(authentication.user),
-        auth: authentication?.method ?? 'none',
-        apiKeyId: authentication?.apiKeyId ?? null,
-        accessToken: authentication?.token == null ? null : { appToken: authentication.token.appToken, expiresAt: authentication.token.expiresAt },
-        revokedInsecureToken,
-      }
-      const headers = pass?.headers ?? {}
-      const endpoint = this.#endpoints.size === 0 ? undefined : this.#endpoints.get(pathOf(request.url))
-      if (endpoint !== undefined) {
-        const response = this.#serve(endpoint, request, context)
-        return { type: 'respond', response: { ...response, headers: { ...headers, ...response.headers } } }
-      }
-      return { type: 'next', context, headers }
+      const outcome = this.#decide(request)
+      return isPromiseLike(outcome) ? Promise.resolve(outcome).catch((error: unknown) => this.#refuse(error, request)) : outcome
     } catch (error) {
-      return { type: 'respond', response: this.errorResponse(error, request) }
+      return this.#refuse(error, request)
     }
+  }
+
+  #refuse(error: unknown, request: GateRequest): GateOutcome {
+    return { type: 'respond', response: this.errorResponse(error, request) }
+  }
+
+  #decide(request: GateRequest): Awaitable<GateOutcome> {
+    const client = this.#client(request)
+    const route = this.#routes.size === 0 ? undefined : this.#routes.get(pathOf(request.url))
+    // The OAuth endpoints authenticate clients and users themselves, and need no app token.
+    if (route?.kind === 'oauth') return andThen(this.#oauth.handle(route.endpoint, request, client), respond)
+    return andThen(this.#application(request, client), (application) => this.#access(request, client, application, route))
+  }
+
+  /** The application the request names, or `null`; a token nobody registered is a 403. */
+  #application(request: GateRequest, client: ClientInfo): Awaitable<ApplicationRecord | null> {
+    const token = extractAppToken(request, this.#config.legacyAppTokenParam)
+    if (token === undefined) return null
+    if (!isPlausibleAppToken(token)) return this.#invalidAppToken(token, client)
+    return andThen(this.store.getApplication(token), (record) => record ?? this.#invalidAppToken(token, client))
+  }
+
+  #invalidAppToken(token: string, client: ClientInfo): never {
+    this.emit('invalidAppToken', { tokenPrefix: token.slice(0, 6), ip: client.ip })
+    throw new PlatformError('permission_denied', INVALID_APP_TOKEN)
+  }
+
+  /** Throttle, then credentials; most requests carry none and stay synchronous. */
+  #access(request: GateRequest, client: ClientInfo, application: ApplicationRecord | null, route: CurrentUserRoute | undefined): Awaitable<GateOutcome> {
+    const credentials = readCredentials(request, this.#config.oauth.acceptBearer)
+    if (credentials !== undefined) return this.#authenticated(request, client, application, credentials, route)
+    return andThen(this.#throttle.check(application, client), (pass) => this.#outcome(request, client, application, pass, null, false, route))
+  }
+
+  /**
+   * Credentials are checked for transport and form before the throttle (cheap, and a
+   * token sent in clear must be revoked even if the request is then refused), and
+   * verified after it, so a throttled client cannot make the server run scrypt.
+   */
+  async #authenticated(
+    request: GateRequest,
+    client: ClientInfo,
+    application: ApplicationRecord | null,
+    sent: Credentials,
+    route: CurrentUserRoute | undefined,
+  ): Promise<GateOutcome> {
+    let credentials: Credentials | undefined = sent
+    let revokedInsecureToken = false
+    if (!client.secure) {
+      if (credentials.kind === 'basic') {
+        throw new PlatformError('https_required', 'Authenticated requests must use https: credentials sent over an insecure connection are denied')
+      }
+      await this.#auth.revokeInsecure(credentials.token, client)
+      credentials = undefined
+      revokedInsecureToken = true
+    }
+    if (credentials?.kind === 'basic' && application === null && this.#config.basic.requireAppToken) {
+      throw new PlatformError('app_token_required', 'Requests authenticated with HTTP Basic must include an application token in the X-App-Token header')
+    }
+    const pass = await this.#throttle.check(application, client)
+    const authentication = credentials === undefined ? null : await this.#auth.verify(credentials, client)
+    return this.#outcome(request, client, application, pass, authentication, revokedInsecureToken, route)
+  }
+
+  #outcome(
+    request: GateRequest,
+    client: ClientInfo,
+    application: ApplicationRecord | null,
+    pass: ThrottlePass | null,
+    authentication: Authentication | null,
+    revokedInsecureToken: boolean,
+    route: CurrentUserRoute | undefined,
+  ): GateOutcome {
+    const token = authentication?.token ?? null
+    const context: GateContext = {
+      application: application === null ? null : toApplication(application),
+      throttle: pass === null ? null : pass.info,
+      secure: client.secure,
+      clientIp: client.ip,
+      user: authentication === null ? null : toGateUser(authentication.user),
+      auth: authentication === null ? 'none' : authentication.method,
+      apiKeyId: authentication === null ? null : authentication.apiKeyId,
+      accessToken: token === null ? null : { appToken: token.appToken, expiresAt: token.expiresAt },
+      revokedInsecureToken,
+    }
+    const headers = pass === null ? NO_HEADERS : pass.headers
+    if (route === undefined) return { type: 'next', context, headers }
+    const response = this.#currentUser(route.format, request, context)
+    return { type: 'respond', response: { ...response, headers: { ...headers, ...response.headers } } }
   }
 
   /**
@@ -163,27 +227,15 @@ export class Gate extends TypedEmitter<GateEvents> {
     return compileGuard(rule)
   }
 
-  /** The application the request names, or `null`; a token nobody registered is a 403. */
-  async #application(request: GateRequest, client: ClientInfo): Promise<ApplicationRecord | null> {
-    const token = extractAppToken(request, this.#config.legacyAppTokenParam)
-    if (token === undefined) return null
-    const record = isPlausibleAppToken(token) ? await this.store.getApplication(token) : undefined
-    if (record === undefined) {
-      this.emit('invalidAppToken', { tokenPrefix: token.slice(0, 6), ip: client.ip })
-      throw new PlatformError('permission_denied', INVALID_APP_TOKEN)
-    }
-    return record
-  }
-
-  /** The endpoints the gate answers itself once the request has passed the access checks. */
-  #serve(endpoint: Endpoint, request: GateRequest, context: GateContext): GateResponse {
+  /** The current-user endpoints, answered once the request has passed the access checks. */
+  #currentUser(format: 'json' | 'xml', request: GateRequest, context: GateContext): GateResponse {
     if (request.method !== 'GET' && request.method !== 'HEAD') {
       throw new PlatformError('method_not_allowed', `${request.method} is not allowed here; use GET`, { headers: { allow: 'GET, HEAD' } })
     }
     const refusal = CURRENT_USER_GUARD(context)
     if (refusal !== undefined) throw refusal
     const user = context.user as GateUser
-    return endpoint === 'current-user-xml' ? currentUserXml(user) : currentUserJson(user)
+    return format === 'xml' ? currentUserXml(user) : currentUserJson(user)
   }
 
   /**

@@ -10,13 +10,14 @@
  * @see https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/ (-08 and later)
  */
 import { LRUCache } from 'lru-cache'
+import { andThen, isPromiseLike } from './awaitable.js'
 import { ThrottledError, StoreError } from './errors.js'
 import type { Emit } from './events.js'
 import type { RateResult } from './gcra.js'
 import type { ResolvedConfig, ResolvedPolicy } from './options.js'
 import { addressKey, type ClientInfo } from './proxy.js'
 import { MemoryStore } from './store/memory-store.js'
-import type { ApplicationRecord, GateStore } from './store/store.js'
+import type { ApplicationRecord, Awaitable, GateStore } from './store/store.js'
 
 /** The throttle's verdict on a request that passed, as `req.gate.throttle` shows it. */
 export interface ThrottleInfo {
@@ -44,6 +45,8 @@ export class Throttle {
   readonly #emit: Emit
   /** Keys known to be over their limit, and until when (ms): a flood costs no store call. */
   readonly #blockedUntil = new LRUCache<string, number>({ max: 10_000 })
+  /** `RateLimit-Policy` values by policy name and limit: the same few strings on every request. */
+  readonly #policyHeaders = new Map<string, string>()
   #fallback: MemoryStore | undefined
 
   constructor(config: ResolvedConfig, store: GateStore, emit: Emit) {
@@ -58,7 +61,7 @@ export class Throttle {
    * @throws {ThrottledError} over the limit
    * @throws {StoreError} when the store failed and the mode is `fail-closed`
    */
-  async check(application: ApplicationRecord | null, client: ClientInfo): Promise<ThrottlePass | null> {
+  check(application: ApplicationRecord | null, client: ClientInfo): Awaitable<ThrottlePass | null> {
     let policy: ResolvedPolicy | null
     let key: string
     let limit: number
@@ -75,9 +78,13 @@ export class Throttle {
       limit = anonymous.limit
     }
 
-    const result = await this.consume(key, limit, policy.windowMs, 1)
+    const chosen = policy
+    return andThen(this.consume(key, limit, policy.windowMs, 1), (result) => this.#verdict(result, chosen, limit, application, client))
+  }
+
+  #verdict(result: RateResult | null, policy: ResolvedPolicy, limit: number, application: ApplicationRecord | null, client: ClientInfo): ThrottlePass | null {
     if (result === null) return null
-    const headers = rateHeaders(policy, limit, result, this.#config.legacyHeaders)
+    const headers = this.#headers(policy, limit, result)
     if (!result.allowed) {
       this.#emit('throttled', {
         policy: application === null ? 'anonymous' : 'application',
@@ -104,7 +111,7 @@ export class Throttle {
    * brute-force budgets (failed logins, failed client authentication).
    * @returns `null` when the store failed and the mode is `fail-open`
    */
-  async consume(key: string, limit: number, windowMs: number, cost: number): Promise<RateResult | null> {
+  consume(key: string, limit: number, windowMs: number, cost: number): Awaitable<RateResult | null> {
     if (this.#blockedUntil.size > 0 && cost > 0) {
       const until = this.#blockedUntil.get(key)
       const now = Date.now()
@@ -112,23 +119,36 @@ export class Throttle {
         return { allowed: false, remaining: 0, resetMs: until - now, retryAfterMs: until - now }
       }
     }
-    let result: RateResult
+    let result: Awaitable<RateResult>
     try {
-      result = await this.#store.consumeRate(key, limit, windowMs, cost)
+      result = this.#store.consumeRate(key, limit, windowMs, cost)
     } catch (error) {
-      const mode = this.#config.onStoreError
-      const operation = error instanceof StoreError ? error.operation : 'consumeRate'
-      const cause = error instanceof StoreError ? error.cause : error
-      if (mode === 'fail-closed') throw error instanceof StoreError ? error : new StoreError(operation, error)
-      this.#emit('storeError', { operation, error: cause, outcome: mode === 'fail-open' ? 'allowed' : 'fallback' })
-      if (mode === 'fail-open') return null
-      this.#fallback ??= new MemoryStore()
-      result = this.#fallback.consumeRate(key, limit, windowMs, cost)
+      return this.#failed(error, key, limit, windowMs, cost)
     }
+    if (!isPromiseLike(result)) return this.#remember(key, result)
+    return Promise.resolve(result).then(
+      (settled) => this.#remember(key, settled),
+      (error: unknown) => this.#failed(error, key, limit, windowMs, cost),
+    )
+  }
+
+  #remember(key: string, result: RateResult): RateResult {
     if (!result.allowed && result.retryAfterMs > 0) {
       this.#blockedUntil.set(key, Date.now() + result.retryAfterMs, { ttl: result.retryAfterMs })
     }
     return result
+  }
+
+  /** The store failed: fail closed (throw), open (no verdict) or to this process's memory. */
+  #failed(error: unknown, key: string, limit: number, windowMs: number, cost: number): RateResult | null {
+    const mode = this.#config.onStoreError
+    const operation = error instanceof StoreError ? error.operation : 'consumeRate'
+    const cause = error instanceof StoreError ? error.cause : error
+    if (mode === 'fail-closed') throw error instanceof StoreError ? error : new StoreError(operation, error)
+    this.#emit('storeError', { operation, error: cause, outcome: mode === 'fail-open' ? 'allowed' : 'fallback' })
+    if (mode === 'fail-open') return null
+    this.#fallback ??= new MemoryStore()
+    return this.#remember(key, this.#fallback.consumeRate(key, limit, windowMs, cost))
   }
 
   /** Forgets a key everywhere: in the store and in the local block list. */
@@ -137,25 +157,34 @@ export class Throttle {
     this.#fallback?.resetRate(key)
     await this.#store.resetRate(key)
   }
+
+  /**
+   * `RateLimit-Policy` and `RateLimit` (IETF draft -08+), optionally the legacy trio.
+   * `t` is the time until the whole budget is back while requests remain, and the time
+   * until the next request fits once none remain (then it equals `Retry-After`).
+   */
+  #headers(policy: ResolvedPolicy, limit: number, result: RateResult): Record<string, string> {
+    const cacheKey = `${policy.name}:${limit}`
+    let policyHeader = this.#policyHeaders.get(cacheKey)
+    if (policyHeader === undefined) {
+      policyHeader = `"${policy.name}";q=${limit};w=${Math.max(1, Math.round(policy.windowMs / 1000))}`
+      if (this.#policyHeaders.size < 1000) this.#policyHeaders.set(cacheKey, policyHeader)
+    }
+    const waitMs = result.remaining > 0 ? result.resetMs : result.retryAfterMs
+    const headers: Record<string, string> = {
+      'ratelimit-policy': policyHeader,
+      ratelimit: `"${policy.name}";r=${result.remaining};t=${Math.ceil(waitMs / 1000)}`,
+    }
+    if (this.#config.legacyHeaders) legacyHeaders(headers, limit, result)
+    return headers
+  }
 }
 
-/**
- * `RateLimit-Policy` and `RateLimit` (IETF draft -08+), optionally the legacy trio.
- * `t` is the time until the whole budget is back while requests remain, and the time
- * until the next request fits once none remain (then it equals `Retry-After`).
- */
-function rateHeaders(policy: ResolvedPolicy, limit: number, result: RateResult, legacy: boolean): Record<string, string> {
-  const waitMs = result.remaining > 0 ? result.resetMs : result.retryAfterMs
-  const headers: Record<string, string> = {
-    'ratelimit-policy': `"${policy.name}";q=${limit};w=${Math.max(1, Math.round(policy.windowMs / 1000))}`,
-    ratelimit: `"${policy.name}";r=${result.remaining};t=${Math.ceil(waitMs / 1000)}`,
-  }
-  if (legacy) {
-    headers['x-ratelimit-limit'] = String(limit)
-    headers['x-ratelimit-remaining'] = String(result.remaining)
-    headers['x-ratelimit-reset'] = String(Math.ceil((Date.now() + result.resetMs) / 1000))
-  }
-  return headers
+/** `X-RateLimit-Reset` is epoch seconds when the whole budget is back, as GitHub sends it. */
+function legacyHeaders(headers: Record<string, string>, limit: number, result: RateResult): void {
+  headers['x-ratelimit-limit'] = String(limit)
+  headers['x-ratelimit-remaining'] = String(result.remaining)
+  headers['x-ratelimit-reset'] = String(Math.ceil((Date.now() + result.resetMs) / 1000))
 }
 
 function throttledError(withToken: boolean, limit: number, windowMs: number, result: RateResult, headers: Record<string, string>): ThrottledError {

@@ -9,6 +9,30 @@ class BrokenStore extends MemoryStore {
   }
 }
 
+describe('handling', () => {
+  it('answers synchronously when the store does, so a request pays for no promise', async () => {
+    const gate = createGate()
+    const { appToken } = await gate.applications.register({ name: 'A' })
+    for (const headers of [{ 'x-app-token': appToken }, {}, { 'x-app-token': 'unknown-token' }]) {
+      const outcome = gate.handle(coreRequest({ headers }))
+      expect(outcome).not.toBeInstanceOf(Promise)
+    }
+  })
+
+  it('answers with a promise when the store does, with the same outcome', async () => {
+    class AsyncStore extends MemoryStore {
+      override getApplication(token: string) {
+        return Promise.resolve(super.getApplication(token)) as never
+      }
+    }
+    const gate = createGate({ store: new AsyncStore() })
+    const { appToken } = await gate.applications.register({ name: 'A' })
+    const outcome = gate.handle(coreRequest({ headers: { 'x-app-token': appToken } }))
+    expect(outcome).toBeInstanceOf(Promise)
+    expect(await outcome).toMatchObject({ type: 'next', context: { application: { appToken } } })
+  })
+})
+
 describe('errors', () => {
   afterEach(() => vi.restoreAllMocks())
 

@@ -18,29 +18,22 @@ import { errorPage, htmlResponse } from './pages.js'
 import { LoginSessions } from './session.js'
 import { TokenEndpoints } from './token.js'
 
-type Endpoint = 'authorize' | 'token' | 'revoke' | 'metadata'
+/** The endpoints of the authorization server. */
+export type OAuthEndpoint = 'authorize' | 'token' | 'revoke' | 'metadata'
+type Endpoint = OAuthEndpoint
 
 export class OAuthServer {
   readonly #config: ResolvedConfig
   readonly #emit: Emit
-  readonly #paths = new Map<string, Endpoint>()
   readonly #authorize: AuthorizeEndpoint
   readonly #tokens: TokenEndpoints
 
   constructor(config: ResolvedConfig, store: GateStore, throttle: Throttle, auth: Authenticator, tokens: AccessTokens, emit: Emit) {
     this.#config = config
     this.#emit = emit
-    for (const [endpoint, path] of Object.entries(config.oauth.paths) as Array<[Endpoint, string | null]>) {
-      if (path !== null) this.#paths.set(path, endpoint)
-    }
     this.#authorize = new AuthorizeEndpoint(config, store, auth, new LoginSessions(store, config.oauth.sessionTtlMs), emit)
     const failures = config.oauth.clientFailures
     this.#tokens = new TokenEndpoints(store, tokens, { store, throttle, emit, realm: config.realm, failures }, emit)
-  }
-
-  /** The endpoint at this request's path, if any. */
-  endpointFor(request: GateRequest): Endpoint | undefined {
-    return this.#paths.size === 0 ? undefined : this.#paths.get(pathOf(request.url))
   }
 
   /** Answers a request to one of the endpoints. Never rejects. */

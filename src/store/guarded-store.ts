@@ -4,6 +4,7 @@
  * become one. A store that answers synchronously (MemoryStore) pays no timer and no
  * promise.
  */
+import { isPromiseLike } from '../awaitable.js'
 import { StoreError } from '../errors.js'
 import type { Awaitable, GateStore } from './store.js'
 
@@ -53,12 +54,13 @@ export function guardStore(store: GateStore, timeoutMs: number): GateStore {
   if (store.attach !== undefined) guarded.attach = store.attach.bind(store)
   if (store.close !== undefined) guarded.close = store.close.bind(store)
   for (const name of GUARDED) {
-    const method = store[name] as (...args: unknown[]) => Awaitable<unknown>
+    const method = store[name] as (a: unknown, b: unknown, c: unknown, d: unknown) => Awaitable<unknown>
     if (typeof method !== 'function') continue
-    ;(guarded as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
+    // Fixed arity (no contract method takes more than four arguments): no rest array per call.
+    ;(guarded as unknown as Record<string, unknown>)[name] = (a: unknown, b: unknown, c: unknown, d: unknown) => {
       let result: Awaitable<unknown>
       try {
-        result = method.apply(store, args)
+        result = method.call(store, a, b, c, d)
       } catch (error) {
         throw new StoreError(name, error)
       }
@@ -66,10 +68,6 @@ export function guardStore(store: GateStore, timeoutMs: number): GateStore {
     }
   }
   return guarded
-}
-
-function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
-  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function'
 }
 
 function withTimeout<T>(promise: PromiseLike<T>, timeoutMs: number, operation: string): Promise<T> {

@@ -62,6 +62,8 @@ export class MemoryStore implements GateStore {
       throw new TypeError(`open-data-gate: MemoryStore maxRateKeys must be a positive integer, got ${String(maxRateKeys)}`)
     }
     this.#clock = options.clock ?? Date.now
+    // No TTL per key: a drained key is harmless (GCRA treats a past arrival time as fresh)
+    // and the bound evicts it in time; TTL bookkeeping would cost every request.
     this.#rates = new LRUCache<string, number>({
       max: maxRateKeys,
       dispose: (tat, key, reason) => {
@@ -227,7 +229,7 @@ export class MemoryStore implements GateStore {
 
   consumeRate(key: string, limit: number, windowMs: number, cost: number): RateResult {
     const step = gcraStep(this.#rates.get(key), this.#clock() * 1000, limit, windowMs, cost)
-    if (step.tat !== undefined) this.#rates.set(key, step.tat, { ttl: step.ttlMs })
+    if (step.tat !== undefined) this.#rates.set(key, step.tat)
     return step
   }
 
