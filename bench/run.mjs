@@ -6,7 +6,13 @@
 // the other's CPU. Every variant is measured once per round in a shuffled order, and
 // ratios are taken within a round, so drift (thermal, neighbours) hits both sides alike.
 //
-// Knobs (env): BENCH_ROUNDS=5 BENCH_DURATION=5 BENCH_WARMUP=1 (seconds) BENCH_CONNECTIONS=50
+// Each measurement gets a freshly started server process. On this machine one process
+// stays fast or slow for its whole life (JIT and memory-layout luck): a byte-identical
+// copy of the bare node:http server measured 0.73x of the original, run after run, when
+// every server was started once. A new process per window spreads that luck evenly over
+// the variants; the medians over rounds then compare like with like.
+//
+// Knobs (env): BENCH_ROUNDS=8 BENCH_DURATION=4 BENCH_WARMUP=2 (seconds) BENCH_CONNECTIONS=50
 //   BENCH_ONLY=node-gate,koa-gate (baselines are added) BENCH_SERVER_CPU=1 BENCH_LOAD_CPU=0
 import { spawn } from 'node:child_process'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
@@ -30,9 +36,9 @@ function intEnv(name, fallback, min) {
 
 function readConfig() {
   const config = {
-    rounds: intEnv('BENCH_ROUNDS', 5, 1),
-    duration: intEnv('BENCH_DURATION', 5, 1),
-    warmup: intEnv('BENCH_WARMUP', 1, 0),
+    rounds: intEnv('BENCH_ROUNDS', 8, 1),
+    duration: intEnv('BENCH_DURATION', 4, 1),
+    warmup: intEnv('BENCH_WARMUP', 2, 0),
     connections: intEnv('BENCH_CONNECTIONS', 50, 1),
     serverCpu: intEnv('BENCH_SERVER_CPU', 1, 0),
     loadCpu: intEnv('BENCH_LOAD_CPU', 0, 0),
@@ -240,21 +246,21 @@ async function main() {
   const selected = selectVariants(config.only)
   console.log(`bench: ${selected.map((v) => v.name).join(', ')}; servers on cpu ${config.serverCpu}, load on cpu ${config.loadCpu}`)
 
-  const servers = []
-  for (const v of selected) {
+  const start = async (v) => {
     const child = spawnPinned(config.serverCpu, 'server.mjs', [v.name])
     const ready = await ask(child, undefined, 'ready', 20_000, `server ${v.name}`)
     await probe(v, ready.port, ready.headers)
-    servers.push({ v, child, headers: ready.headers, url: `http://127.0.0.1:${ready.port}${v.path}` })
+    return { v, child, headers: ready.headers, url: `http://127.0.0.1:${ready.port}${v.path}` }
   }
   const loader = spawnPinned(config.loadCpu, 'load.mjs', [])
 
   const samples = []
   const orders = []
   for (let round = 1; round <= config.rounds; round++) {
-    const order = shuffle(servers)
-    orders.push(order.map((s) => s.v.name))
-    for (const server of order) {
+    const order = shuffle(selected)
+    orders.push(order.map((v) => v.name))
+    for (const v of order) {
+      const server = await start(v)
       if (config.warmup > 0) await load(loader, server, config.warmup, config.connections)
       const before = await ask(server.child, 'usage', 'usage', 5000, `server ${server.v.name}`)
       const busyBefore = await cpuBusyUs()
@@ -279,6 +285,7 @@ async function main() {
       console.log(`  round ${round}/${config.rounds}  ${server.v.name.padEnd(20)} ${sample.rps.toFixed(0).padStart(6)} req/s  ` +
         `${sample.cpuUsPerReq.toFixed(1).padStart(6)} µs/req  p99 ${String(r.p99).padStart(3)} ms  ` +
         `others ${sample.otherOnServerCpuPct.toFixed(0)}%/${sample.otherOnLoadCpuPct.toFixed(0)}%`)
+      server.child.kill()
     }
   }
 

@@ -60,6 +60,48 @@ export const variants = [
     create: async () => nodeHandler,
   },
   {
+    // Control: the bare server again. Its distance from 1.00 is the noise of the run.
+    name: 'node-bare-copy', framework: 'node', baseline: 'node-bare', path: PATH,
+    create: async () => nodeHandler,
+  },
+  {
+    // Floor: only the two RateLimit headers every throttled response carries, no work at all.
+    name: 'node-ratelimit-headers', framework: 'node', baseline: 'node-bare', path: PATH,
+    create: async () => (req, res) => {
+      res.setHeader('ratelimit-policy', '"app";q=1000000000;w=3600')
+      res.setHeader('ratelimit', '"app";r=999999999;t=4')
+      nodeHandler(req, res)
+    },
+  },
+  {
+    // Hand-rolled floor: the least any correct app-token throttle does (a header read, a
+    // map lookup, one GCRA step, two formatted headers), with nothing else. The gate's
+    // distance from it is what its features cost.
+    name: 'node-handrolled', framework: 'node', baseline: 'node-bare', path: PATH,
+    create: async () => {
+      const apps = new Map([['tok1234567890abcdefghij', { limit: 1e9 }]])
+      const tats = new Map()
+      const T = 3600, tau = 1e9 * T
+      return { headers: { 'x-app-token': 'tok1234567890abcdefghij' }, listener: (req, res) => {
+        const token = req.headers['x-app-token']
+        const app = apps.get(token)
+        if (!app) { res.statusCode = 403; res.end(); return }
+        const now = Date.now() * 1000
+        const stored = tats.get(token)
+        const tat = stored === undefined || stored < now ? now : stored
+        const newTat = tat + T
+        const allowAt = newTat - tau
+        if (now < allowAt) { res.statusCode = 429; res.end(); return }
+        tats.set(token, newTat)
+        const remaining = Math.floor((now - allowAt) / T)
+        res.setHeader('ratelimit-policy', '"app";q=1000000000;w=3600')
+        res.setHeader('ratelimit', `"app";r=${remaining};t=${Math.ceil((newTat - now) / 1e6)}`)
+        req.gate = { application: app, remaining }
+        nodeHandler(req, res)
+      } }
+    },
+  },
+  {
     name: 'node-gate', framework: 'node', baseline: 'node-bare', path: PATH,
     expectHeaders: GATE_HEADERS, target: 0.85,
     create: async () => {
@@ -82,6 +124,11 @@ export const variants = [
     },
   },
   {
+    // What any middleware at all costs in Express: the floor under every Express variant.
+    name: 'express-noop', framework: 'express', baseline: 'express-bare', path: PATH,
+    create: () => expressApp((req, res, next) => next()),
+  },
+  {
     name: 'express-rate-limit', framework: 'express', baseline: 'express-bare', path: PATH,
     expectHeaders: { 'ratelimit-policy': /q=1000000000;/, ratelimit: /r=/ },
     create: async () => {
@@ -94,6 +141,11 @@ export const variants = [
   {
     name: 'koa-bare', framework: 'koa', baseline: 'koa-bare', path: PATH,
     create: () => koaApp(),
+  },
+  {
+    // What any middleware at all costs in Koa: the floor under every Koa variant.
+    name: 'koa-noop', framework: 'koa', baseline: 'koa-bare', path: PATH,
+    create: () => koaApp((ctx, next) => next()),
   },
   {
     name: 'koa-gate', framework: 'koa', baseline: 'koa-bare', path: PATH,
