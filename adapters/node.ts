@@ -15,7 +15,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { TLSSocket } from 'node:tls'
-import { andThen, isPromiseLike } from '../src/awaitable.js'
+import { isPromiseLike } from '../src/awaitable.js'
 import type { Gate, GateContext, GateOutcome, GateRequest, GateResponse, GuardRule, RequestBody } from '../src/index.js'
 
 /** A request the gate let through: `req.gate` tells what it found. */
@@ -60,7 +60,8 @@ export function nodeGate(gate: Gate, handler: GatedHandler): (req: IncomingMessa
  * @param parsedBody a body a body parser already read, reused by the endpoints that need one
  */
 export function runGate(gate: Gate, req: IncomingMessage, res: ServerResponse, parsedBody?: unknown): boolean | Promise<boolean> {
-  return andThen(gate.handle(toGateRequest(req, parsedBody)), (outcome) => apply(outcome, req, res))
+  const outcome = gate.handle(toGateRequest(req, parsedBody))
+  return isPromiseLike(outcome) ? Promise.resolve(outcome).then((settled) => apply(settled, req, res)) : apply(outcome, req, res)
 }
 
 function apply(outcome: GateOutcome, req: IncomingMessage, res: ServerResponse): boolean {

@@ -47,7 +47,16 @@ function sameOrConflict(values: readonly string[]): string | undefined {
   return first
 }
 
-/** Whether a string can be an application token at all, before any store lookup. */
+/**
+ * Whether a string can be an application token at all (base64url, not too long), before
+ * any store lookup. A loop, not a regular expression: it runs on every request.
+ */
 export function isPlausibleAppToken(token: string): boolean {
-  return token.length <= MAX_APP_TOKEN_LENGTH && /^[A-Za-z0-9_-]+$/.test(token)
+  if (token.length > MAX_APP_TOKEN_LENGTH) return false
+  for (let i = 0; i < token.length; i++) {
+    const c = token.charCodeAt(i)
+    // 0-9, A-Z, a-z, '-', '_'
+    if (!((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 45 || c === 95)) return false
+  }
+  return token.length > 0
 }

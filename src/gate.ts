@@ -84,6 +84,7 @@ export class Gate extends TypedEmitter<GateEvents> {
   readonly #auth: Authenticator
   readonly #oauth: OAuthServer
   readonly #routes = new Map<string, Route>()
+  readonly #applicationViews = new WeakMap<ApplicationRecord, Application>()
   #warnedAboutProxyHeaders = false
 
   constructor(options: GateOptions = {}) {
@@ -137,7 +138,10 @@ export class Gate extends TypedEmitter<GateEvents> {
     const route = this.#routes.size === 0 ? undefined : this.#routes.get(pathOf(request.url))
     // The OAuth endpoints authenticate clients and users themselves, and need no app token.
     if (route?.kind === 'oauth') return andThen(this.#oauth.handle(route.endpoint, request, client), respond)
-    return andThen(this.#application(request, client), (application) => this.#access(request, client, application, route))
+    // Spelled out rather than andThen(...): no closure is made when the store answers at once.
+    const application = this.#application(request, client)
+    if (isPromiseLike(application)) return Promise.resolve(application).then((found) => this.#access(request, client, found, route))
+    return this.#access(request, client, application, route)
   }
 
   /** The application the request names, or `null`; a token nobody registered is a 403. */
@@ -157,7 +161,9 @@ export class Gate extends TypedEmitter<GateEvents> {
   #access(request: GateRequest, client: ClientInfo, application: ApplicationRecord | null, route: CurrentUserRoute | undefined): Awaitable<GateOutcome> {
     const credentials = readCredentials(request, this.#config.oauth.acceptBearer)
     if (credentials !== undefined) return this.#authenticated(request, client, application, credentials, route)
-    return andThen(this.#throttle.check(application, client), (pass) => this.#outcome(request, client, application, pass, null, false, route))
+    const pass = this.#throttle.check(application, client)
+    if (isPromiseLike(pass)) return Promise.resolve(pass).then((settled) => this.#outcome(request, client, application, settled, null, false, route))
+    return this.#outcome(request, client, application, pass, null, false, route)
   }
 
   /**
@@ -201,7 +207,7 @@ export class Gate extends TypedEmitter<GateEvents> {
   ): GateOutcome {
     const token = authentication?.token ?? null
     const context: GateContext = {
-      application: application === null ? null : toApplication(application),
+      application: application === null ? null : this.#publicApplication(application),
       throttle: pass === null ? null : pass.info,
       secure: client.secure,
       clientIp: client.ip,
@@ -225,6 +231,16 @@ export class Gate extends TypedEmitter<GateEvents> {
    */
   guard(rule: GuardRule): Guard {
     return compileGuard(rule)
+  }
+
+  /** The public view of an application record, made once per record rather than per request. */
+  #publicApplication(record: ApplicationRecord): Application {
+    let view = this.#applicationViews.get(record)
+    if (view === undefined) {
+      view = Object.freeze(toApplication(record))
+      this.#applicationViews.set(record, view)
+    }
+    return view
   }
 
   /** The current-user endpoints, answered once the request has passed the access checks. */

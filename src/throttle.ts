@@ -10,7 +10,7 @@
  * @see https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/ (-08 and later)
  */
 import { LRUCache } from 'lru-cache'
-import { andThen, isPromiseLike } from './awaitable.js'
+import { isPromiseLike } from './awaitable.js'
 import { ThrottledError, StoreError } from './errors.js'
 import type { Emit } from './events.js'
 import type { RateResult } from './gcra.js'
@@ -45,8 +45,9 @@ export class Throttle {
   readonly #emit: Emit
   /** Keys known to be over their limit, and until when (ms): a flood costs no store call. */
   readonly #blockedUntil = new LRUCache<string, number>({ max: 10_000 })
-  /** `RateLimit-Policy` values by policy name and limit: the same few strings on every request. */
-  readonly #policyHeaders = new Map<string, string>()
+  /** `RateLimit-Policy` values by policy and limit: the same few strings on every request. */
+  readonly #policyHeaders = { app: new Map<number, string>(), anon: new Map<number, string>() }
+  readonly #rateLimitPrefix = { app: '"app";r=', anon: '"anon";r=' } as const
   #fallback: MemoryStore | undefined
 
   constructor(config: ResolvedConfig, store: GateStore, emit: Emit) {
@@ -79,7 +80,9 @@ export class Throttle {
     }
 
     const chosen = policy
-    return andThen(this.consume(key, limit, policy.windowMs, 1), (result) => this.#verdict(result, chosen, limit, application, client))
+    const result = this.consume(key, limit, policy.windowMs, 1)
+    if (isPromiseLike(result)) return Promise.resolve(result).then((settled) => this.#verdict(settled, chosen, limit, application, client))
+    return this.#verdict(result, chosen, limit, application, client)
   }
 
   #verdict(result: RateResult | null, policy: ResolvedPolicy, limit: number, application: ApplicationRecord | null, client: ClientInfo): ThrottlePass | null {
@@ -164,16 +167,16 @@ export class Throttle {
    * until the next request fits once none remain (then it equals `Retry-After`).
    */
   #headers(policy: ResolvedPolicy, limit: number, result: RateResult): Record<string, string> {
-    const cacheKey = `${policy.name}:${limit}`
-    let policyHeader = this.#policyHeaders.get(cacheKey)
+    const byLimit = this.#policyHeaders[policy.name]
+    let policyHeader = byLimit.get(limit)
     if (policyHeader === undefined) {
       policyHeader = `"${policy.name}";q=${limit};w=${Math.max(1, Math.round(policy.windowMs / 1000))}`
-      if (this.#policyHeaders.size < 1000) this.#policyHeaders.set(cacheKey, policyHeader)
+      if (byLimit.size < 1000) byLimit.set(limit, policyHeader)
     }
     const waitMs = result.remaining > 0 ? result.resetMs : result.retryAfterMs
     const headers: Record<string, string> = {
       'ratelimit-policy': policyHeader,
-      ratelimit: `"${policy.name}";r=${result.remaining};t=${Math.ceil(waitMs / 1000)}`,
+      ratelimit: `${this.#rateLimitPrefix[policy.name]}${result.remaining};t=${Math.ceil(waitMs / 1000)}`,
     }
     if (this.#config.legacyHeaders) legacyHeaders(headers, limit, result)
     return headers

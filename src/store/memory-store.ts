@@ -52,7 +52,8 @@ export class MemoryStore implements GateStore {
   readonly #codes = new Map<string, AuthorizationCodeRecord>()
   readonly #sessions = new Map<string, SessionRecord>()
   #inserts = 0
-  readonly #rates: LRUCache<string, number>
+  /** The arrival time per key, in a box updated in place: one LRU operation per request. */
+  readonly #rates: LRUCache<string, { tat: number }>
   readonly #clock: () => number
   #sink: StoreEventSink | undefined
 
@@ -64,11 +65,11 @@ export class MemoryStore implements GateStore {
     this.#clock = options.clock ?? Date.now
     // No TTL per key: a drained key is harmless (GCRA treats a past arrival time as fresh)
     // and the bound evicts it in time; TTL bookkeeping would cost every request.
-    this.#rates = new LRUCache<string, number>({
+    this.#rates = new LRUCache<string, { tat: number }>({
       max: maxRateKeys,
-      dispose: (tat, key, reason) => {
+      dispose: (box, key, reason) => {
         // Only a key dropped while it still held state is news; a drained one cost nothing.
-        if (reason === 'evict' && tat > this.#clock() * 1000) this.#sink?.rateKeyEvicted(key)
+        if (reason === 'evict' && box.tat > this.#clock() * 1000) this.#sink?.rateKeyEvicted(key)
       },
     })
   }
@@ -228,8 +229,12 @@ export class MemoryStore implements GateStore {
   }
 
   consumeRate(key: string, limit: number, windowMs: number, cost: number): RateResult {
-    const step = gcraStep(this.#rates.get(key), this.#clock() * 1000, limit, windowMs, cost)
-    if (step.tat !== undefined) this.#rates.set(key, step.tat)
+    const box = this.#rates.get(key)
+    const step = gcraStep(box?.tat, this.#clock() * 1000, limit, windowMs, cost)
+    if (step.tat !== undefined) {
+      if (box === undefined) this.#rates.set(key, { tat: step.tat })
+      else box.tat = step.tat
+    }
     return step
   }
 
