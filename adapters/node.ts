@@ -117,7 +117,7 @@ class NodeGateRequest implements GateRequest {
     this.url = req.url ?? '/'
     this.headers = req.headers
     // Node keeps only the first Authorization header in `headers`; the gate must see them all.
-    this.authorization = req.headers.authorization === undefined ? undefined : req.headersDistinct.authorization
+    this.authorization = req.headers.authorization === undefined ? undefined : authorizationHeaders(req.rawHeaders)
     this.peerAddress = req.socket.remoteAddress
     this.tls = (req.socket as Partial<TLSSocket>).encrypted === true
     this.#req = req
@@ -127,6 +127,16 @@ class NodeGateRequest implements GateRequest {
   readBody(limit: number): Promise<RequestBody> {
     return readBody(this.#req, limit, this.#parsedBody)
   }
+}
+
+/** Every Authorization header line, from the raw list (cheaper than `headersDistinct`, which copies them all). */
+function authorizationHeaders(raw: readonly string[]): string[] {
+  const found: string[] = []
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string
+    if (name.length === 13 && name.toLowerCase() === 'authorization') found.push(raw[i + 1] as string)
+  }
+  return found
 }
 
 /** Writes a gate response, unless the response is already under way. */

@@ -14,6 +14,7 @@
  */
 import { createHmac, randomBytes } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
+import { andThen } from './awaitable.js'
 import type { Credentials } from './authorization-header.js'
 import { PlatformError, ThrottledError } from './errors.js'
 import type { Emit } from './events.js'
@@ -21,7 +22,7 @@ import type { ResolvedConfig } from './options.js'
 import { decoyHash, hashPassword, needsRehash, verifyPassword } from './passwords.js'
 import type { ClientInfo } from './proxy.js'
 import { secretMatches, sha256 } from './secrets.js'
-import type { AccessTokenRecord, GateStore, UserRecord } from './store/store.js'
+import type { AccessTokenRecord, Awaitable, GateStore, UserRecord } from './store/store.js'
 import type { Throttle } from './throttle.js'
 import { API_KEY_ID, normalizeUsername } from './users.js'
 
@@ -71,19 +72,20 @@ export class Authenticator {
   }
 
   /**
-   * Verifies credentials sent over a secure connection.
+   * Verifies credentials sent over a secure connection. Synchronous when the store is
+   * and no scrypt run is needed (tokens, API keys, a password verified before).
    * @throws {PlatformError} 401 `invalid_credentials` / `invalid_token`
    * @throws {ThrottledError} 429 when a username's failure budget is spent
    */
-  async verify(credentials: Credentials, client: ClientInfo): Promise<Authentication> {
+  verify(credentials: Credentials, client: ClientInfo): Awaitable<Authentication> {
     if (credentials.kind === 'token') return this.#verifyToken(credentials.token, credentials.scheme, client)
     if (API_KEY_ID.test(credentials.user)) return this.#verifyApiKey(credentials.user, credentials.password, client)
-    return this.#verifyPassword(normalizeUsername(credentials.user), credentials.password, client)
+    return this.#verifyPassword(credentials.user, credentials.password, client)
   }
 
   /** Verifies a username and password from the login page, exactly as Basic credentials are. */
-  verifyLogin(username: string, password: string, client: ClientInfo): Promise<Authentication> {
-    return this.#verifyPassword(normalizeUsername(username), password, client)
+  async verifyLogin(username: string, password: string, client: ClientInfo): Promise<Authentication> {
+    return this.#verifyPassword(username, password, client)
   }
 
   /**
@@ -99,40 +101,58 @@ export class Authenticator {
     }
   }
 
-  async #verifyToken(token: string, scheme: 'oauth' | 'bearer', client: ClientInfo): Promise<Authentication> {
-    const record = await this.#store.getAccessToken(sha256(token))
-    const now = Date.now()
-    const user = record !== undefined && record.revokedAt === null && record.expiresAt > now ? await this.#store.getUser(record.userId) : undefined
-    if (record === undefined || user === undefined) {
-      this.#emit('authenticationFailed', { method: 'oauth', ip: client.ip, username: undefined })
-      const challenge = `${scheme === 'oauth' ? 'OAuth' : 'Bearer'} realm="${this.#config.realm}", error="invalid_token"`
-      throw new PlatformError('invalid_token', 'The access token is invalid, expired or revoked', { headers: { 'www-authenticate': challenge } })
-    }
-    return { user, method: 'oauth', apiKeyId: null, token: record }
+  #verifyToken(token: string, scheme: 'oauth' | 'bearer', client: ClientInfo): Awaitable<Authentication> {
+    return andThen(this.#store.getAccessToken(sha256(token)), (record) => {
+      if (record === undefined || record.revokedAt !== null || record.expiresAt <= Date.now()) throw this.#invalidToken(scheme, client)
+      return andThen(this.#store.getUser(record.userId), (user): Authentication => {
+        if (user === undefined) throw this.#invalidToken(scheme, client)
+        return { user, method: 'oauth', apiKeyId: null, token: record }
+      })
+    })
   }
 
-  async #verifyApiKey(keyId: string, secret: string, client: ClientInfo): Promise<Authentication> {
-    const record = await this.#store.getApiKey(keyId)
-    const matches = secretMatches(secret, record?.secretHash ?? NO_SUCH_SECRET)
-    const user = record !== undefined && matches && record.revokedAt === null ? await this.#store.getUser(record.userId) : undefined
-    if (record === undefined || user === undefined) {
-      this.#emit('authenticationFailed', { method: 'api-key', ip: client.ip, username: undefined })
-      throw this.#invalidCredentials()
-    }
-    this.#touch(keyId, record.lastUsedAt)
-    return { user, method: 'api-key', apiKeyId: keyId, token: null }
+  #verifyApiKey(keyId: string, secret: string, client: ClientInfo): Awaitable<Authentication> {
+    return andThen(this.#store.getApiKey(keyId), (record) => {
+      // Compared even for an unknown key, so its absence costs the same time.
+      const matches = secretMatches(secret, record?.secretHash ?? NO_SUCH_SECRET)
+      if (record === undefined || !matches || record.revokedAt !== null) throw this.#invalidKey(client)
+      return andThen(this.#store.getUser(record.userId), (user): Authentication => {
+        if (user === undefined) throw this.#invalidKey(client)
+        this.#touch(keyId, record.lastUsedAt)
+        return { user, method: 'api-key', apiKeyId: keyId, token: null }
+      })
+    })
   }
 
-  async #verifyPassword(username: string, password: string, client: ClientInfo): Promise<Authentication> {
-    const key = createHmac('sha256', this.#cacheKey).update(username).update('\0').update(password).digest('base64')
+  #invalidToken(scheme: 'oauth' | 'bearer', client: ClientInfo): PlatformError {
+    this.#emit('authenticationFailed', { method: 'oauth', ip: client.ip, username: undefined })
+    const challenge = `${scheme === 'oauth' ? 'OAuth' : 'Bearer'} realm="${this.#config.realm}", error="invalid_token"`
+    return new PlatformError('invalid_token', 'The access token is invalid, expired or revoked', { headers: { 'www-authenticate': challenge } })
+  }
+
+  #invalidKey(client: ClientInfo): PlatformError {
+    this.#emit('authenticationFailed', { method: 'api-key', ip: client.ip, username: undefined })
+    return this.#invalidCredentials()
+  }
+
+  /**
+   * @param sentUsername the username as sent: the cache is keyed on it, and a hit loads the
+   * user by id, so a warm request never pays for Unicode normalisation
+   */
+  #verifyPassword(sentUsername: string, password: string, client: ClientInfo): Awaitable<Authentication> {
+    const key = createHmac('sha256', this.#cacheKey).update(sentUsername).update('\0').update(password).digest('base64')
     const cached = this.#verified?.get(key)
-    if (cached !== undefined) {
-      const user = await this.#store.getUserByUsername(username)
-      if (user !== undefined && user.id === cached.userId && user.passwordHash === cached.passwordHash) {
-        return { user, method: 'password', apiKeyId: null, token: null }
-      }
+    if (cached === undefined) return this.#verifyPasswordCold(key, sentUsername, password, client)
+    return andThen(this.#store.getUser(cached.userId), (user) => {
+      if (user !== undefined && user.passwordHash === cached.passwordHash) return { user, method: 'password', apiKeyId: null, token: null }
       this.#verified?.delete(key)
-    }
+      return this.#verifyPasswordCold(key, sentUsername, password, client)
+    })
+  }
+
+  /** No verified entry: check the failure budget, then scrypt (shared by concurrent identical attempts). */
+  async #verifyPasswordCold(key: string, sentUsername: string, password: string, client: ClientInfo): Promise<Authentication> {
+    const username = normalizeUsername(sentUsername)
 
     const failures = this.#config.basic.failures
     const failureKey = `login:${username}`

@@ -11,6 +11,7 @@
  * @see https://www.rfc-editor.org/rfc/rfc7617#section-2
  * @see https://www.rfc-editor.org/rfc/rfc6750#section-2.1
  */
+import { isUtf8 } from 'node:buffer'
 import { PlatformError } from './errors.js'
 import type { GateRequest } from './http.js'
 
@@ -24,7 +25,6 @@ const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/
 const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/
-const utf8 = new TextDecoder('utf-8', { fatal: true })
 
 /**
  * The credentials in the request's `Authorization` header, or `undefined` when it has
@@ -60,12 +60,9 @@ function parseBasic(encoded: string): Credentials {
   const malformed = (why: string) =>
     new PlatformError('invalid_request', `Malformed Basic credentials: ${why}. Send "Authorization: Basic " followed by base64 of "user:password"`)
   if (!BASE64.test(encoded) || encoded.length % 4 === 1) throw malformed('not base64')
-  let decoded: string
-  try {
-    decoded = utf8.decode(Buffer.from(encoded, 'base64'))
-  } catch {
-    throw malformed('not UTF-8')
-  }
+  const bytes = Buffer.from(encoded, 'base64')
+  if (!isUtf8(bytes)) throw malformed('not UTF-8')
+  const decoded = bytes.toString('utf8')
   const colon = decoded.indexOf(':')
   if (colon === -1) throw malformed('no ":" between user and password')
   if (CONTROL.test(decoded)) throw malformed('control characters')

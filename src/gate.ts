@@ -171,29 +171,38 @@ export class Gate extends TypedEmitter<GateEvents> {
    * token sent in clear must be revoked even if the request is then refused), and
    * verified after it, so a throttled client cannot make the server run scrypt.
    */
-  async #authenticated(
+  #authenticated(
     request: GateRequest,
     client: ClientInfo,
     application: ApplicationRecord | null,
-    sent: Credentials,
+    credentials: Credentials,
     route: CurrentUserRoute | undefined,
-  ): Promise<GateOutcome> {
-    let credentials: Credentials | undefined = sent
-    let revokedInsecureToken = false
+  ): Awaitable<GateOutcome> {
     if (!client.secure) {
       if (credentials.kind === 'basic') {
         throw new PlatformError('https_required', 'Authenticated requests must use https: credentials sent over an insecure connection are denied')
       }
-      await this.#auth.revokeInsecure(credentials.token, client)
-      credentials = undefined
-      revokedInsecureToken = true
+      return this.#revokedInsecure(request, client, application, credentials.token, route)
     }
-    if (credentials?.kind === 'basic' && application === null && this.#config.basic.requireAppToken) {
+    if (credentials.kind === 'basic' && application === null && this.#config.basic.requireAppToken) {
       throw new PlatformError('app_token_required', 'Requests authenticated with HTTP Basic must include an application token in the X-App-Token header')
     }
+    return andThen(this.#throttle.check(application, client), (pass) =>
+      andThen(this.#auth.verify(credentials, client), (authentication) => this.#outcome(request, client, application, pass, authentication, false, route)),
+    )
+  }
+
+  /** A token sent in clear: revoked at once, and the request goes on unauthenticated. */
+  async #revokedInsecure(
+    request: GateRequest,
+    client: ClientInfo,
+    application: ApplicationRecord | null,
+    token: string,
+    route: CurrentUserRoute | undefined,
+  ): Promise<GateOutcome> {
+    await this.#auth.revokeInsecure(token, client)
     const pass = await this.#throttle.check(application, client)
-    const authentication = credentials === undefined ? null : await this.#auth.verify(credentials, client)
-    return this.#outcome(request, client, application, pass, authentication, revokedInsecureToken, route)
+    return this.#outcome(request, client, application, pass, null, true, route)
   }
 
   #outcome(

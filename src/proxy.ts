@@ -55,9 +55,18 @@ export function compileTrustProxy(option: TrustProxyOption): (address: string, h
     const entry = String(raw).trim()
     for (const range of NAMED_RANGES[entry] ?? [entry]) addRange(list, range)
   }
+  // BlockList#check builds a SocketAddress per call; the same few proxy and client
+  // addresses come back all the time, so decisions are remembered (and forgotten in bulk).
+  const decisions = new Map<string, boolean>()
   return (address) => {
-    const family = isIP(address)
-    return family !== 0 && list.check(address, family === 4 ? 'ipv4' : 'ipv6')
+    let trusted = decisions.get(address)
+    if (trusted === undefined) {
+      const family = isIP(address)
+      trusted = family !== 0 && list.check(address, family === 4 ? 'ipv4' : 'ipv6')
+      if (decisions.size >= 10_000) decisions.clear()
+      decisions.set(address, trusted)
+    }
+    return trusted
   }
 }
 
@@ -116,6 +125,11 @@ interface Hops {
 
 function splitList(value: string | undefined): string[] {
   if (value === undefined) return []
+  // Most proxies send one value: no split, no intermediate arrays.
+  if (!value.includes(',')) {
+    const one = value.trim()
+    return one === '' ? [] : [one]
+  }
   return value.split(',').map((s) => s.trim()).filter((s) => s !== '')
 }
 

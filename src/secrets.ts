@@ -34,7 +34,7 @@ export function sha256(value: string): string {
  * fixed-length digests, so the comparison never leaks the secret's length either.
  */
 export function secretMatches(secret: string, storedHash: string): boolean {
-  const actual = Buffer.from(sha256(secret), 'hex')
+  const actual = createHash('sha256').update(secret, 'utf8').digest()
   const expected = Buffer.from(storedHash, 'hex')
   return actual.length === expected.length && timingSafeEqual(actual, expected)
 }

@@ -19,6 +19,24 @@ describe('handling', () => {
     }
   })
 
+  it('answers authenticated requests synchronously too, once no scrypt run is needed', async () => {
+    const gate = createGate({ basic: { scrypt: { logN: 10 } } })
+    const { appToken } = await gate.applications.register({ name: 'A' })
+    const user = await gate.users.create({ username: 'ada', password: 'correct horse battery', displayName: 'A', email: 'a@example.org' })
+    const { keyId, keySecret } = await gate.apiKeys.create(user.id, { name: 'k' })
+    const { accessToken } = await gate.tokens.issue({ userId: user.id, appToken })
+    const basic = (u: string, p: string) => `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}`
+    const send = (authorization: string) => gate.handle(coreRequest({ headers: { 'x-app-token': appToken, authorization } }))
+    const cold = send(basic('ada', 'correct horse battery'))
+    expect(cold).toBeInstanceOf(Promise)
+    expect(await cold).toMatchObject({ type: 'next', context: { auth: 'password' } })
+    for (const authorization of [`OAuth ${accessToken}`, basic(keyId, keySecret), basic('ada', 'correct horse battery')]) {
+      const outcome = send(authorization)
+      expect(outcome).not.toBeInstanceOf(Promise)
+      expect(outcome).toMatchObject({ type: 'next', context: { user: { id: user.id } } })
+    }
+  })
+
   it('answers with a promise when the store does, with the same outcome', async () => {
     class AsyncStore extends MemoryStore {
       override getApplication(token: string) {
