@@ -15,7 +15,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Gate, GateContext, GuardRule } from '../src/index.js'
-import { nodeGuard, runGate } from './node.js'
+import { nodeGuard, runGate, toGateRequest, writeGateResponse } from './node.js'
 // Loads Express's types so the augmentation below has a module to extend.
 import type {} from 'express-serve-static-core'
 
@@ -32,15 +32,17 @@ export type ExpressMiddleware = (req: IncomingMessage, res: ServerResponse, next
 /** Mounts the gate in an Express app: `app.use(expressGate(gate))`. */
 export function expressGate(gate: Gate): ExpressMiddleware {
   return (req, res, next) => {
+    // The gate's own failures are answered by the gate, as in every adapter, not by Express.
+    const fail = (error: unknown) => writeGateResponse(res, gate.errorResponse(error, toGateRequest(req)))
     let passed: boolean | Promise<boolean>
     try {
       passed = runGate(gate, req, res, parsedBody(req))
     } catch (error) {
-      next(error)
+      fail(error)
       return
     }
     if (passed === true) next()
-    else if (passed !== false) passed.then((p) => p && next(), next)
+    else if (passed !== false) passed.then((p) => p && next(), fail)
   }
 }
 

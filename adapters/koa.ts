@@ -37,6 +37,7 @@ export interface KoaContextLike {
   status: number
   body: unknown
   set(fields: { [name: string]: string | string[] }): void
+  remove(field: string): void
 }
 
 /** The shape of a Koa middleware. */
@@ -80,4 +81,7 @@ function respond(ctx: KoaContextLike, response: GateResponse): void {
   ctx.status = response.status
   ctx.set(response.headers as { [name: string]: string | string[] })
   ctx.body = response.body
+  // Koa types a string body as text/plain; a bodiless 303 or 200 has no type at all.
+  // (Not `ctx.body = null`: Koa turns that into a 204.)
+  if (response.body === '') ctx.remove('Content-Type')
 }

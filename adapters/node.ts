@@ -46,7 +46,13 @@ export function nodeGate(gate: Gate, handler: GatedHandler): (req: IncomingMessa
     }
   }
   return (req, res) => {
-    const passed = runGate(gate, req, res)
+    let passed: boolean | Promise<boolean>
+    try {
+      passed = runGate(gate, req, res)
+    } catch (error) {
+      fail(req, res, error)
+      return
+    }
     if (passed === true) run(req, res)
     else if (passed !== false) passed.then((p) => p && run(req, res), (error: unknown) => fail(req, res, error))
   }

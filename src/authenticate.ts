@@ -16,15 +16,15 @@ import { createHmac, randomBytes } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import { andThen } from './awaitable.js'
 import type { Credentials } from './authorization-header.js'
-import { PlatformError, ThrottledError } from './errors.js'
+import { PlatformError, retryAfterSeconds, ThrottledError } from './errors.js'
 import type { Emit } from './events.js'
 import type { ResolvedConfig } from './options.js'
-import { decoyHash, hashPassword, needsRehash, verifyPassword } from './passwords.js'
+import { decoyHash, verifyPassword } from './passwords.js'
 import type { ClientInfo } from './proxy.js'
-import { secretMatches, sha256 } from './secrets.js'
+import { NO_SUCH_SECRET, secretMatches, sha256 } from './secrets.js'
 import type { AccessTokenRecord, Awaitable, GateStore, UserRecord } from './store/store.js'
 import type { Throttle } from './throttle.js'
-import { API_KEY_ID, normalizeUsername } from './users.js'
+import { API_KEY_ID, MAX_USERNAME_LENGTH, normalizeUsername } from './users.js'
 
 /** How a request proved who it acts for. */
 export type AuthMethod = 'password' | 'api-key' | 'oauth' | 'none'
@@ -47,10 +47,18 @@ export interface Authentication {
   readonly token: AccessTokenRecord | null
 }
 
+/** A password verified recently, remembered under an HMAC of the credentials. */
+interface VerifiedPassword {
+  readonly userId: string
+  /** The stored hash it was verified against: a password change ends the entry. */
+  readonly passwordHash: string
+  /** The client that verified it, the only one it counts for during a lockout. */
+  readonly ip: string
+  readonly failureKey: string
+}
+
 /** Never store a `lastUsedAt` more often than this per key: it is a write on the hot path. */
 const LAST_USED_RESOLUTION_MS = 60_000
-/** A secret hash nothing matches, so an unknown key id costs the same comparison as a known one. */
-const NO_SUCH_SECRET = sha256('')
 
 export class Authenticator {
   readonly #config: ResolvedConfig
@@ -58,8 +66,8 @@ export class Authenticator {
   readonly #throttle: Throttle
   readonly #emit: Emit
   readonly #cacheKey = randomBytes(32)
-  readonly #verified: LRUCache<string, { userId: string; passwordHash: string }> | undefined
-  readonly #inflight = new Map<string, Promise<UserRecord | undefined>>()
+  readonly #verified: LRUCache<string, VerifiedPassword> | undefined
+  readonly #inflight = new Map<string, Promise<{ user: UserRecord | undefined; failureKey: string }>>()
   readonly #lastUsedWritten = new LRUCache<string, number>({ max: 10_000 })
   #decoy: Promise<string> | undefined
 
@@ -89,15 +97,16 @@ export class Authenticator {
   }
 
   /**
-   * An access token arrived over an insecure connection: revoke it at once, in the store,
-   * so that every instance refuses it from now on.
+   * Access tokens arrived over an insecure connection: revoke them at once, in the store,
+   * so that every instance refuses them from now on.
    */
-  async revokeInsecure(token: string, client: ClientInfo): Promise<void> {
-    const tokenHash = sha256(token)
-    const record = await this.#store.getAccessToken(tokenHash)
-    if (record === undefined) return
-    if (await this.#store.revokeAccessToken(tokenHash, Date.now())) {
-      this.#emit('tokenRevoked', { reason: 'insecure-transport', userId: record.userId, appToken: record.appToken, ip: client.ip })
+  async revokeInsecure(tokens: readonly string[], client: ClientInfo): Promise<void> {
+    for (const token of tokens) {
+      const tokenHash = sha256(token)
+      const record = await this.#store.getAccessToken(tokenHash)
+      if (record !== undefined && (await this.#store.revokeAccessToken(tokenHash, Date.now()))) {
+        this.#emit('tokenRevoked', { reason: 'insecure-transport', userId: record.userId, appToken: record.appToken, ip: client.ip })
+      }
     }
   }
 
@@ -142,7 +151,11 @@ export class Authenticator {
   #verifyPassword(sentUsername: string, password: string, client: ClientInfo): Awaitable<Authentication> {
     const key = createHmac('sha256', this.#cacheKey).update(sentUsername).update('\0').update(password).digest('base64')
     const cached = this.#verified?.get(key)
-    if (cached === undefined) return this.#verifyPasswordCold(key, sentUsername, password, client)
+    // While a username is locked out, its cached password counts only for the client that
+    // verified it: otherwise an attacker's right guess would be answered from the victim's entry.
+    if (cached === undefined || (cached.ip !== client.ip && this.#throttle.isBlocked(cached.failureKey))) {
+      return this.#verifyPasswordCold(key, sentUsername, password, client)
+    }
     return andThen(this.#store.getUser(cached.userId), (user) => {
       if (user !== undefined && user.passwordHash === cached.passwordHash) return { user, method: 'password', apiKeyId: null, token: null }
       this.#verified?.delete(key)
@@ -150,54 +163,70 @@ export class Authenticator {
     })
   }
 
-  /** No verified entry: check the failure budget, then scrypt (shared by concurrent identical attempts). */
+  /**
+   * No verified entry: spend one attempt of the username's budget, then run scrypt (shared
+   * by concurrent identical attempts). The attempt is counted before the hash runs, in one
+   * atomic step, so a burst of guesses cannot all pass a check made before any failure is
+   * recorded; a success starts the count again.
+   */
   async #verifyPasswordCold(key: string, sentUsername: string, password: string, client: ClientInfo): Promise<Authentication> {
-    const username = normalizeUsername(sentUsername)
-
-    const failures = this.#config.basic.failures
-    const failureKey = `login:${username}`
-    if (failures !== null) {
-      const budget = await this.#throttle.consume(failureKey, failures.limit, failures.windowMs, 0)
-      if (budget !== null && budget.remaining < 1) throw this.#lockedOut(budget.retryAfterMs, client)
-    }
-
+    // No account has such a name: refuse without a hash, and without a budget key of that size.
+    if (sentUsername.length > MAX_USERNAME_LENGTH) throw this.#failedPassword(client, sentUsername)
+    // The same credentials already being checked are the same attempt: join it, and its
+    // budget step, registered before anything awaits (a script opening 50 connections at
+    // once must neither pay 50 scrypt runs nor spend 50 attempts).
     let pending = this.#inflight.get(key)
     if (pending === undefined) {
-      pending = this.#checkPassword(username, password).finally(() => this.#inflight.delete(key))
+      pending = this.#attempt(normalizeUsername(sentUsername), password, client).finally(() => this.#inflight.delete(key))
       this.#inflight.set(key, pending)
     }
-    const user = await pending
-    if (user === undefined || user.passwordHash === null) {
-      this.#emit('authenticationFailed', { method: 'password', ip: client.ip, username })
-      if (failures !== null) await this.#throttle.consume(failureKey, failures.limit, failures.windowMs, 1)
-      throw this.#invalidCredentials()
-    }
-    this.#verified?.set(key, { userId: user.id, passwordHash: user.passwordHash })
+    const { user, failureKey } = await pending
+    if (user === undefined || user.passwordHash === null) throw this.#failedPassword(client, normalizeUsername(sentUsername))
+    this.#verified?.set(key, { userId: user.id, passwordHash: user.passwordHash, ip: client.ip, failureKey })
     return { user, method: 'password', apiKeyId: null, token: null }
   }
 
-  /** One scrypt verification; an unknown user costs the same as a wrong password. */
+  /** One attempt: spend a unit of the username's budget, run scrypt, give the budget back on success. */
+  async #attempt(username: string, password: string, client: ClientInfo): Promise<{ user: UserRecord | undefined; failureKey: string }> {
+    const failures = this.#config.basic.failures
+    const failureKey = `login:${username}`
+    if (failures !== null) {
+      const budget = await this.#throttle.consume(failureKey, failures.limit, failures.windowMs, 1)
+      if (budget !== null && !budget.allowed) throw this.#lockedOut(budget.retryAfterMs, client)
+    }
+    const user = await this.#checkPassword(username, password)
+    if (user !== undefined && failures !== null) await this.#throttle.reset(failureKey)
+    return { user, failureKey }
+  }
+
+  /**
+   * One scrypt verification; an unknown user costs the same as a wrong password. (A hash
+   * made with older parameters is not replaced here: a write racing a password change
+   * could put the old password back.)
+   */
   async #checkPassword(username: string, password: string): Promise<UserRecord | undefined> {
     const user = await this.#store.getUserByUsername(username)
     if (user === undefined || user.passwordHash === null) {
-      this.#decoy ??= decoyHash(this.#config.basic.scrypt)
-      await verifyPassword(password, await this.#decoy)
+      await verifyPassword(password, await this.#decoyHash())
       return undefined
     }
-    if (!(await verifyPassword(password, user.passwordHash))) return undefined
-    if (needsRehash(user.passwordHash, this.#config.basic.scrypt)) return this.#rehash(user, password)
-    return user
+    return (await verifyPassword(password, user.passwordHash)) ? user : undefined
   }
 
-  /** The password verified under older parameters: store it again under the current ones. */
-  async #rehash(user: UserRecord, password: string): Promise<UserRecord> {
-    try {
-      const passwordHash = await hashPassword(password, this.#config.basic.scrypt)
-      return (await this.#store.updateUser(user.id, { passwordHash })) ?? user
-    } catch (error) {
-      this.#emit('storeError', { operation: 'updateUser', error, outcome: 'ignored' })
-      return user
-    }
+  /** Made once, on first need; a failure is not remembered. */
+  #decoyHash(): Promise<string> {
+    this.#decoy ??= decoyHash(this.#config.basic.scrypt).catch((error: unknown) => {
+      this.#decoy = undefined
+      throw error
+    })
+    return this.#decoy
+  }
+
+  #failedPassword(client: ClientInfo, username: string): PlatformError {
+    // Only a printable, bounded username reaches the event: it is client input, bound for logs.
+    const printable = username.slice(0, MAX_USERNAME_LENGTH).replace(/\p{Cc}/gu, '')
+    this.#emit('authenticationFailed', { method: 'password', ip: client.ip, username: printable })
+    return this.#invalidCredentials()
   }
 
   /** Records when a key was last used, at most once a minute per key, without holding up the request. */
@@ -217,9 +246,9 @@ export class Authenticator {
   }
 
   #lockedOut(retryAfterMs: number, client: ClientInfo): ThrottledError {
-    const retryAfter = Math.max(1, Math.ceil(retryAfterMs / 1000))
+    const retryAfter = retryAfterSeconds(retryAfterMs)
     this.#emit('throttled', { policy: 'login', appToken: undefined, ip: client.ip, retryAfterMs })
-    return new ThrottledError(`Too many failed sign-in attempts for this username; retry in ${retryAfter} seconds`, retryAfterMs, {
+    return new ThrottledError(`Too many sign-in attempts for this username; retry in ${retryAfter} seconds`, retryAfterMs, {
       'retry-after': String(retryAfter),
     })
   }
@@ -227,6 +256,7 @@ export class Authenticator {
 
 /** The public view of an authenticated user. */
 export function toGateUser(user: UserRecord): GateUser {
+  // `rights` is shared, not copied: the users API stores it frozen.
   return {
     id: user.id,
     username: user.username,

@@ -75,3 +75,20 @@ function parseToken(token: string, scheme: string): string {
   }
   return token
 }
+
+/**
+ * Every access token the request carries in an `Authorization` header (OAuth or Bearer,
+ * whatever else the request gets wrong): over plain http each one must be revoked.
+ */
+export function tokensSentIn(request: GateRequest): string[] {
+  const header = request.headers.authorization
+  const values = request.authorization ?? (header === undefined ? [] : Array.isArray(header) ? header : [header])
+  const tokens: string[] = []
+  for (const value of values) {
+    const space = value.indexOf(' ')
+    const scheme = value.slice(0, space).toLowerCase()
+    const token = value.slice(space + 1).trim()
+    if ((scheme === 'oauth' || scheme === 'bearer') && token.length <= MAX_CREDENTIALS_LENGTH && B64TOKEN.test(token)) tokens.push(token)
+  }
+  return tokens
+}

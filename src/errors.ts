@@ -53,8 +53,6 @@ export const OAUTH_ERROR_STATUS = {
   unauthorized_client: 400,
   unsupported_grant_type: 400,
   unsupported_response_type: 400,
-  unsupported_token_type: 400,
-  invalid_scope: 400,
   access_denied: 403,
   server_error: 500,
   temporarily_unavailable: 503,
@@ -68,8 +66,6 @@ export type GateErrorCode = PlatformErrorCode | OAuthErrorCode
 
 interface GateErrorOptions {
   cause?: unknown
-  /** Extra, non-secret detail put in the body's `data` member. */
-  data?: Record<string, unknown>
   /** Headers the response must carry (`Retry-After`, `WWW-Authenticate`). */
   headers?: Record<string, string>
 }
@@ -84,14 +80,12 @@ interface GateErrorOptions {
  */
 export class GateError extends Error {
   readonly code: GateErrorCode
-  readonly data: Record<string, unknown> | undefined
   readonly headers: Record<string, string> | undefined
 
   constructor(code: GateErrorCode, message: string, options: GateErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
     this.name = new.target.name
     this.code = code
-    this.data = options.data
     this.headers = options.headers
   }
 
@@ -144,4 +138,9 @@ export class OAuthError extends GateError {
 /** The status of a code, from the tables above. */
 export function statusOf(code: GateErrorCode): number {
   return (PLATFORM_ERROR_STATUS as Record<string, number>)[code] ?? (OAUTH_ERROR_STATUS as Record<string, number>)[code] ?? 500
+}
+
+/** `Retry-After` in whole seconds, never 0 for a wait that has not ended. */
+export function retryAfterSeconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000))
 }

@@ -2,13 +2,17 @@
  * What the gate tells the host application. The gate is a typed emitter
  * (tiny-typed-emitter over node:events): `gate.on('throttled', e => ...)`.
  *
- * No event ever carries a secret: app tokens appear only as a short prefix, and
- * passwords, key secrets, codes and access tokens never appear at all.
+ * No event ever carries a secret: passwords, key secrets, codes and access tokens never
+ * appear. App tokens are public identifiers and appear in full where they name a
+ * registered application; a token nobody registered appears only as a short prefix.
  */
 
 /** A request the gate answered with 429. */
 export interface ThrottledEvent {
-  /** `application`, `anonymous`, `login` (a username's failed-attempt budget) or `client` (an OAuth client's). */
+  /**
+   * `application`, `anonymous`, `login` (a username's sign-in attempts), `client` (an OAuth
+   * client's authentication attempts) or `oauth` (posts to the OAuth endpoints).
+   */
   readonly policy: string
   /** The app token of the throttled application, when there is one. */
   readonly appToken: string | undefined

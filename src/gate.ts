@@ -9,11 +9,11 @@ import { ApiKeys } from './api-keys.js'
 import { extractAppToken, isPlausibleAppToken } from './app-token.js'
 import { Applications, toApplication, type Application } from './applications.js'
 import { Authenticator, toGateUser, type Authentication, type AuthMethod, type GateUser } from './authenticate.js'
-import { readCredentials, type Credentials } from './authorization-header.js'
+import { readCredentials, tokensSentIn, type Credentials } from './authorization-header.js'
 import { andThen, isPromiseLike } from './awaitable.js'
 import { currentUserJson, currentUserXml } from './current-user.js'
 import { GateError, PlatformError, StoreError } from './errors.js'
-import type { GateEvents } from './events.js'
+import type { Emit, GateEvents } from './events.js'
 import { compileGuard, type Guard, type GuardRule } from './guard.js'
 import { errorResponse, pathOf, platformErrorResponse, type GateRequest, type GateResponse } from './http.js'
 import { OAuthServer, type OAuthEndpoint } from './oauth/server.js'
@@ -92,15 +92,15 @@ export class Gate extends TypedEmitter<GateEvents> {
     const config = resolveOptions(options)
     this.#config = config
     this.store = guardStore(config.store, config.storeTimeoutMs)
-    config.store.attach?.({ rateKeyEvicted: (key) => this.emit('rateKeyEvicted', { key }) })
-    const emit = this.emit.bind(this) as Gate['emit']
+    const emit: Emit = (event, ...args) => this.#emitSafely(event, ...args)
+    config.store.attach?.({ rateKeyEvicted: (key) => emit('rateKeyEvicted', { key }) })
     this.applications = new Applications(this.store)
     this.users = new Users(this.store, config.basic.scrypt)
     this.apiKeys = new ApiKeys(this.store)
     this.tokens = new AccessTokens(this.store, config.oauth.accessTokenTtlMs)
-    this.#throttle = new Throttle(config, this.store, (event, ...args) => emit(event, ...args))
-    this.#auth = new Authenticator(config, this.store, this.#throttle, (event, ...args) => emit(event, ...args))
-    this.#oauth = new OAuthServer(config, this.store, this.#throttle, this.#auth, this.tokens, (event, ...args) => emit(event, ...args))
+    this.#throttle = new Throttle(config, this.store, emit)
+    this.#auth = new Authenticator(config, this.store, this.#throttle, emit)
+    this.#oauth = new OAuthServer(config, this.store, this.#throttle, this.#auth, this.tokens, emit)
     const routes: Array<[string, Route]> = [
       ...config.currentUser.json.map((path): [string, Route] => [path, { kind: 'current-user', format: 'json' }]),
       ...config.currentUser.xml.map((path): [string, Route] => [path, { kind: 'current-user', format: 'xml' }]),
@@ -135,6 +135,16 @@ export class Gate extends TypedEmitter<GateEvents> {
 
   #decide(request: GateRequest): Awaitable<GateOutcome> {
     const client = this.#client(request)
+    // A token sent in clear is revoked before anything else can refuse the request
+    // (an unknown app token, a malformed header, an OAuth endpoint): spec, OAuth 2.0 step 7.
+    if (!client.secure && request.headers.authorization !== undefined) {
+      const sent = tokensSentIn(request)
+      if (sent.length > 0) return this.#auth.revokeInsecure(sent, client).then(() => this.#route(request, client))
+    }
+    return this.#route(request, client)
+  }
+
+  #route(request: GateRequest, client: ClientInfo): Awaitable<GateOutcome> {
     const route = this.#routes.size === 0 ? undefined : this.#routes.get(pathOf(request.url))
     // The OAuth endpoints authenticate clients and users themselves, and need no app token.
     if (route?.kind === 'oauth') return andThen(this.#oauth.handle(route.endpoint, request, client), respond)
@@ -153,7 +163,7 @@ export class Gate extends TypedEmitter<GateEvents> {
   }
 
   #invalidAppToken(token: string, client: ClientInfo): never {
-    this.emit('invalidAppToken', { tokenPrefix: token.slice(0, 6), ip: client.ip })
+    this.#emitSafely('invalidAppToken', { tokenPrefix: token.slice(0, 6), ip: client.ip })
     throw new PlatformError('permission_denied', INVALID_APP_TOKEN)
   }
 
@@ -182,7 +192,7 @@ export class Gate extends TypedEmitter<GateEvents> {
       if (credentials.kind === 'basic') {
         throw new PlatformError('https_required', 'Authenticated requests must use https: credentials sent over an insecure connection are denied')
       }
-      return this.#revokedInsecure(request, client, application, credentials.token, route)
+      return this.#unauthenticated(request, client, application, route)
     }
     if (credentials.kind === 'basic' && application === null && this.#config.basic.requireAppToken) {
       throw new PlatformError('app_token_required', 'Requests authenticated with HTTP Basic must include an application token in the X-App-Token header')
@@ -192,17 +202,9 @@ export class Gate extends TypedEmitter<GateEvents> {
     )
   }
 
-  /** A token sent in clear: revoked at once, and the request goes on unauthenticated. */
-  async #revokedInsecure(
-    request: GateRequest,
-    client: ClientInfo,
-    application: ApplicationRecord | null,
-    token: string,
-    route: CurrentUserRoute | undefined,
-  ): Promise<GateOutcome> {
-    await this.#auth.revokeInsecure(token, client)
-    const pass = await this.#throttle.check(application, client)
-    return this.#outcome(request, client, application, pass, null, true, route)
+  /** A token sent in clear (already revoked by #decide): the request goes on unauthenticated. */
+  #unauthenticated(request: GateRequest, client: ClientInfo, application: ApplicationRecord | null, route: CurrentUserRoute | undefined): Awaitable<GateOutcome> {
+    return andThen(this.#throttle.check(application, client), (pass) => this.#outcome(request, client, application, pass, null, true, route))
   }
 
   #outcome(
@@ -270,11 +272,25 @@ export class Gate extends TypedEmitter<GateEvents> {
    */
   errorResponse(error: unknown, request?: Pick<GateRequest, 'method' | 'url'>): GateResponse {
     if (error instanceof StoreError) {
-      this.emit('storeError', { operation: error.operation, error: error.cause, outcome: 'failed' })
+      this.#emitSafely('storeError', { operation: error.operation, error: error.cause, outcome: 'failed' })
     }
     if (error instanceof GateError) return errorResponse(error)
-    this.emit('internalError', { error, method: request?.method ?? '', path: request === undefined ? '' : pathOf(request.url) })
+    this.#emitSafely('internalError', { error, method: request?.method ?? '', path: request === undefined ? '' : pathOf(request.url) })
     return platformErrorResponse(new PlatformError('internal', 'Internal server error'))
+  }
+
+  /**
+   * Every event the gate emits goes through here: a listener that throws must not turn a
+   * request into a 500, nor escape from inside a response; it becomes a process warning.
+   */
+  #emitSafely<E extends keyof GateEvents>(event: E, ...args: Parameters<GateEvents[E]>): void {
+    try {
+      this.emit(event, ...args)
+    } catch (error) {
+      process.emitWarning(`open-data-gate: a '${event}' listener threw: ${error instanceof Error ? error.message : String(error)}`, {
+        code: 'ODG_LISTENER_THREW',
+      })
+    }
   }
 
   /** Releases the store's connections and timers. */

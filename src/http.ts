@@ -70,8 +70,7 @@ export function jsonResponse(status: number, value: unknown, headers?: Record<st
  * code and message in `X-Error-Code` and `X-Error-Message`.
  */
 export function platformErrorResponse(error: GateError): GateResponse {
-  const body: Record<string, unknown> = { code: error.code, error: true, message: error.message }
-  if (error.data !== undefined) body.data = error.data
+  const body = { code: error.code, error: true, message: error.message }
   return {
     status: error.status,
     headers: {

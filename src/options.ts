@@ -7,6 +7,7 @@ import type { GateRequest } from './http.js'
 import type { OAuthPages } from './oauth/pages.js'
 import { DEFAULT_SCRYPT, type ScryptParams } from './passwords.js'
 import { compileTrustProxy, type ProxyHeadersOption, type TrustProxyOption } from './proxy.js'
+import { STORE_METHODS } from './store/guarded-store.js'
 import { MemoryStore } from './store/memory-store.js'
 import type { Awaitable, GateStore } from './store/store.js'
 
@@ -111,8 +112,14 @@ export interface OAuthOptions {
   loginUrl?: string
   /** The host's own login, consent and error pages. */
   pages?: OAuthPages
-  /** Budget of failed client authentications per client_id before further attempts are refused. Default 10 per 15 minutes. */
+  /** Budget of client authentication attempts per client and address, given back on success. Default 10 per 15 minutes. */
   clientFailures?: RatePolicyOptions | false
+  /**
+   * Budget of posts to the OAuth endpoints (sign-in, consent, token, revocation) per
+   * client address: a sign-in costs a scrypt run, and names are cheap to vary. Default
+   * 60 per minute; `false` turns it off.
+   */
+  throttle?: RatePolicyOptions | false
 }
 
 /** Where the gate serves the current-user record; `false` turns the endpoints off. */
@@ -186,6 +193,7 @@ export interface ResolvedConfig {
     readonly loginUrl: string | null
     readonly pages: OAuthPages
     readonly clientFailures: RatePolicyOptions | null
+    readonly throttle: RatePolicyOptions | null
   }
   readonly currentUser: { readonly json: readonly string[]; readonly xml: readonly string[] }
   readonly realm: string
@@ -224,9 +232,9 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   positiveInteger('storeTimeoutMs', storeTimeoutMs)
   const trustProxy = options.trustProxy ?? false
   const store = options.store ?? new MemoryStore()
-  if (typeof store !== 'object' || store === null || typeof store.getApplication !== 'function' || typeof store.consumeRate !== 'function') {
-    throw new TypeError('open-data-gate: store must implement the GateStore interface')
-  }
+  if (typeof store !== 'object' || store === null) throw new TypeError('open-data-gate: store must implement the GateStore interface')
+  const missing = STORE_METHODS.filter((name) => typeof (store as unknown as Record<string, unknown>)[name] !== 'function')
+  if (missing.length > 0) throw new TypeError(`open-data-gate: store must implement the GateStore interface; it lacks ${missing.join(', ')}`)
   const basic = options.basic ?? {}
   const cacheTtlMs = basic.cacheTtlMs ?? 300_000
   if (!Number.isSafeInteger(cacheTtlMs) || cacheTtlMs < 0) throw new TypeError(`open-data-gate: basic.cacheTtlMs must be 0 or a positive integer, got ${JSON.stringify(cacheTtlMs)}`)
@@ -255,6 +263,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
     if (pages[name] !== undefined && typeof pages[name] !== 'function') throw new TypeError(`open-data-gate: oauth.pages.${name} must be a function returning HTML`)
   }
   const clientFailures = resolvePolicy('oauth.clientFailures', oauth.clientFailures, { limit: 10, windowMs: 900_000 }, 'app')
+  const oauthThrottle = resolvePolicy('oauth.throttle', oauth.throttle, { limit: 60, windowMs: 60_000 }, 'anon')
   const oauthPaths = oauth.paths ?? {}
   const endpointPath = (name: keyof OAuthPaths, fallback: string): string | null => {
     const value = oauthPaths[name]
@@ -300,6 +309,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
       loginUrl: oauth.loginUrl ?? null,
       pages,
       clientFailures: clientFailures === null ? null : { limit: clientFailures.limit, windowMs: clientFailures.windowMs },
+      throttle: oauthThrottle === null ? null : { limit: oauthThrottle.limit, windowMs: oauthThrottle.windowMs },
     },
     currentUser: {
       json: paths('currentUser.json', currentUser.json, ['/api/users/current.json', '/users/current.json']),

@@ -72,17 +72,6 @@ export async function verifyPassword(password: string, stored: string): Promise<
   return key.length === parsed.key.length && timingSafeEqual(key, parsed.key)
 }
 
-/** Whether `stored` was made with weaker parameters than `params`. */
-export function needsRehash(stored: string, params: ScryptParams = DEFAULT_SCRYPT): boolean {
-  const parsed = parseHash(stored)
-  return (
-    parsed === undefined ||
-    parsed.params.logN < params.logN ||
-    parsed.params.blockSize < params.blockSize ||
-    parsed.params.parallelization < params.parallelization
-  )
-}
-
 /**
  * A hash of a random password with the given parameters: verifying against it costs
  * what a real verification costs, so an unknown username answers as slowly as a known

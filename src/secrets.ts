@@ -45,3 +45,6 @@ export function safeEqual(a: string, b: string): boolean {
   const y = createHash('sha256').update(b, 'utf8').digest()
   return timingSafeEqual(x, y) && a.length === b.length
 }
+
+/** A stored hash nothing matches: comparing against it makes an unknown id cost what a known one costs. */
+export const NO_SUCH_SECRET = sha256('')

@@ -11,7 +11,7 @@
  */
 import { LRUCache } from 'lru-cache'
 import { isPromiseLike } from './awaitable.js'
-import { ThrottledError, StoreError } from './errors.js'
+import { retryAfterSeconds, ThrottledError, StoreError } from './errors.js'
 import type { Emit } from './events.js'
 import type { RateResult } from './gcra.js'
 import type { ResolvedConfig, ResolvedPolicy } from './options.js'
@@ -154,6 +154,13 @@ export class Throttle {
     return this.#remember(key, this.#fallback.consumeRate(key, limit, windowMs, cost))
   }
 
+  /** Whether this process saw `key` refused and its wait has not ended yet (no store call). */
+  isBlocked(key: string): boolean {
+    if (this.#blockedUntil.size === 0) return false
+    const until = this.#blockedUntil.get(key)
+    return until !== undefined && until > Date.now()
+  }
+
   /** Forgets a key everywhere: in the store and in the local block list. */
   async reset(key: string): Promise<void> {
     this.#blockedUntil.delete(key)
@@ -191,7 +198,7 @@ function legacyHeaders(headers: Record<string, string>, limit: number, result: R
 }
 
 function throttledError(withToken: boolean, limit: number, windowMs: number, result: RateResult, headers: Record<string, string>): ThrottledError {
-  const retryAfter = Math.max(1, Math.ceil(result.retryAfterMs / 1000))
+  const retryAfter = retryAfterSeconds(result.retryAfterMs)
   const windowS = Math.round(windowMs / 1000)
   const message = withToken
     ? `Too many requests: this application's limit of ${limit} requests per ${windowS} seconds is used up; retry in ${retryAfter} seconds`

@@ -62,6 +62,9 @@ export function normalizeUsername(username: string): string {
   return username.normalize('NFC').toLowerCase()
 }
 
+/** The longest username; longer ones are refused without a lookup. */
+export const MAX_USERNAME_LENGTH = 100
+
 /** What an API key id looks like (see api-keys.ts); no username may look like one. */
 export const API_KEY_ID = /^[2-9a-km-np-z]{25}$/
 
@@ -155,7 +158,7 @@ export class Users {
 }
 
 function checkUsername(username: unknown): string {
-  if (typeof username !== 'string' || username.trim() === '' || username.length > 100 || /[:\p{Cc}\s]/u.test(username)) {
+  if (typeof username !== 'string' || username.trim() === '' || username.length > MAX_USERNAME_LENGTH || /[:\p{Cc}\s]/u.test(username)) {
     throw new TypeError('open-data-gate: a username must be 1 to 100 characters without ":", spaces or control characters')
   }
   const normalized = normalizeUsername(username)
@@ -181,5 +184,6 @@ function checkRights(rights: unknown): readonly string[] {
   if (!Array.isArray(rights) || !rights.every((r) => typeof r === 'string' && r !== '')) {
     throw new TypeError('open-data-gate: rights must be a list of non-empty strings')
   }
-  return [...new Set(rights as string[])]
+  // Frozen: requests share it through req.gate.user.rights, and must not change the stored user.
+  return Object.freeze([...new Set(rights as string[])])
 }

@@ -29,11 +29,13 @@ async function setup(options: GateOptions = {}) {
   const gate = createGate({ basic: { scrypt: { logN: 10 }, ...options.basic }, ...options, throttle: options.throttle ?? false })
   const app = await gate.applications.register({ name: 'ETL' })
   const ada = await gate.users.create({ username: 'ada', password: PASSWORD, displayName: 'Ada Lovelace', email: 'ada@example.org', rights: ['edit'] })
-  const send = (authorization: string | undefined, extra: { tls?: boolean; token?: string | null; url?: string; method?: string } = {}) => {
+  const send = (authorization: string | undefined, extra: { tls?: boolean; token?: string | null; url?: string; method?: string; peer?: string } = {}) => {
     const headers: Record<string, string> = {}
     if (authorization !== undefined) headers.authorization = authorization
     if (extra.token !== null) headers['x-app-token'] = extra.token ?? app.appToken
-    return gate.handle(coreRequest({ headers, tls: extra.tls ?? true, url: extra.url ?? '/resource/x.json', method: extra.method ?? 'GET' }))
+    return gate.handle(
+      coreRequest({ headers, tls: extra.tls ?? true, url: extra.url ?? '/resource/x.json', method: extra.method ?? 'GET', peerAddress: extra.peer ?? '203.0.113.5' }),
+    )
   }
   vi.mocked(crypto.scrypt).mockClear()
   return { gate, app, ada, send }
@@ -105,7 +107,7 @@ describe('HTTP Basic with a username and password', () => {
     expect(scryptRuns()).toBeGreaterThanOrEqual(1)
   })
 
-  it('refuses further attempts for a username once its failure budget is spent, before any scrypt', async () => {
+  it('refuses further attempts for a username once its budget is spent, before any scrypt', async () => {
     const { gate, send } = await setup({ basic: { failures: { limit: 3, windowMs: 60_000 } } })
     await gate.users.create({ username: 'grace', password: PASSWORD, displayName: 'G', email: 'g@example.org' })
     pass(await send(basic('ada', PASSWORD))) // verified and cached before the attack
@@ -116,17 +118,50 @@ describe('HTTP Basic with a username and password', () => {
     expect(locked.json.code).toBe('too_many_requests')
     expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0)
     expect(scryptRuns()).toBe(runs)
-    // The right password, already verified, still works; another account is not affected.
+    // The client that verified the password keeps working; another account is not affected.
     expect(pass(await send(basic('ada', PASSWORD))).auth).toBe('password')
     expect(pass(await send(basic('grace', PASSWORD))).auth).toBe('password')
   })
 
-  it('re-hashes a password stored with weaker parameters when it is next verified', async () => {
+  it('does not let a locked-out username be guessed through the cache another client filled', async () => {
+    const { send } = await setup({ basic: { failures: { limit: 3, windowMs: 60_000 } } })
+    pass(await send(basic('ada', PASSWORD))) // the victim, from 203.0.113.5, fills the cache
+    const attacker = (password: string) => send(basic('ada', password), { peer: '198.51.100.66' })
+    for (let i = 0; i < 3; i++) expect(respond(await attacker(`guess ${i} guess`)).status).toBe(401)
+    expect(respond(await attacker('guess 3 guess')).status).toBe(429)
+    // The right guess, from the attacker's address, is not answered from the victim's entry.
+    expect(respond(await attacker(PASSWORD)).status).toBe(429)
+    expect(pass(await send(basic('ada', PASSWORD))).user?.username).toBe('ada')
+  })
+
+  it('counts a burst of concurrent guesses before hashing, so the budget holds', async () => {
+    const { send } = await setup({ basic: { failures: { limit: 3, windowMs: 60_000 } } })
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => send(basic('ada', `concurrent guess ${i}`))))
+    const statuses = answers.map((a) => respond(a).status)
+    expect(statuses.filter((s) => s === 401)).toHaveLength(3)
+    expect(statuses.filter((s) => s === 429)).toHaveLength(27)
+    expect(scryptRuns()).toBeLessThanOrEqual(3)
+  })
+
+  it('starts the count again after a successful sign-in', async () => {
+    const { send } = await setup({ basic: { failures: { limit: 3, windowMs: 60_000 }, cacheTtlMs: 0 } })
+    for (let i = 0; i < 2; i++) expect(respond(await send(basic('ada', `guess ${i} guess`))).status).toBe(401)
+    pass(await send(basic('ada', PASSWORD)))
+    for (let i = 0; i < 2; i++) expect(respond(await send(basic('ada', `again ${i} guess`))).status).toBe(401)
+    pass(await send(basic('ada', PASSWORD)))
+  })
+
+  it('refuses a username longer than any account’s without hashing', async () => {
+    const { send } = await setup()
+    expect(respond(await send(basic('a'.repeat(500), PASSWORD))).status).toBe(401)
+    expect(scryptRuns()).toBe(0)
+  })
+
+  it('keeps verifying passwords hashed with older, weaker parameters', async () => {
     const weak = await setup()
     const gate = createGate({ store: weak.gate.store, throttle: false, basic: { scrypt: { logN: 11 } } })
     const { appToken } = await gate.applications.register({ name: 'x' })
     pass(await gate.handle(coreRequest({ headers: { authorization: basic('ada', PASSWORD), 'x-app-token': appToken } })))
-    expect((await gate.store.getUserByUsername('ada'))?.passwordHash).toMatch(/^\$scrypt\$ln=11,/)
   })
 })
 
@@ -252,6 +287,18 @@ describe('OAuth access tokens', () => {
       expect(refused.json.code).toBe('invalid_token')
       expect(refused.headers['www-authenticate']).toBe('OAuth realm="api", error="invalid_token"')
     }
+  })
+
+  it('revokes a token sent over plain http even when the request is refused for something else', async () => {
+    const { gate, app, ada, send } = await setup()
+    for (const extra of [{ token: 'not-a-registered-token' }, { url: '/oauth/access_token' }]) {
+      const { accessToken } = await gate.tokens.issue({ userId: ada.id, appToken: app.appToken })
+      await send(`OAuth ${accessToken}`, { tls: false, ...extra })
+      expect((await gate.store.getAccessToken(sha256(accessToken)))?.revokedAt).toEqual(expect.any(Number))
+    }
+    const { accessToken } = await gate.tokens.issue({ userId: ada.id, appToken: app.appToken })
+    await gate.handle(coreRequest({ tls: false, headers: { authorization: `OAuth ${accessToken}` }, authorization: [`OAuth ${accessToken}`, basic('ada', PASSWORD)] }))
+    expect((await gate.store.getAccessToken(sha256(accessToken)))?.revokedAt).toEqual(expect.any(Number))
   })
 
   it('revokes a token used over plain http at once, answers as unauthenticated, and tells the event', async () => {

@@ -85,6 +85,22 @@ describe('errors', () => {
     expect(JSON.parse(response.body).message).toBe('naïve\r\nInjected: yes')
   })
 
+  it('still answers when an event listener throws, and says so in a process warning', async () => {
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {})
+    const gate = createGate()
+    gate.on('invalidAppToken', () => {
+      throw new Error('a bug in the host’s listener')
+    })
+    const outcome = await gate.handle(coreRequest({ headers: { 'x-app-token': 'unknown-token' } }))
+    expect(outcome).toMatchObject({ type: 'respond', response: { status: 403 } })
+    expect(warn.mock.calls[0]?.[0]).toMatch(/'invalidAppToken' listener threw: a bug in the host’s listener/)
+  })
+
+  it('refuses a custom store that lacks part of the contract, naming what is missing', () => {
+    const partial = { getApplication: () => undefined, consumeRate: () => ({ allowed: true, remaining: 1, resetMs: 0, retryAfterMs: 0 }) }
+    expect(() => createGate({ store: partial as never })).toThrow(/it lacks insertApplication, listApplications/)
+  })
+
   it('warns once when proxy headers arrive from a private peer while no proxy is trusted', async () => {
     const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {})
     const gate = createGate()

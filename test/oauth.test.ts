@@ -106,6 +106,7 @@ describe('authorize: client and redirect_uri problems are shown, never redirecte
     ['https://transit.example/oauth/callback#x', 'fragment'],
     ['https://u@transit.example/oauth/callback', 'credentials'],
     ['https://transit.example/elsewhere', 'does not start with'],
+    ['https://transit.example/oauth/caf\u00e9', 'not percent-encoded'],
   ])('shows an error page for redirect_uri %s', async (redirectUri, why) => {
     const { get, authorizeUrl, ada } = await start()
     expectErrorPage(await get(authorizeUrl({ redirect_uri: redirectUri })).set('x-signed-in', ada.id), 400, new RegExp(why))
@@ -244,6 +245,32 @@ describe('authorize: approval', () => {
   })
 })
 
+describe('sessions of the gate’s own sign-in', () => {
+  async function signedIn() {
+    const ctx = await start({ oauth: {} })
+    const browser = new Browser()
+    const consent = await browser.signIn(`${ctx.server.url}${ctx.authorizeUrl()}`, 'ada', PASSWORD)
+    expect(consent.html).toContain('value="approve"')
+    return { ...ctx, browser, consent }
+  }
+
+  it('ends when the password changes', async () => {
+    const { gate, ada, browser, consent } = await signedIn()
+    await gate.users.setPassword(ada.id, 'a completely new password')
+    const again = await browser.get(consent.url)
+    expect(again.html).toContain('name="password"')
+  })
+
+  it('ends with “Not you? Sign out”, and the session is gone from the store', async () => {
+    const { gate, browser, consent } = await signedIn()
+    const session = browser.cookies.get('__Host-odg-session') as string
+    const out = await browser.post(consent.url, { csrf_token: csrfOf(consent), action: 'logout' })
+    expect(out.status).toBe(303)
+    expect(await gate.store.getSession(sha256(session))).toBeUndefined()
+    expect((await browser.get(out.location as string)).html).toContain('name="password"')
+  })
+})
+
 describe('the login and consent pages', () => {
   it('carry a CSRF token, refuse framing and referrers, and load nothing from elsewhere', async () => {
     const { get, authorizeUrl, ada } = await start()
@@ -366,11 +393,11 @@ describe('token endpoint', () => {
     expect((await exchange({ grant_type: '', code: 'x' }).expect(400)).body.error).toBe('invalid_request')
   })
 
-  it('answers bad client credentials with 401 invalid_client, and a Basic challenge when Basic was used', async () => {
+  it('answers bad client credentials with 401 invalid_client and a Basic challenge', async () => {
     const { exchange, post, app } = await start()
     const wrong = await exchange({ code: 'x', client_secret: 'wrong' }).expect(401)
     expect(wrong.body.error).toBe('invalid_client')
-    expect(wrong.headers['www-authenticate']).toBeUndefined()
+    expect(wrong.headers['www-authenticate']).toBe('Basic realm="api"')
     const basic = await post('/oauth/access_token').auth(app.appToken, 'wrong').type('form').send({ grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT }).expect(401)
     expect(basic.headers['www-authenticate']).toBe('Basic realm="api"')
     const none = await post('/oauth/access_token').type('form').send({ grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT }).expect(401)
@@ -462,12 +489,51 @@ describe('token endpoint', () => {
     await get('/api/users/current.json').set('Authorization', `OAuth ${token}`).expect(401)
   })
 
-  it('refuses further client authentications once a client’s failure budget is spent', async () => {
-    const { exchange } = await start({ oauth: { clientFailures: { limit: 3, windowMs: 60_000 } } })
-    for (let i = 0; i < 3; i++) await exchange({ code: 'x', client_secret: 'wrong' }).expect(401)
-    const locked = await exchange({ code: 'x' }).expect(401)
+  it('refuses further client authentications from an address once its budget for the client is spent', async () => {
+    const { exchange, approve, authorizeUrl } = await start({ trustProxy: 'loopback', oauth: { clientFailures: { limit: 3, windowMs: 60_000 } } })
+    for (let i = 0; i < 3; i++) await exchange({ code: 'x', client_secret: 'wrong' }).set('X-Forwarded-For', '198.51.100.66').expect(401)
+    const locked = await exchange({ code: 'x' }).set('X-Forwarded-For', '198.51.100.66').expect(401)
     expect(locked.body.error_description).toMatch(/Too many failed client authentications/)
     expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0)
+    // The client_id is public: an attacker elsewhere cannot lock the real client out.
+    const code = (await approve(authorizeUrl())).searchParams.get('code') as string
+    await exchange({ code }).set('X-Forwarded-For', '203.0.113.10').expect(200)
+  })
+
+  it('gives made-up client ids no budget at all', async () => {
+    const { gate, exchange } = await start()
+    const throttled: unknown[] = []
+    gate.on('throttled', (e) => throttled.push(e))
+    for (let i = 0; i < 15; i++) {
+      const res = await exchange({ code: 'x', client_id: `made-up-${'x'.repeat(200)}-${i}` }).expect(401)
+      expect(res.body.error_description).toMatch(/unknown client_id or wrong client_secret/)
+    }
+    expect(throttled).toEqual([])
+  })
+
+  it('refuses a code replayed by another application without revoking the rightful token', async () => {
+    const { gate, approve, authorizeUrl, exchange, post, get } = await start()
+    const code = (await approve(authorizeUrl())).searchParams.get('code') as string
+    const token = (await exchange({ code }).expect(200)).body.access_token as string
+    const other = await gate.applications.register({ name: 'Other', callbackPrefix: PREFIX })
+    await post('/oauth/access_token').type('form').send({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT, client_id: other.appToken, client_secret: other.secretToken }).expect(400)
+    await get('/api/users/current.json').set('Authorization', `OAuth ${token}`).expect(200)
+  })
+})
+
+describe('the budget of the OAuth endpoints', () => {
+  it('answers posts over the per-address budget with 429: JSON at the token endpoint, a page at sign-in', async () => {
+    const { exchange, server, authorizeUrl } = await start({ oauth: { throttle: { limit: 3, windowMs: 60_000 } } })
+    for (let i = 0; i < 3; i++) await exchange({ code: 'x' })
+    const refused = await exchange({ code: 'x' }).expect(429)
+    expect(refused.body).toMatchObject({ code: 'too_many_requests', error: true })
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0)
+    const browser = new Browser()
+    const login = await browser.get(`${server.url}${authorizeUrl()}`)
+    const page = await browser.post(login.url, { csrf_token: csrfOf(login), username: 'ada', password: PASSWORD, action: 'login' })
+    expect(page.status).toBe(429)
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8')
+    expect(page.html).toContain('Too many attempts')
   })
 })
 
@@ -525,6 +591,13 @@ describe('metadata (RFC 8414) and paths', () => {
     expect(meta.body).not.toHaveProperty('revocation_endpoint')
     expect((await post('/api/oauth/token').auth(app.appToken, app.secretToken).type('form').send({}).expect(400)).body.error).toBe('invalid_request')
     await post('/oauth/revoke').expect(404)
+  })
+
+  it('derives the issuer only from a well-formed Host', async () => {
+    // Plain http: a TLS client would check the certificate against the Host sent.
+    const { get } = await start({}, false)
+    expect((await get('/.well-known/oauth-authorization-server').set('Host', 'data.example:8443').expect(200)).body.issuer).toBe('https://data.example:8443')
+    expect((await get('/.well-known/oauth-authorization-server').set('Host', 'evil.example/path?x').expect(400)).body.error).toBe('invalid_request')
   })
 
   it('refuses an issuer that is not an https URL', () => {

@@ -183,6 +183,13 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         expect(await store.updateApiKey(freshKey('k'), { name: 'x' })).toBeUndefined()
         await expect(async () => store.insertApiKey(apiKey(a, userId))).rejects.toThrow()
       })
+
+      it('applies concurrent patches of different fields without losing either', async () => {
+        const keyId = freshKey('k')
+        await store.insertApiKey(apiKey(keyId, freshKey('u')))
+        await Promise.all([store.updateApiKey(keyId, { lastUsedAt: 1_750_000_000_000 }), store.updateApiKey(keyId, { revokedAt: 1_800_000_000_000 })])
+        expect(await store.getApiKey(keyId)).toMatchObject({ lastUsedAt: 1_750_000_000_000, revokedAt: 1_800_000_000_000 })
+      })
     })
 
     describe('access tokens', () => {
@@ -257,14 +264,14 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
     describe('sessions', () => {
       it('saves, finds and deletes a session; an expired one is not found', async () => {
         const hash = freshKey('s')
-        const record = { sessionHash: hash, userId: 'u', createdAt: Date.now(), expiresAt: Date.now() + 60_000 }
+        const record = { sessionHash: hash, userId: 'u', passwordStamp: 'c'.repeat(64), createdAt: Date.now(), expiresAt: Date.now() + 60_000 }
         await store.insertSession(record)
         expect(await store.getSession(hash)).toEqual(record)
         expect(await store.deleteSession(hash)).toBe(true)
         expect(await store.getSession(hash)).toBeUndefined()
         expect(await store.deleteSession(hash)).toBe(false)
         const expired = freshKey('s')
-        await store.insertSession({ sessionHash: expired, userId: 'u', createdAt: Date.now() - 10_000, expiresAt: Date.now() - 1 })
+        await store.insertSession({ sessionHash: expired, userId: 'u', passwordStamp: 'c'.repeat(64), createdAt: Date.now() - 10_000, expiresAt: Date.now() - 1 })
         expect(await store.getSession(expired)).toBeUndefined()
       })
     })

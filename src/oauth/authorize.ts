@@ -91,6 +91,7 @@ export class AuthorizeEndpoint {
       }
       const action = form.get('action')
       if (action === 'login') return this.#login(request, client, application, form)
+      if (action === 'logout') return redirect(sameUrl(request), { 'set-cookie': await this.#sessions.end(request) })
       if (action !== 'approve' && action !== 'deny') return this.#error(400, { title: 'Invalid form', message: 'The form did not say what to do.' })
       decision = action
     }
@@ -137,8 +138,8 @@ export class AuthorizeEndpoint {
   /** The user the host says is signed in, or else the one of the gate's own session. */
   async #signedInUser(request: GateRequest): Promise<UserRecord | undefined> {
     const fromHost = (await this.#config.oauth.authenticateUser?.(request)) ?? undefined
-    const userId = fromHost ?? (await this.#sessions.userId(request))
-    return userId === undefined ? undefined : this.#store.getUser(userId)
+    if (fromHost !== undefined) return this.#store.getUser(fromHost)
+    return this.#sessions.user(request)
   }
 
   /** RFC 6749 §4.1.1 and RFC 7636 §4.3 checks, in the order the RFCs list them. */
@@ -181,10 +182,7 @@ export class AuthorizeEndpoint {
     const password = form.get('password') ?? ''
     try {
       const { user } = await this.#auth.verifyLogin(username, password, client)
-      const sessionCookie = await this.#sessions.start(user.id)
-      const q = request.url.indexOf('?')
-      // A relative reference to this same URL, so it works wherever the gate is mounted.
-      return redirect(q === -1 ? '?' : request.url.slice(q), { 'set-cookie': sessionCookie })
+      return redirect(sameUrl(request), { 'set-cookie': await this.#sessions.start(user) })
     } catch (error) {
       if (error instanceof ThrottledError) {
         return this.#askToSignIn(request, application, username, error.message, 429, { 'retry-after': String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))) })
@@ -212,6 +210,15 @@ export class AuthorizeEndpoint {
     const custom = this.#config.oauth.pages.error
     return htmlResponse(status, custom === undefined ? errorPage(view) : custom(view), { ownPage: custom === undefined, headers })
   }
+}
+
+/**
+ * This same URL as a relative reference (just the query), so it works wherever the gate is
+ * mounted; bytes outside printable ASCII are percent-encoded, as a Location must be.
+ */
+function sameUrl(request: GateRequest): string {
+  const q = request.url.indexOf('?')
+  return (q === -1 ? '?' : request.url.slice(q)).replace(/[^\x21-\x7e]/g, (c) => encodeURIComponent(c))
 }
 
 /** 303 See Other: the browser follows with a GET, never re-posting the form (no 307). */

@@ -3,20 +3,19 @@
  * `Authorization: Basic` with the form-encoded client_id and client_secret
  * (client_secret_basic), or client_id and client_secret as parameters (client_secret_post,
  * and the spec's query form). Exactly one method per request. The secret is compared in
- * constant time against its stored hash; failures spend a budget per client_id.
+ * constant time against its stored hash; attempts spend a budget per client and source
+ * address, given back on success.
  */
 import { isPlausibleAppToken } from '../app-token.js'
 import { readCredentials } from '../authorization-header.js'
-import { GateError, OAuthError } from '../errors.js'
+import { GateError, OAuthError, retryAfterSeconds } from '../errors.js'
 import type { Emit } from '../events.js'
 import type { Params } from '../params.js'
 import type { GateRequest } from '../http.js'
-import type { ClientInfo } from '../proxy.js'
-import { secretMatches, sha256 } from '../secrets.js'
+import { addressKey, type ClientInfo } from '../proxy.js'
+import { secretMatches } from '../secrets.js'
 import type { ApplicationRecord, GateStore } from '../store/store.js'
 import type { Throttle } from '../throttle.js'
-
-const NO_SUCH_SECRET = sha256('')
 
 export interface ClientAuthDeps {
   readonly store: GateStore
@@ -47,32 +46,37 @@ export async function authenticateClient(request: GateRequest, params: Params, c
   if (basic !== undefined && postedId !== undefined && postedId !== basic.id) {
     throw new OAuthError('invalid_request', 'client_id differs from the client in the Authorization header')
   }
-  // RFC 6749 §5.2: a client that tried Basic gets a Basic challenge with its 401.
-  const headers: Record<string, string> = basic === undefined ? {} : { 'www-authenticate': `Basic realm="${deps.realm}"` }
+  // RFC 7235 §3.1: every 401 names a scheme the client can use.
+  const challenge = { 'www-authenticate': `Basic realm="${deps.realm}"` }
   const clientId = basic?.id ?? postedId
   const secret = basic?.secret ?? postedSecret
   if (clientId === undefined || secret === undefined) {
-    throw new OAuthError('invalid_client', 'Client authentication is required: send client_id and client_secret', { headers })
+    throw new OAuthError('invalid_client', 'Client authentication is required: send client_id and client_secret', { headers: challenge })
+  }
+  const refuse = () => {
+    deps.emit('authenticationFailed', { method: 'client', ip: client.ip, username: undefined })
+    return new OAuthError('invalid_client', 'Client authentication failed: unknown client_id or wrong client_secret', { headers: challenge })
   }
 
-  const failureKey = `client:${clientId}`
+  // Only a real client has a budget, and one per source address: a client_id is public,
+  // so a budget shared by everyone would let anybody lock the real client out, and
+  // made-up ids would fill the store with keys.
+  const application = isPlausibleAppToken(clientId) ? await deps.store.getApplication(clientId) : undefined
+  if (application === undefined) throw refuse()
+  const failureKey = `client:${clientId}:${addressKey(client.ip, 56)}`
   if (deps.failures !== null) {
-    const budget = await deps.throttle.consume(failureKey, deps.failures.limit, deps.failures.windowMs, 0)
-    if (budget !== null && budget.remaining < 1) {
-      const retryAfter = Math.max(1, Math.ceil(budget.retryAfterMs / 1000))
+    // Counted before the secret is checked, atomically, so a burst cannot pass a stale check.
+    const budget = await deps.throttle.consume(failureKey, deps.failures.limit, deps.failures.windowMs, 1)
+    if (budget !== null && !budget.allowed) {
+      const retryAfter = retryAfterSeconds(budget.retryAfterMs)
       deps.emit('throttled', { policy: 'client', appToken: clientId, ip: client.ip, retryAfterMs: budget.retryAfterMs })
       throw new OAuthError('invalid_client', `Too many failed client authentications; retry in ${retryAfter} seconds`, {
-        headers: { ...headers, 'retry-after': String(retryAfter) },
+        headers: { ...challenge, 'retry-after': String(retryAfter) },
       })
     }
   }
-  const application = isPlausibleAppToken(clientId) ? await deps.store.getApplication(clientId) : undefined
-  const matches = secretMatches(secret, application?.secretHash ?? NO_SUCH_SECRET)
-  if (application === undefined || !matches) {
-    deps.emit('authenticationFailed', { method: 'client', ip: client.ip, username: undefined })
-    if (deps.failures !== null) await deps.throttle.consume(failureKey, deps.failures.limit, deps.failures.windowMs, 1)
-    throw new OAuthError('invalid_client', 'Client authentication failed: unknown client_id or wrong client_secret', { headers })
-  }
+  if (!secretMatches(secret, application.secretHash)) throw refuse()
+  if (deps.failures !== null) await deps.throttle.reset(failureKey)
   return application
 }
 

@@ -24,7 +24,10 @@ export interface LoginView {
   /** Field names: `username`, `password`, and `action=login` on the submit button. */
 }
 
-/** What a consent page shows. Its form posts to the same URL with `action=approve` or `action=deny`. */
+/**
+ * What a consent page shows. Its form posts to the same URL with `action=approve`,
+ * `action=deny`, or `action=logout` (sign out, to sign in as someone else).
+ */
 export interface ConsentView {
   readonly application: { readonly name: string }
   readonly user: { readonly displayName: string; readonly username: string }
@@ -60,6 +63,7 @@ input[type=text], input[type=password] { width: 100%; padding: 0.6rem; font: inh
 button { flex: 1; padding: 0.65rem 1rem; font: inherit; font-weight: 600; border-radius: 6px; border: 1px solid var(--accent); cursor: pointer; }
 button.primary { background: var(--accent); color: #fff; }
 button.secondary { background: transparent; color: inherit; border-color: #888; }
+button.link { flex: none; padding: 0; border: 0; background: none; color: var(--accent); font-weight: 400; text-decoration: underline; }
 :focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
 .error { color: var(--danger); font-weight: 600; }
 .small { font-size: 0.875rem; opacity: 0.8; }
@@ -116,11 +120,11 @@ export function consentPage(view: ConsentView): string {
   return layout(
     `Allow ${view.application.name}?`,
     `<h1>Allow ${app} to use your account?</h1>
-<p>Signed in as <strong>${escapeHtml(view.user.displayName)}</strong> (${escapeHtml(view.user.username)}).</p>
-<p><strong>${app}</strong> will be able to read and change data on your account, as you can, until you revoke its access.</p>
-<p class="small">You will be sent back to ${escapeHtml(view.redirectOrigin)}.</p>
 <form method="post">
 <input type="hidden" name="csrf_token" value="${escapeHtml(view.csrfToken)}">
+<p>Signed in as <strong>${escapeHtml(view.user.displayName)}</strong> (${escapeHtml(view.user.username)}). <button type="submit" class="link" name="action" value="logout">Not you? Sign out</button></p>
+<p><strong>${app}</strong> will be able to read and change data on your account, as you can, until you revoke its access.</p>
+<p class="small">You will be sent back to ${escapeHtml(view.redirectOrigin)}.</p>
 <div class="actions">
 <button type="submit" class="secondary" name="action" value="deny">Deny</button>
 <button type="submit" class="primary" name="action" value="approve">Allow</button>

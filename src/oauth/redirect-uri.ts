@@ -18,6 +18,8 @@ const MAX_LENGTH = 2048
 export function redirectUriProblem(redirectUri: string, prefix: string): string | undefined {
   if (redirectUri.length > MAX_LENGTH) return 'it is too long'
   if (/[\s\\\p{Cc}]/u.test(redirectUri)) return 'it contains whitespace, control characters or a backslash'
+  // RFC 3986 URIs are ASCII; anything else must arrive percent-encoded (a Location header cannot carry it).
+  if (/[^\x21-\x7e]/.test(redirectUri)) return 'it contains characters that are not percent-encoded'
   if (!URL.canParse(redirectUri)) return 'it is not an absolute URL'
   const url = new URL(redirectUri)
   const base = new URL(prefix)

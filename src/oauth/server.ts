@@ -5,11 +5,11 @@
  */
 import type { AccessTokens } from '../access-tokens.js'
 import type { Authenticator } from '../authenticate.js'
-import { GateError, OAuthError, PlatformError, StoreError } from '../errors.js'
+import { GateError, OAuthError, PlatformError, retryAfterSeconds, StoreError, ThrottledError } from '../errors.js'
 import type { Emit } from '../events.js'
 import { errorResponse, pathOf, type GateRequest, type GateResponse } from '../http.js'
 import type { ResolvedConfig } from '../options.js'
-import type { ClientInfo } from '../proxy.js'
+import { addressKey, type ClientInfo } from '../proxy.js'
 import type { GateStore } from '../store/store.js'
 import type { Throttle } from '../throttle.js'
 import { AuthorizeEndpoint } from './authorize.js'
@@ -20,16 +20,17 @@ import { TokenEndpoints } from './token.js'
 
 /** The endpoints of the authorization server. */
 export type OAuthEndpoint = 'authorize' | 'token' | 'revoke' | 'metadata'
-type Endpoint = OAuthEndpoint
 
 export class OAuthServer {
   readonly #config: ResolvedConfig
+  readonly #throttle: Throttle
   readonly #emit: Emit
   readonly #authorize: AuthorizeEndpoint
   readonly #tokens: TokenEndpoints
 
   constructor(config: ResolvedConfig, store: GateStore, throttle: Throttle, auth: Authenticator, tokens: AccessTokens, emit: Emit) {
     this.#config = config
+    this.#throttle = throttle
     this.#emit = emit
     this.#authorize = new AuthorizeEndpoint(config, store, auth, new LoginSessions(store, config.oauth.sessionTtlMs), emit)
     const failures = config.oauth.clientFailures
@@ -37,8 +38,9 @@ export class OAuthServer {
   }
 
   /** Answers a request to one of the endpoints. Never rejects. */
-  async handle(endpoint: Endpoint, request: GateRequest, client: ClientInfo): Promise<GateResponse> {
+  async handle(endpoint: OAuthEndpoint, request: GateRequest, client: ClientInfo): Promise<GateResponse> {
     try {
+      if (request.method === 'POST') await this.#spend(client)
       switch (endpoint) {
         case 'authorize':
           return await this.#authorize.handle(request, client)
@@ -57,12 +59,28 @@ export class OAuthServer {
     }
   }
 
-  #failure(endpoint: Endpoint, error: unknown, request: GateRequest): GateResponse {
+  /** One post of this client address against the OAuth budget. @throws {ThrottledError} when it is spent */
+  async #spend(client: ClientInfo): Promise<void> {
+    const policy = this.#config.oauth.throttle
+    if (policy === null) return
+    const result = await this.#throttle.consume(`oauth:${addressKey(client.ip, 56)}`, policy.limit, policy.windowMs, 1)
+    if (result === null || result.allowed) return
+    const retryAfter = retryAfterSeconds(result.retryAfterMs)
+    this.#emit('throttled', { policy: 'oauth', appToken: undefined, ip: client.ip, retryAfterMs: result.retryAfterMs })
+    throw new ThrottledError(`Too many requests to the sign-in and token endpoints; retry in ${retryAfter} seconds`, result.retryAfterMs, {
+      'retry-after': String(retryAfter),
+    })
+  }
+
+  #failure(endpoint: OAuthEndpoint, error: unknown, request: GateRequest): GateResponse {
     if (error instanceof StoreError) {
       this.#emit('storeError', { operation: error.operation, error: error.cause, outcome: 'failed' })
       if (endpoint === 'authorize') return this.#page(503, 'The service is temporarily unavailable', 'Please try again in a moment.')
       if (endpoint === 'metadata') return errorResponse(error)
       return errorResponse(new OAuthError('temporarily_unavailable', 'The service is temporarily unavailable, please retry'))
+    }
+    if (error instanceof ThrottledError && endpoint === 'authorize') {
+      return this.#page(429, 'Too many attempts', error.message, error.headers)
     }
     if (error instanceof GateError) {
       return endpoint === 'authorize' ? this.#page(error.status, 'Request refused', error.message) : errorResponse(error)
@@ -72,9 +90,9 @@ export class OAuthServer {
     return errorResponse(new OAuthError('server_error', 'Internal server error'))
   }
 
-  #page(status: number, title: string, message: string): GateResponse {
+  #page(status: number, title: string, message: string, headers: Record<string, string> = {}): GateResponse {
     const custom = this.#config.oauth.pages.error
     const view = { title, message }
-    return htmlResponse(status, custom === undefined ? errorPage(view) : custom(view), { ownPage: custom === undefined })
+    return htmlResponse(status, custom === undefined ? errorPage(view) : custom(view), { ownPage: custom === undefined, headers })
   }
 }

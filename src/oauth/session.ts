@@ -10,7 +10,7 @@
 import { cookie, readCookie } from '../cookies.js'
 import { headerValue, type GateRequest } from '../http.js'
 import { randomToken, safeEqual, sha256 } from '../secrets.js'
-import type { GateStore } from '../store/store.js'
+import type { GateStore, UserRecord } from '../store/store.js'
 
 const SESSION_COOKIE = '__Host-odg-session'
 const CSRF_COOKIE = '__Host-odg-csrf'
@@ -25,21 +25,43 @@ export class LoginSessions {
     this.#ttlMs = ttlMs
   }
 
-  /** The user id of the request's session, if it has a live one. */
-  async userId(request: GateRequest): Promise<string | undefined> {
-    const value = readCookie(request, SESSION_COOKIE)
-    if (value === undefined || !/^[A-Za-z0-9_-]{43}$/.test(value)) return undefined
+  /**
+   * The user of the request's session, if it has a live one whose user still exists with
+   * the password they signed in with.
+   */
+  async user(request: GateRequest): Promise<UserRecord | undefined> {
+    const value = sessionCookie(request)
+    if (value === undefined) return undefined
     const session = await this.#store.getSession(sha256(value))
-    return session !== undefined && session.expiresAt > Date.now() ? session.userId : undefined
+    if (session === undefined || session.expiresAt <= Date.now()) return undefined
+    const user = await this.#store.getUser(session.userId)
+    return user !== undefined && stampOf(user) === session.passwordStamp ? user : undefined
   }
 
   /** Starts a session for a user who just signed in. @returns the `Set-Cookie` value */
-  async start(userId: string): Promise<string> {
+  async start(user: UserRecord): Promise<string> {
     const value = randomToken(32)
     const now = Date.now()
-    await this.#store.insertSession({ sessionHash: sha256(value), userId, createdAt: now, expiresAt: now + this.#ttlMs })
+    await this.#store.insertSession({ sessionHash: sha256(value), userId: user.id, passwordStamp: stampOf(user), createdAt: now, expiresAt: now + this.#ttlMs })
     return cookie(SESSION_COOKIE, value, { maxAgeSeconds: Math.floor(this.#ttlMs / 1000), sameSite: 'Lax' })
   }
+
+  /** Ends the request's session. @returns the `Set-Cookie` value that removes the cookie */
+  async end(request: GateRequest): Promise<string> {
+    const value = sessionCookie(request)
+    if (value !== undefined) await this.#store.deleteSession(sha256(value))
+    return cookie(SESSION_COOKIE, '', { maxAgeSeconds: 0, sameSite: 'Lax' })
+  }
+}
+
+function sessionCookie(request: GateRequest): string | undefined {
+  const value = readCookie(request, SESSION_COOKIE)
+  return value !== undefined && /^[A-Za-z0-9_-]{43}$/.test(value) ? value : undefined
+}
+
+/** What a session remembers of the password: enough to notice it changed, nothing to test a guess against. */
+function stampOf(user: UserRecord): string {
+  return sha256(user.passwordHash ?? '')
 }
 
 /** The request's CSRF token, or a new one with the cookie that carries it. */

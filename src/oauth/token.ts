@@ -58,8 +58,10 @@ export class TokenEndpoints {
     const codeHash = sha256(code)
     const record = await this.#store.getAuthorizationCode(codeHash)
     if (record === undefined) throw new OAuthError('invalid_grant', 'The authorization code is unknown or expired')
-    if (record.usedAt !== null) throw await this.#replayed(record, client)
+    // The client first: another application holding a leaked code must not be able to
+    // revoke the rightful client's tokens by replaying it.
     if (record.appToken !== application.appToken) throw new OAuthError('invalid_grant', 'The authorization code was issued to another application')
+    if (record.usedAt !== null) throw await this.#replayed(record, client)
     if (record.expiresAt <= Date.now()) throw new OAuthError('invalid_grant', 'The authorization code has expired')
     if (record.redirectUri !== redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri is not identical to the one of the authorization request')
     checkPkce(record, params.get('code_verifier'))

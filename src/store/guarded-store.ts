@@ -11,7 +11,7 @@ import type { Awaitable, GateStore } from './store.js'
 type Method = { [K in keyof GateStore]-?: NonNullable<GateStore[K]> extends (...args: never[]) => unknown ? K : never }[keyof GateStore]
 
 /** The contract's data methods (not `attach` and `close`, which the gate calls itself). */
-const GUARDED = [
+export const STORE_METHODS = [
   'insertApplication',
   'getApplication',
   'listApplications',
@@ -41,7 +41,7 @@ const GUARDED = [
 ] as const satisfies readonly Method[]
 
 // Adding a method to GateStore without guarding it fails to compile here.
-type Unguarded = Exclude<Method, (typeof GUARDED)[number] | 'attach' | 'close'>
+type Unguarded = Exclude<Method, (typeof STORE_METHODS)[number] | 'attach' | 'close'>
 const everyMethodGuarded: Unguarded extends never ? true : Unguarded = true
 void everyMethodGuarded
 
@@ -53,7 +53,7 @@ export function guardStore(store: GateStore, timeoutMs: number): GateStore {
   const guarded = {} as GateStore
   if (store.attach !== undefined) guarded.attach = store.attach.bind(store)
   if (store.close !== undefined) guarded.close = store.close.bind(store)
-  for (const name of GUARDED) {
+  for (const name of STORE_METHODS) {
     const method = store[name] as (a: unknown, b: unknown, c: unknown, d: unknown) => Awaitable<unknown>
     if (typeof method !== 'function') continue
     // Fixed arity (no contract method takes more than four arguments): no rest array per call.

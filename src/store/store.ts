@@ -10,6 +10,10 @@
  * Secrets never reach the store in clear: it holds SHA-256 hashes of high-entropy
  * secrets and scrypt hashes of passwords, and looks records up by those hashes.
  *
+ * Every `update*` method applies only the fields in its patch, atomically (a field-level
+ * update such as SQL `UPDATE ... SET` or Redis `HSET`, never a read-merge-write): the gate
+ * writes an API key's `lastUsedAt` in the background while an operator may revoke it.
+ *
  * Run `test/store-conformance.ts` against a new backend: it is the definition of
  * "implements the contract".
  */
@@ -109,6 +113,8 @@ export interface SessionRecord {
   /** SHA-256 (hex) of the session cookie's value. */
   readonly sessionHash: string
   readonly userId: string
+  /** SHA-256 of the user's password hash at sign-in: a password change ends the session. */
+  readonly passwordStamp: string
   readonly createdAt: number
   readonly expiresAt: number
 }
@@ -135,7 +141,7 @@ export interface StoreEventSink {
 export interface GateStore {
   /**
    * Saves a new application.
-   * @throws when an application with the same app token exists (the gate retries with a new token)
+   * @throws when an application with the same app token exists
    */
   insertApplication(record: ApplicationRecord): Awaitable<void>
   /** The application with this app token, or `undefined`. Called on every request that carries a token. */
