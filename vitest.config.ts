@@ -1,6 +1,17 @@
+import { fileURLToPath } from 'node:url'
 import { defineConfig } from 'vitest/config'
 
+const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
+
 export default defineConfig({
+  resolve: {
+    // The examples import the package by name, as users do; tests run them on the sources,
+    // never on a stale dist/.
+    alias: [
+      { find: /^open-data-gate$/, replacement: here('./src/index.ts') },
+      { find: /^open-data-gate\/(express|koa|node)$/, replacement: here('./adapters/$1.ts') },
+    ],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     // Tests start real servers on ephemeral loopback ports; a slow CI core must not fail them.

@@ -16,3 +16,14 @@ export const DATASETS: Record<string, { name: string; rows: Array<Record<string,
     ],
   },
 }
+
+/** Data only an authenticated user with the right `read_private` may read. */
+export const PRIVATE_DATASETS: Record<string, { name: string; rows: Array<Record<string, string | number>> }> = {
+  'draft-budget': {
+    name: 'Draft budget (not yet published)',
+    rows: [
+      { department: 'Parks', amount_usd: 12_400_000 },
+      { department: 'Libraries', amount_usd: 8_150_000 },
+    ],
+  },
+}

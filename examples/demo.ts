@@ -1,70 +1,76 @@
 /**
- * The example open data portal: an Express app serving public datasets at
- * `GET /resource/<id>.json` through the gate, on the embedded in-memory store.
+ * The example open data portal, on the embedded in-memory store:
  *
  *   npm ci && npm run demo
  *
- * It prints its address and a registered app token; try the curl lines it prints to see
- * the token and the throttle at work.
+ * Public data over http and https; private data, the current user and OAuth sign-in over
+ * https only, as the platform requires, with a demo-only self-signed certificate. It
+ * prints its addresses, the demo credentials and curl lines to try.
  */
+import { readFileSync } from 'node:fs'
+import http from 'node:http'
+import https from 'node:https'
 import type { AddressInfo } from 'node:net'
-import express from 'express'
-import { createGate, MemoryStore } from 'open-data-gate'
-import { expressGate } from 'open-data-gate/express'
-import { DATASETS } from './datasets.js'
+import { Agent } from 'undici'
+import { createPortal } from './portal.js'
 
-const gate = createGate({
-  store: new MemoryStore(),
-  throttle: {
-    application: { limit: 1000, windowMs: 3_600_000 },
-    // Low on purpose, so the anonymous limit shows after a few curls.
-    anonymous: { limit: 5, windowMs: 60_000, scope: 'ip' },
-  },
-})
-gate.on('throttled', (e) => console.log(`throttled: ${e.policy} ${e.appToken ?? e.ip}, retry in ${Math.ceil(e.retryAfterMs / 1000)} s`))
-gate.on('invalidAppToken', (e) => console.log(`refused an unknown app token ${e.tokenPrefix}… from ${e.ip}`))
+const cert = readFileSync(new URL('tls/cert.pem', import.meta.url))
+const key = readFileSync(new URL('tls/key.pem', import.meta.url))
 
-const { appToken } = await gate.applications.register({ name: 'Demo dashboard' })
-
-const app = express()
-app.use(expressGate(gate))
-app.get('/resource/:id.json', (req, res) => {
-  const dataset = DATASETS[req.params.id]
-  if (dataset === undefined) {
-    res.status(404).json({ code: 'not_found', error: true, message: `No dataset ${req.params.id}` })
-    return
-  }
-  res.json(dataset.rows)
-})
-app.get('/', (req, res) => {
-  res.json({
-    datasets: Object.keys(DATASETS).map((id) => ({ id, name: DATASETS[id]?.name, url: `/resource/${id}.json` })),
-    you: { application: req.gate.application?.name ?? null, throttle: req.gate.throttle },
+/** Listens on the port asked for, or, if another program has it, on any free one. */
+function listen(server: http.Server, port: number, fixed: boolean): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EADDRINUSE' && !fixed) server.listen(0, '127.0.0.1')
+      else reject(error)
+    })
+    server.once('listening', () => resolve((server.address() as AddressInfo).port))
+    server.listen(port, '127.0.0.1')
   })
+}
+
+const plain = http.createServer()
+const secure = https.createServer({ cert, key })
+const httpPort = await listen(plain, Number(process.env.PORT ?? 8080), process.env.PORT !== undefined)
+const httpsPort = await listen(secure, Number(process.env.HTTPS_PORT ?? 8443), process.env.HTTPS_PORT !== undefined)
+const origin = `https://localhost:${httpsPort}`
+const trusting = new Agent({ connect: { ca: cert } })
+const { app, credentials: c } = await createPortal({
+  origin,
+  // The global fetch takes an undici dispatcher; its types come from a copy of undici's.
+  fetch: (url, options) => fetch(url, { ...options, dispatcher: trusting } as unknown as RequestInit),
 })
+plain.on('request', app)
+secure.on('request', app)
 
-const server = app.listen(Number(process.env.PORT ?? 8080), '127.0.0.1')
-server.on('error', (error: NodeJS.ErrnoException) => {
-  // Another program on 8080 should not stop a newcomer: take any free port instead.
-  if (error.code === 'EADDRINUSE' && process.env.PORT === undefined) server.listen(0, '127.0.0.1')
-  else throw error
-})
-server.on('listening', () => {
-  const base = `http://localhost:${(server.address() as AddressInfo).port}`
-  console.log(`
-open-data-gate example portal on ${base}
+const base = `http://localhost:${httpPort}`
+const tls = `curl --cacert examples/tls/cert.pem`
+console.log(`
+open-data-gate example portal
+  ${base}   public data
+  ${origin}  everything, including private data and OAuth sign-in
 
-  App token of the registered "Demo dashboard": ${appToken}
+  App token of "Demo dashboard": ${c.appToken}
+  User: ${c.username} / ${c.password}
+  API key of ${c.username}: ${c.keyId} / ${c.keySecret}
 
-  With the token (1000 requests an hour for this application):
-    curl -i ${base}/resource/bike-racks.json -H 'X-App-Token: ${appToken}'
-    curl -i '${base}/resource/bike-racks.json?$$app_token=${appToken}'
+Public data with the app token (1000 requests an hour for this application):
+  curl -i ${base}/resource/bike-racks.json -H 'X-App-Token: ${c.appToken}'
+  curl -i '${base}/resource/bike-racks.json?$$app_token=${c.appToken}'
+Without a token (5 a minute per address; the 6th is a 429):
+  curl -i ${base}/resource/bike-racks.json
+A token nobody registered (403):
+  curl -i ${base}/resource/bike-racks.json -H 'X-App-Token: made-up'
 
-  Without a token (5 a minute, shared per address; the 6th is a 429):
-    curl -i ${base}/resource/bike-racks.json
+Private data with the API key, over https (without credentials: 403):
+  ${tls} -i -u '${c.keyId}:${c.keySecret}' -H 'X-App-Token: ${c.appToken}' ${origin}/private/draft-budget.json
+The same over plain http is refused (403 https_required):
+  curl -i -u '${c.username}:${c.password}' -H 'X-App-Token: ${c.appToken}' ${base}/private/draft-budget.json
+Who am I, in JSON and XML:
+  ${tls} -u '${c.username}:${c.password}' -H 'X-App-Token: ${c.appToken}' ${origin}/api/users/current.json
+  ${tls} -u '${c.username}:${c.password}' -H 'X-App-Token: ${c.appToken}' ${origin}/users/current.xml
 
-  With a token nobody registered (403):
-    curl -i ${base}/resource/bike-racks.json -H 'X-App-Token: made-up'
+OAuth: open ${origin}/demo-app/ in a browser (accept the demo certificate once),
+sign in as ${c.username} and allow "Demo dashboard".
 
 Ctrl-C stops it.`)
-})
