@@ -36,7 +36,7 @@ export function expressGate(gate: Gate): ExpressMiddleware {
     const fail = (error: unknown) => writeGateResponse(res, gate.errorResponse(error, toGateRequest(req)))
     let passed: boolean | Promise<boolean>
     try {
-      passed = runGate(gate, req, res, parsedBody(req))
+      passed = runGate(gate, req, res, () => parsedBody(req))
     } catch (error) {
       fail(error)
       return

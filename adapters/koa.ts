@@ -47,7 +47,7 @@ export type KoaMiddleware = (ctx: KoaContextLike, next: () => Promise<unknown>) 
 export function koaGate(gate: Gate): KoaMiddleware {
   // Not an async function: when the gate answers synchronously, so does this middleware.
   return (ctx, next) => {
-    const outcome = gate.handle(toGateRequest(ctx.req, ctx.req.readableEnded ? (ctx.request as { body?: unknown }).body : undefined))
+    const outcome = gate.handle(toGateRequest(ctx.req, () => (ctx.req.readableEnded ? (ctx.request as { body?: unknown }).body : undefined)))
     return isPromiseLike(outcome) ? Promise.resolve(outcome).then((settled) => proceed(ctx, next, settled)) : proceed(ctx, next, outcome)
   }
 }
@@ -57,7 +57,9 @@ function proceed(ctx: KoaContextLike, next: () => Promise<unknown>, outcome: Gat
     respond(ctx, outcome.response)
     return undefined
   }
-  ctx.set(outcome.headers)
+  // Straight to the node response: the gate's headers are valid, Koa's set() re-checks each.
+  const headers = outcome.headers
+  for (const name in headers) ctx.res.setHeader(name, headers[name] as string)
   ;(ctx.state as { gate: GateContext }).gate = outcome.context
   return next()
 }

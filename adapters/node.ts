@@ -65,7 +65,7 @@ export function nodeGate(gate: Gate, handler: GatedHandler): (req: IncomingMessa
  * result. For composing with routers of your own.
  * @param parsedBody a body a body parser already read, reused by the endpoints that need one
  */
-export function runGate(gate: Gate, req: IncomingMessage, res: ServerResponse, parsedBody?: unknown): boolean | Promise<boolean> {
+export function runGate(gate: Gate, req: IncomingMessage, res: ServerResponse, parsedBody?: ParsedBody): boolean | Promise<boolean> {
   const outcome = gate.handle(toGateRequest(req, parsedBody))
   return isPromiseLike(outcome) ? Promise.resolve(outcome).then((settled) => apply(settled, req, res)) : apply(outcome, req, res)
 }
@@ -102,8 +102,14 @@ export function nodeGuard(gate: Gate, rule: GuardRule): (req: IncomingMessage, r
   }
 }
 
+/**
+ * A body a framework's parser already read: the value, or a function that finds it, so
+ * that requests which never need a body (nearly all) never look for one.
+ */
+export type ParsedBody = unknown
+
 /** A node request as the core's plain object. */
-export function toGateRequest(req: IncomingMessage, parsedBody?: unknown): GateRequest {
+export function toGateRequest(req: IncomingMessage, parsedBody?: ParsedBody): GateRequest {
   return new NodeGateRequest(req, parsedBody)
 }
 
@@ -131,7 +137,8 @@ class NodeGateRequest implements GateRequest {
   }
 
   readBody(limit: number): Promise<RequestBody> {
-    return readBody(this.#req, limit, this.#parsedBody)
+    const parsed = typeof this.#parsedBody === 'function' ? (this.#parsedBody as () => unknown)() : this.#parsedBody
+    return readBody(this.#req, limit, parsed)
   }
 }
 

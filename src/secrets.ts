@@ -7,7 +7,7 @@
  * protect (RFC 9700 §4.13, oauth-server.md). Passwords, which people choose, use scrypt
  * in `passwords.ts`.
  */
-import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto'
+import { createHash, hash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto'
 
 /** `bytes` random bytes as base64url (no padding). 32 bytes give 256 bits. */
 export function randomToken(bytes = 32): string {
@@ -26,7 +26,8 @@ export function randomId(length: number): string {
 
 /** SHA-256 of a secret, hex: how high-entropy secrets are stored and looked up. */
 export function sha256(value: string): string {
-  return createHash('sha256').update(value, 'utf8').digest('hex')
+  // One-shot crypto.hash (Node 20.12+): no Hash object per call; this runs on every token and key request.
+  return hash('sha256', value, 'hex')
 }
 
 /**
@@ -34,7 +35,7 @@ export function sha256(value: string): string {
  * fixed-length digests, so the comparison never leaks the secret's length either.
  */
 export function secretMatches(secret: string, storedHash: string): boolean {
-  const actual = createHash('sha256').update(secret, 'utf8').digest()
+  const actual = Buffer.from(sha256(secret), 'hex')
   const expected = Buffer.from(storedHash, 'hex')
   return actual.length === expected.length && timingSafeEqual(actual, expected)
 }
