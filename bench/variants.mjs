@@ -242,6 +242,16 @@ export const variants = [
     create: () => expressApp((req, res, next) => next()),
   },
   {
+    // Floor: only the two RateLimit headers (and the context), set by a middleware.
+    name: 'express-ratelimit-headers', framework: 'express', baseline: 'express-bare', path: PATH,
+    create: () => expressApp((req, res, next) => {
+      res.setHeader('ratelimit-policy', '"app";q=1000000000;w=3600')
+      res.setHeader('ratelimit', '"app";r=999999999;t=4')
+      req.gate = { application: null }
+      next()
+    }),
+  },
+  {
     name: 'express-rate-limit', framework: 'express', baseline: 'express-bare', path: PATH,
     expectHeaders: { 'ratelimit-policy': /q=1000000000;/, ratelimit: /r=/ },
     create: async () => {
@@ -270,6 +280,16 @@ export const variants = [
     // What any middleware at all costs in Koa: the floor under every Koa variant.
     name: 'koa-noop', framework: 'koa', baseline: 'koa-bare', path: PATH,
     create: () => koaApp((ctx, next) => next()),
+  },
+  {
+    // Floor: only the two RateLimit headers (and the context), set by a middleware.
+    name: 'koa-ratelimit-headers', framework: 'koa', baseline: 'koa-bare', path: PATH,
+    create: () => koaApp((ctx, next) => {
+      ctx.res.setHeader('ratelimit-policy', '"app";q=1000000000;w=3600')
+      ctx.res.setHeader('ratelimit', '"app";r=999999999;t=4')
+      ctx.state.gate = { application: null }
+      return next()
+    }),
   },
   {
     name: 'koa-gate', framework: 'koa', baseline: 'koa-bare', path: PATH,
