@@ -29,15 +29,8 @@ import { API_KEY_ID, MAX_USERNAME_LENGTH, normalizeUsername } from './users.js'
 /** How a request proved who it acts for. */
 export type AuthMethod = 'password' | 'api-key' | 'oauth' | 'none'
 
-/** The authenticated user, as `req.gate.user` shows it. */
-export interface GateUser {
-  readonly id: string
-  readonly username: string
-  readonly screenName: string
-  readonly displayName: string
-  readonly email: string
-  readonly rights: readonly string[]
-}
+/** The authenticated user, as `req.gate.user` shows it: the account without its password hash or dates. */
+export type GateUser = Pick<UserRecord, 'id' | 'username' | 'screenName' | 'displayName' | 'email' | 'rights'>
 
 /** A successful verification. */
 export interface Authentication {

@@ -9,18 +9,8 @@ import { checkPassword, hashPassword, type ScryptParams } from './passwords.js'
 import { randomId } from './secrets.js'
 import type { GateStore, UserRecord } from './store/store.js'
 
-/** A user as the gate shows it: everything but the password hash. */
-export interface User {
-  readonly id: string
-  readonly username: string
-  readonly screenName: string
-  readonly displayName: string
-  readonly email: string
-  readonly rights: readonly string[]
-  readonly hasPassword: boolean
-  readonly createdAt: number
-  readonly updatedAt: number
-}
+/** A user as the gate shows it: everything but the password hash, which it only says exists. */
+export type User = Omit<UserRecord, 'passwordHash'> & { readonly hasPassword: boolean }
 
 /** What {@link Users.create} takes. */
 export interface CreateUser {

@@ -92,11 +92,7 @@ export class MemoryStore implements GateStore {
   }
 
   updateApplication(appToken: string, patch: ApplicationPatch): ApplicationRecord | undefined {
-    const current = this.#applications.get(appToken)
-    if (current === undefined) return undefined
-    const next = { ...current, ...patch }
-    this.#applications.set(appToken, next)
-    return next
+    return patchRecord(this.#applications, appToken, patch)
   }
 
   deleteApplication(appToken: string): boolean {
@@ -120,11 +116,7 @@ export class MemoryStore implements GateStore {
   }
 
   updateUser(id: string, patch: UserPatch): UserRecord | undefined {
-    const current = this.#users.get(id)
-    if (current === undefined) return undefined
-    const next = { ...current, ...patch }
-    this.#users.set(id, next)
-    return next
+    return patchRecord(this.#users, id, patch)
   }
 
   deleteUser(id: string): boolean {
@@ -149,11 +141,7 @@ export class MemoryStore implements GateStore {
   }
 
   updateApiKey(keyId: string, patch: ApiKeyPatch): ApiKeyRecord | undefined {
-    const current = this.#apiKeys.get(keyId)
-    if (current === undefined) return undefined
-    const next = { ...current, ...patch }
-    this.#apiKeys.set(keyId, next)
-    return next
+    return patchRecord(this.#apiKeys, keyId, patch)
   }
 
   insertAccessToken(record: AccessTokenRecord): void {
@@ -241,4 +229,13 @@ export class MemoryStore implements GateStore {
   resetRate(key: string): void {
     this.#rates.delete(key)
   }
+}
+
+/** A new record with the patch's fields, in one step; records are never changed in place. */
+function patchRecord<T extends object>(records: Map<string, T>, key: string, patch: NoInfer<Partial<T>>): T | undefined {
+  const current = records.get(key)
+  if (current === undefined) return undefined
+  const next = { ...current, ...patch }
+  records.set(key, next)
+  return next
 }
