@@ -241,9 +241,7 @@ export class Authenticator {
   #lockedOut(retryAfterMs: number, client: ClientInfo): ThrottledError {
     const retryAfter = retryAfterSeconds(retryAfterMs)
     this.#emit('throttled', { policy: 'login', appToken: undefined, ip: client.ip, retryAfterMs })
-    return new ThrottledError(`Too many sign-in attempts for this username; retry in ${retryAfter} seconds`, retryAfterMs, {
-      'retry-after': String(retryAfter),
-    })
+    return new ThrottledError(`Too many sign-in attempts for this username; retry in ${retryAfter} seconds`, retryAfterMs)
   }
 }
 

@@ -106,11 +106,14 @@ export class PlatformError extends GateError {
   }
 }
 
-/** The throttle refused the request. `retryAfterMs` is exact; `Retry-After` is its ceiling in seconds. */
+/**
+ * The throttle refused the request. `retryAfterMs` is exact; the response's `Retry-After`
+ * is its ceiling in seconds, set here so that no refusal goes out without one.
+ */
 export class ThrottledError extends PlatformError {
   readonly retryAfterMs: number
-  constructor(message: string, retryAfterMs: number, headers: Record<string, string>) {
-    super('too_many_requests', message, { headers })
+  constructor(message: string, retryAfterMs: number, headers: Record<string, string> = {}) {
+    super('too_many_requests', message, { headers: { ...headers, 'retry-after': String(retryAfterSeconds(retryAfterMs)) } })
     this.retryAfterMs = retryAfterMs
   }
 }

@@ -93,5 +93,11 @@ export interface GateEvents {
   internalError: (event: InternalErrorEvent) => void
 }
 
+/**
+ * Tells the events about a failure the client is answered for: `storeError` for an
+ * outage, `internalError` for anything unexpected, nothing for a refusal on purpose.
+ */
+export type ReportFailure = (error: unknown, request: { readonly method: string; readonly url: string } | undefined) => void
+
 /** The gate's typed `emit`, handed to the parts that report events. */
 export type Emit = <E extends keyof GateEvents>(event: E, ...args: Parameters<GateEvents[E]>) => void

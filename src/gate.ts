@@ -100,7 +100,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     this.tokens = new AccessTokens(this.store, config.oauth.accessTokenTtlMs)
     this.#throttle = new Throttle(config, this.store, emit)
     this.#auth = new Authenticator(config, this.store, this.#throttle, emit)
-    this.#oauth = new OAuthServer(config, this.store, this.#throttle, this.#auth, this.tokens, emit)
+    this.#oauth = new OAuthServer(config, this.store, this.#throttle, this.#auth, this.tokens, emit, (error, request) => this.#report(error, request))
     const routes: Array<[string, Route]> = [
       ...config.currentUser.json.map((path): [string, Route] => [path, { kind: 'current-user', format: 'json' }]),
       ...config.currentUser.xml.map((path): [string, Route] => [path, { kind: 'current-user', format: 'xml' }]),
@@ -271,12 +271,18 @@ export class Gate extends TypedEmitter<GateEvents> {
    * the client).
    */
   errorResponse(error: unknown, request?: Pick<GateRequest, 'method' | 'url'>): GateResponse {
+    this.#report(error, request)
+    if (error instanceof GateError) return errorResponse(error)
+    return platformErrorResponse(new PlatformError('internal', 'Internal server error'))
+  }
+
+  /** The one place that decides which failures become `storeError` and `internalError` events. */
+  #report(error: unknown, request: Pick<GateRequest, 'method' | 'url'> | undefined): void {
     if (error instanceof StoreError) {
       this.#emitSafely('storeError', { operation: error.operation, error: error.cause, outcome: 'failed' })
+    } else if (!(error instanceof GateError)) {
+      this.#emitSafely('internalError', { error, method: request?.method ?? '', path: request === undefined ? '' : pathOf(request.url) })
     }
-    if (error instanceof GateError) return errorResponse(error)
-    this.#emitSafely('internalError', { error, method: request?.method ?? '', path: request === undefined ? '' : pathOf(request.url) })
-    return platformErrorResponse(new PlatformError('internal', 'Internal server error'))
   }
 
   /**

@@ -203,5 +203,5 @@ function throttledError(withToken: boolean, limit: number, windowMs: number, res
   const message = withToken
     ? `Too many requests: this application's limit of ${limit} requests per ${windowS} seconds is used up; retry in ${retryAfter} seconds`
     : `Too many requests: requests without an app token share a limit of ${limit} per ${windowS} seconds; retry in ${retryAfter} seconds, or register an application and send its token in X-App-Token`
-  return new ThrottledError(message, result.retryAfterMs, { ...headers, 'retry-after': String(retryAfter) })
+  return new ThrottledError(message, result.retryAfterMs, headers)
 }

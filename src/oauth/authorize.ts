@@ -17,8 +17,8 @@
 import { isPlausibleAppToken } from '../app-token.js'
 import type { Authenticator } from '../authenticate.js'
 import { PlatformError, StoreError, ThrottledError, type OAuthErrorCode } from '../errors.js'
-import type { Emit } from '../events.js'
-import { pathOf, type GateRequest, type GateResponse } from '../http.js'
+import type { ReportFailure } from '../events.js'
+import type { GateRequest, GateResponse } from '../http.js'
 import type { ResolvedConfig } from '../options.js'
 import { bodyParams, queryParams, type Params } from '../params.js'
 import type { ClientInfo } from '../proxy.js'
@@ -44,14 +44,14 @@ export class AuthorizeEndpoint {
   readonly #store: GateStore
   readonly #auth: Authenticator
   readonly #sessions: LoginSessions
-  readonly #emit: Emit
+  readonly #report: ReportFailure
 
-  constructor(config: ResolvedConfig, store: GateStore, auth: Authenticator, sessions: LoginSessions, emit: Emit) {
+  constructor(config: ResolvedConfig, store: GateStore, auth: Authenticator, sessions: LoginSessions, report: ReportFailure) {
     this.#config = config
     this.#store = store
     this.#auth = auth
     this.#sessions = sessions
-    this.#emit = emit
+    this.#report = report
   }
 
   async handle(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
@@ -109,11 +109,8 @@ export class AuthorizeEndpoint {
       const code = await this.#issueCode(application, user, redirectUri, params.get('code_challenge') ?? null)
       return redirect(withParams(redirectUri, { code, state }))
     } catch (failure) {
-      if (failure instanceof StoreError) {
-        this.#emit('storeError', { operation: failure.operation, error: failure.cause, outcome: 'failed' })
-        return back('temporarily_unavailable', 'The authorization server is temporarily unavailable, please retry')
-      }
-      this.#emit('internalError', { error: failure, method: request.method, path: pathOf(request.url) })
+      this.#report(failure, request)
+      if (failure instanceof StoreError) return back('temporarily_unavailable', 'The authorization server is temporarily unavailable, please retry')
       return back('server_error', 'The authorization server could not complete the request')
     }
   }
@@ -185,7 +182,7 @@ export class AuthorizeEndpoint {
       return redirect(sameUrl(request), { 'set-cookie': await this.#sessions.start(user) })
     } catch (error) {
       if (error instanceof ThrottledError) {
-        return this.#askToSignIn(request, application, username, error.message, 429, { 'retry-after': String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))) })
+        return this.#askToSignIn(request, application, username, error.message, 429, error.headers ?? {})
       }
       if (error instanceof PlatformError && error.code === 'invalid_credentials') {
         return this.#askToSignIn(request, application, username, 'Wrong username or password.', 401)

@@ -6,8 +6,8 @@
 import type { AccessTokens } from '../access-tokens.js'
 import type { Authenticator } from '../authenticate.js'
 import { GateError, OAuthError, PlatformError, retryAfterSeconds, StoreError, ThrottledError } from '../errors.js'
-import type { Emit } from '../events.js'
-import { errorResponse, pathOf, type GateRequest, type GateResponse } from '../http.js'
+import type { Emit, ReportFailure } from '../events.js'
+import { errorResponse, type GateRequest, type GateResponse } from '../http.js'
 import type { ResolvedConfig } from '../options.js'
 import { addressKey, type ClientInfo } from '../proxy.js'
 import type { GateStore } from '../store/store.js'
@@ -25,14 +25,16 @@ export class OAuthServer {
   readonly #config: ResolvedConfig
   readonly #throttle: Throttle
   readonly #emit: Emit
+  readonly #report: ReportFailure
   readonly #authorize: AuthorizeEndpoint
   readonly #tokens: TokenEndpoints
 
-  constructor(config: ResolvedConfig, store: GateStore, throttle: Throttle, auth: Authenticator, tokens: AccessTokens, emit: Emit) {
+  constructor(config: ResolvedConfig, store: GateStore, throttle: Throttle, auth: Authenticator, tokens: AccessTokens, emit: Emit, report: ReportFailure) {
     this.#config = config
     this.#throttle = throttle
     this.#emit = emit
-    this.#authorize = new AuthorizeEndpoint(config, store, auth, new LoginSessions(store, config.oauth.sessionTtlMs), emit)
+    this.#report = report
+    this.#authorize = new AuthorizeEndpoint(config, store, auth, new LoginSessions(store, config.oauth.sessionTtlMs), report)
     const failures = config.oauth.clientFailures
     this.#tokens = new TokenEndpoints(store, tokens, { store, throttle, emit, realm: config.realm, failures }, emit)
   }
@@ -67,14 +69,12 @@ export class OAuthServer {
     if (result === null || result.allowed) return
     const retryAfter = retryAfterSeconds(result.retryAfterMs)
     this.#emit('throttled', { policy: 'oauth', appToken: undefined, ip: client.ip, retryAfterMs: result.retryAfterMs })
-    throw new ThrottledError(`Too many requests to the sign-in and token endpoints; retry in ${retryAfter} seconds`, result.retryAfterMs, {
-      'retry-after': String(retryAfter),
-    })
+    throw new ThrottledError(`Too many requests to the sign-in and token endpoints; retry in ${retryAfter} seconds`, result.retryAfterMs)
   }
 
   #failure(endpoint: OAuthEndpoint, error: unknown, request: GateRequest): GateResponse {
+    this.#report(error, request)
     if (error instanceof StoreError) {
-      this.#emit('storeError', { operation: error.operation, error: error.cause, outcome: 'failed' })
       if (endpoint === 'authorize') return this.#page(503, 'The service is temporarily unavailable', 'Please try again in a moment.')
       if (endpoint === 'metadata') return errorResponse(error)
       return errorResponse(new OAuthError('temporarily_unavailable', 'The service is temporarily unavailable, please retry'))
@@ -85,7 +85,6 @@ export class OAuthServer {
     if (error instanceof GateError) {
       return endpoint === 'authorize' ? this.#page(error.status, 'Request refused', error.message) : errorResponse(error)
     }
-    this.#emit('internalError', { error, method: request.method, path: pathOf(request.url) })
     if (endpoint === 'authorize') return this.#page(500, 'Something went wrong', 'Please try again later.')
     return errorResponse(new OAuthError('server_error', 'Internal server error'))
   }
