@@ -152,9 +152,25 @@ export class Gate extends TypedEmitter<GateEvents> {
     // (an unknown app token, a malformed header, an OAuth endpoint): spec, OAuth 2.0 step 7.
     if (!client.secure && request.headers.authorization !== undefined) {
       const sent = tokensSentIn(request)
-      if (sent.length > 0) return this.#auth.revokeInsecure(sent, client).then(() => this.#route(request, client))
+      if (sent.length > 0) {
+        return this.#auth.revokeInsecure(sent, client).then(
+          () => this.#route(request, client),
+          (error: unknown) => this.#revocationFailed(error, request),
+        )
+      }
     }
     return this.#route(request, client)
+  }
+
+  /**
+   * The store failed while revoking a token sent in clear: the request is refused, in the
+   * shape of the endpoint it was for (a page at authorize, RFC 6749 JSON at the token
+   * endpoint), not always as the data API's error.
+   */
+  #revocationFailed(error: unknown, request: GateRequest): GateOutcome {
+    const route = this.#routes.size === 0 ? undefined : this.#routes.get(pathOf(request.url))
+    if (route?.kind !== 'oauth') throw error
+    return respond(this.#oauth.failure(route.endpoint, error, request))
   }
 
   #route(request: GateRequest, client: ClientInfo): Awaitable<GateOutcome> {

@@ -185,3 +185,33 @@ describe('records and rates in two stores', () => {
     expect(() => createGate({ rateStore: {} as never })).toThrow(/rateStore must have consumeRate and resetRate/)
   })
 })
+
+describe('a store outage while revoking a token sent in clear', () => {
+  /** A store whose access-token reads fail: the revocation of a token sent over http cannot happen. */
+  class TokenReadsFail extends MemoryStore {
+    override getAccessToken(): never {
+      throw new Error('connect ECONNREFUSED')
+    }
+  }
+  const overHttp = (url: string, method = 'POST') => coreRequest({ method, url, tls: false, headers: { authorization: 'OAuth someAccessToken0123456789' } })
+
+  it('answers the token and revocation endpoints in RFC 6749 shape, and the data API in its own', async () => {
+    const gate = createGate({ store: new TokenReadsFail() })
+    for (const path of ['/oauth/access_token', '/oauth/revoke']) {
+      const response = respond(await gate.handle(overHttp(path)))
+      expect(response.status).toBe(503)
+      expect(JSON.parse(response.body)).toEqual({ error: 'temporarily_unavailable', error_description: expect.any(String) })
+    }
+    const data = respond(await gate.handle(overHttp('/resource/abcd-1234.json', 'GET')))
+    expect(data.status).toBe(503)
+    expect(JSON.parse(data.body)).toMatchObject({ code: 'service_unavailable', error: true })
+  })
+
+  it('answers the authorize endpoint with a page, never JSON', async () => {
+    const gate = createGate({ store: new TokenReadsFail() })
+    const response = respond(await gate.handle(overHttp('/oauth/authorize?client_id=x', 'GET')))
+    expect(response.status).toBe(503)
+    expect(response.headers['content-type']).toBe('text/html; charset=utf-8')
+    expect(response.headers['x-frame-options']).toBe('DENY')
+  })
+})
