@@ -5,6 +5,7 @@
  * forms. Each mixes the values that matter (the world's real tokens and secrets, the
  * exact spellings the gate looks for) with the ways to get them wrong.
  */
+import { createHash } from 'node:crypto'
 import fc from 'fast-check'
 import { KNOWN, TRUSTED_PROXIES } from './world.js'
 import type { HostileBody, HostileRequest } from './requests.js'
@@ -154,7 +155,8 @@ const APP_TOKEN_HEADER_NAMES = fc.constantFrom('X-App-Token', 'x-app-token', 'X-
 
 export const appTokenHeaders: Arb<Lines> = fc.oneof(
   { weight: 3, arbitrary: fc.constant([]) },
-  { weight: 3, arbitrary: fc.array(fc.tuple(APP_TOKEN_HEADER_NAMES, appTokenValue), { minLength: 1, maxLength: 3 }) },
+  { weight: 4, arbitrary: fc.tuple(APP_TOKEN_HEADER_NAMES, appTokenValue).map((line) => [line]) },
+  { weight: 1, arbitrary: fc.array(fc.tuple(APP_TOKEN_HEADER_NAMES, appTokenValue), { minLength: 2, maxLength: 3 }) },
 )
 
 const APP_TOKEN_PARAM_NAMES = fc.oneof(
@@ -352,7 +354,7 @@ const FETCH_SITE = fc.oneof(
 
 /** A form value: right, wrong, or hostile. */
 function formValue(right: readonly string[]): Arb<string> {
-  return fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...right) }, { weight: 1, arbitrary: anyText })
+  return fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...right) }, { weight: 1, arbitrary: anyText })
 }
 
 const FORM_FIELDS: Record<string, Arb<string>> = {
@@ -383,28 +385,83 @@ const TOKEN_FIELDS: Record<string, Arb<string>> = {
   token_type_hint: formValue(['access_token', 'refresh_token', '']),
 }
 
+/** Parameters a request of one kind carries when its client gets everything right. */
+type Scenario = Readonly<Record<string, string>>
+
 /**
- * A parameter list from a field table: each field absent, present or repeated; names
- * sometimes percent-encoded, sometimes `__proto__` or `constructor`; in any order.
+ * A parameter list from a field table, near a scenario: each field mostly as the
+ * scenario has it, sometimes absent, another value, or repeated; now and then a
+ * `__proto__`, `constructor` or made-up name besides; in a shuffled order.
  */
-function paramList(fields: Record<string, Arb<string>>): Arb<Lines> {
-  const one = (name: string, value: Arb<string>) =>
-    fc.oneof(
-      { weight: 3, arbitrary: fc.constant<Array<[string, string]>>([]) },
-      { weight: 6, arbitrary: value.map((v): Array<[string, string]> => [[name, v]]) },
-      { weight: 1, arbitrary: fc.array(value.map((v): [string, string] => [name, v]), { minLength: 2, maxLength: 3 }) },
-    )
-  const extras = fc.array(
-    fc.oneof(
-      fc.tuple(fc.constantFrom('__proto__', 'constructor', 'toString', 'hasOwnProperty', 'prototype'), anyText),
-      fc.tuple(anyText, anyText),
-    ),
-    { maxLength: 2 },
+function paramList(fields: Record<string, Arb<string>>, scenarios: readonly Scenario[] = [{}]): Arb<Lines> {
+  const one = (name: string, value: Arb<string>, right: string | undefined): Arb<Lines> => {
+    const single = (v: string): Lines => [[name, v]]
+    const choices: Array<fc.WeightedArbitrary<Lines>> = [
+      { weight: 2, arbitrary: fc.constant([]) },
+      { weight: 2, arbitrary: value.map(single) },
+      { weight: 1, arbitrary: fc.array(value.map((v): readonly [string, string] => [name, v]), { minLength: 2, maxLength: 3 }) },
+    ]
+    if (right !== undefined) choices.push({ weight: 24, arbitrary: fc.constant(single(right)) })
+    return fc.oneof(...choices)
+  }
+  const extras = fc.oneof(
+    { weight: 6, arbitrary: fc.constant<Lines>([]) },
+    {
+      weight: 1,
+      arbitrary: fc.array(fc.oneof(fc.tuple(fc.constantFrom('__proto__', 'constructor', 'toString', 'hasOwnProperty', 'prototype'), anyText), fc.tuple(anyText, anyText)), {
+        minLength: 1,
+        maxLength: 2,
+      }),
+    },
   )
-  return fc
-    .tuple(fc.tuple(...Object.entries(fields).map(([n, v]) => one(n, v))), extras)
-    .chain(([lists, extra]) => fc.shuffledSubarray([...lists.flat(), ...extra], { minLength: lists.flat().length + extra.length }))
+  const entries = Object.entries(fields)
+  return fc.oneof(
+    ...scenarios.map((scenario) =>
+      fc.tuple(fc.tuple(...entries.map(([n, v]) => one(n, v, scenario[n]))), extras, fc.nat(), fc.nat()).map(([lists, extra, a, b]) => shuffle([...lists.flat(), ...extra], a, b)),
+    ),
+  )
 }
+
+/** A cheap, shrinkable reordering: rotate, then swap two. */
+function shuffle<T>(list: T[], a: number, b: number): T[] {
+  if (list.length < 2) return list
+  const r = a % list.length
+  const out = [...list.slice(r), ...list.slice(0, r)]
+  const i = b % out.length
+  ;[out[0], out[i]] = [out[i] as T, out[0] as T]
+  return out
+}
+
+const S256_CHALLENGE = createHash('sha256').update(KNOWN.verifier).digest('base64url')
+const OAUTH = KNOWN.apps.oauth
+const ROOT = KNOWN.apps.root
+
+const AUTHORIZE_SCENARIOS: readonly Scenario[] = [
+  { client_id: OAUTH.appToken, response_type: 'code', redirect_uri: KNOWN.redirect, state: 'xyz' },
+  { client_id: OAUTH.appToken, response_type: 'code', redirect_uri: KNOWN.redirect, state: 'xyz', code_challenge: S256_CHALLENGE, code_challenge_method: 'S256' },
+  { client_id: ROOT.appToken, response_type: 'code', redirect_uri: `${KNOWN.prefixes.root}/cb?x=1`, code_challenge: S256_CHALLENGE, code_challenge_method: 'S256' },
+]
+
+const FORM_SCENARIOS: readonly Scenario[] = [
+  { csrf_token: KNOWN.csrf, action: 'login', username: KNOWN.users.ada.username, password: KNOWN.users.ada.password },
+  { csrf_token: KNOWN.csrf, action: 'login', username: 'nobody', password: 'wrong-password-123' },
+  { csrf_token: KNOWN.csrf, action: 'approve' },
+  { csrf_token: KNOWN.csrf, action: 'deny' },
+  { csrf_token: KNOWN.csrf, action: 'logout' },
+]
+
+const TOKEN_SCENARIOS: readonly Scenario[] = [
+  { grant_type: 'authorization_code', code: KNOWN.codes.live, redirect_uri: KNOWN.redirect, client_id: OAUTH.appToken, client_secret: OAUTH.secret },
+  { grant_type: 'authorization_code', code: KNOWN.codes.pkce, redirect_uri: KNOWN.redirect, client_id: OAUTH.appToken, client_secret: OAUTH.secret, code_verifier: KNOWN.verifier },
+  { grant_type: 'authorization_code', code: KNOWN.codes.root, redirect_uri: `${KNOWN.prefixes.root}/cb`, client_id: ROOT.appToken, client_secret: ROOT.secret },
+  { grant_type: 'authorization_code', code: KNOWN.codes.used, redirect_uri: KNOWN.redirect, client_id: OAUTH.appToken, client_secret: OAUTH.secret },
+  { grant_type: 'authorization_code', code: KNOWN.codes.gone, redirect_uri: KNOWN.redirect, client_id: OAUTH.appToken, client_secret: OAUTH.secret },
+]
+
+const REVOKE_SCENARIOS: readonly Scenario[] = [
+  { token: KNOWN.tokens.live, token_type_hint: 'access_token', client_id: OAUTH.appToken, client_secret: OAUTH.secret },
+  { token: KNOWN.tokens.live, client_id: ROOT.appToken, client_secret: ROOT.secret },
+]
 
 function formEncode(pairs: ReadonlyArray<readonly [string, string]>): Arb<string> {
   if (pairs.length === 0) return fc.constant('')
@@ -421,7 +478,7 @@ const WRONG_TYPE: Arb<unknown> = fc.oneof(fc.integer(), fc.double(), fc.boolean(
 
 /** A JSON body: the parameters as strings, some in the wrong type, `__proto__` keys, duplicate keys in the text. */
 function jsonBody(pairs: ReadonlyArray<readonly [string, string]>): Arb<string> {
-  return fc.array(fc.oneof({ weight: 5, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: WRONG_TYPE }), { minLength: pairs.length, maxLength: pairs.length }).map((wrong) => {
+  return fc.array(fc.oneof({ weight: 30, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: WRONG_TYPE }), { minLength: pairs.length, maxLength: pairs.length }).map((wrong) => {
     // Written by hand, not JSON.stringify: a repeated key must stay repeated, as a hostile client sends it.
     const members = pairs.map(([n, v], i) => `${JSON.stringify(n)}:${JSON.stringify(wrong[i] === undefined ? v : wrong[i])}`)
     return `{${members.join(',')}}`
@@ -450,7 +507,7 @@ function bodyFor(pairs: ReadonlyArray<readonly [string, string]>): Arb<{ content
 
 /** What a framework's parser could hand over: an object (extended parsers nest), an array, a string, null, a Buffer. */
 function parsedBody(pairs: ReadonlyArray<readonly [string, string]>): Arb<unknown> {
-  const asObject = fc.array(fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: WRONG_TYPE }), { minLength: pairs.length, maxLength: pairs.length }).map((wrong) => {
+  const asObject = fc.array(fc.oneof({ weight: 30, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: WRONG_TYPE }), { minLength: pairs.length, maxLength: pairs.length }).map((wrong) => {
     const object: Record<string, unknown> = {}
     pairs.forEach(([n, v], i) => {
       const value = wrong[i] === undefined ? v : wrong[i]
@@ -481,7 +538,11 @@ function query(pairs: readonly string[]): string {
 }
 
 /** The transport around a request: peer, TLS, proxy headers. */
-const TRANSPORT = fc.record({ peer, tls: fc.oneof({ weight: 3, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }), proxy: proxyHeaders })
+const TRANSPORT = fc.record({
+  peer,
+  tls: fc.oneof({ weight: 6, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
+  proxy: fc.oneof({ weight: 2, arbitrary: fc.constant<Lines>([]) }, { weight: 1, arbitrary: proxyHeaders }),
+})
 
 /** A request to the data API: credentials, app tokens, proxy headers. */
 const dataRequest: Arb<HostileRequest> = fc
@@ -507,8 +568,8 @@ const dataRequest: Arb<HostileRequest> = fc
 const authorizeRequest: Arb<HostileRequest> = fc
   .record({
     method: fc.oneof({ weight: 8, arbitrary: fc.constantFrom('GET', 'POST') }, { weight: 1, arbitrary: fc.constantFrom('PUT', 'HEAD') }),
-    params: paramList(AUTHORIZE_QUERY_FIELDS),
-    form: paramList(FORM_FIELDS),
+    params: paramList(AUTHORIZE_QUERY_FIELDS, AUTHORIZE_SCENARIOS),
+    form: paramList(FORM_FIELDS, FORM_SCENARIOS),
     cookies: cookieHeaders,
     fetchSite: FETCH_SITE,
     auth: fc.oneof({ weight: 4, arbitrary: fc.constant([]) }, { weight: 1, arbitrary: authorizationHeaders }),
@@ -540,24 +601,44 @@ const CLIENT_BASIC: Arb<Lines> = fc.oneof(
   { weight: 1, arbitrary: authorizationHeaders },
 )
 
+/** The client's own credentials moved into `Authorization: Basic`, form-encoded as RFC 6749 §2.3.1 says, or not. */
+function basicFrom(params: Lines, encode: boolean, scheme: string): { basic: Lines; rest: Lines } {
+  const id = params.find(([n]) => n === 'client_id')?.[1] ?? ''
+  const secret = params.find(([n]) => n === 'client_secret')?.[1] ?? ''
+  const part = (v: string) => (encode ? encodeURIComponent(wellFormed(v)) : v)
+  return {
+    basic: [['Authorization', `${scheme}${Buffer.from(`${part(id)}:${part(secret)}`).toString('base64')}`]],
+    rest: params.filter(([n]) => n !== 'client_id' && n !== 'client_secret'),
+  }
+}
+
 /** The token and revocation endpoints: parameters in the query, a form body, a JSON body, or Basic. */
 const tokenRequest: Arb<HostileRequest> = fc
   .record({
-    method: fc.oneof({ weight: 8, arbitrary: fc.constant('POST') }, { weight: 1, arbitrary: fc.constantFrom('GET', 'PUT') }),
-    path: fc.constantFrom('/oauth/access_token', '/oauth/access_token', '/oauth/revoke'),
-    inQuery: paramList(TOKEN_FIELDS),
-    inBody: paramList(TOKEN_FIELDS),
-    queryShare: fc.constantFrom('none', 'none', 'all', 'some'),
-    basic: CLIENT_BASIC,
-    apps: fc.oneof({ weight: 4, arbitrary: fc.constant([]) }, { weight: 1, arbitrary: appTokenHeaders }),
+    method: fc.oneof({ weight: 12, arbitrary: fc.constant('POST') }, { weight: 1, arbitrary: fc.constantFrom('GET', 'PUT') }),
+    endpoint: fc.oneof(
+      { weight: 2, arbitrary: fc.tuple(fc.constant<string>('/oauth/access_token'), paramList(TOKEN_FIELDS, TOKEN_SCENARIOS)) },
+      { weight: 1, arbitrary: fc.tuple(fc.constant<string>('/oauth/revoke'), paramList(TOKEN_FIELDS, REVOKE_SCENARIOS)) },
+      // The other endpoint's parameters.
+      { weight: 1, arbitrary: fc.tuple(fc.constantFrom<string>('/oauth/access_token', '/oauth/revoke'), paramList(TOKEN_FIELDS, [...TOKEN_SCENARIOS, ...REVOKE_SCENARIOS])) },
+    ) as Arb<readonly [string, Lines]>,
+    placement: fc.constantFrom('body', 'body', 'body', 'body', 'query', 'split'),
+    clientAuth: fc.constantFrom('params', 'params', 'params', 'basic', 'basic', 'random'),
+    encodeBasic: fc.boolean(),
+    basicScheme: fc.oneof({ weight: 8, arbitrary: fc.constant('Basic ') }, { weight: 1, arbitrary: fc.constantFrom('basic ', 'Basic  ', 'Basic\t') }),
+    randomBasic: CLIENT_BASIC,
+    split: fc.nat({ max: 6 }),
+    apps: fc.oneof({ weight: 6, arbitrary: fc.constant<Lines>([]) }, { weight: 1, arbitrary: appTokenHeaders }),
     transport: TRANSPORT,
   })
-  .chain(({ method, path, inQuery, inBody, queryShare, basic, apps, transport }) => {
-    const q = queryShare === 'none' ? [] : queryShare === 'all' ? inQuery : inQuery.slice(0, 2)
-    return fc.tuple(formEncode(q), bodyFor(queryShare === 'all' ? [] : inBody)).map(([qs, { contentType, body }]): HostileRequest => ({
+  .chain(({ method, endpoint: [path, params], placement, clientAuth, encodeBasic, basicScheme, randomBasic, split, apps, transport }) => {
+    const moved = clientAuth === 'basic' ? basicFrom(params, encodeBasic, basicScheme) : { basic: clientAuth === 'random' ? randomBasic : [], rest: params }
+    const inQuery = placement === 'query' ? moved.rest : placement === 'split' ? moved.rest.slice(0, split) : []
+    const inBody = placement === 'query' ? [] : placement === 'split' ? moved.rest.slice(split) : moved.rest
+    return fc.tuple(formEncode(inQuery), bodyFor(inBody)).map(([qs, { contentType, body }]): HostileRequest => ({
       method,
       target: `${path}${qs === '' ? '' : `?${qs}`}`,
-      headers: [...basic, ...apps, ...(contentType === undefined ? [] : [['Content-Type', contentType] as [string, string]]), ...transport.proxy],
+      headers: [...moved.basic, ...apps, ...(contentType === undefined ? [] : [['Content-Type', contentType] as const]), ...transport.proxy],
       body,
       peer: transport.peer,
       tls: transport.tls,

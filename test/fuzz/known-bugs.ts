@@ -47,3 +47,15 @@ export function encodedAppTokenName(target: string): boolean {
       return name !== decoded && (decoded === '$$app_token' || decoded === 'app_token')
     })
 }
+
+/**
+ * authorize.ts `sameUrl()` percent-encodes the request target one UTF-16 unit at a time
+ * (a regular expression without the `u` flag), so a character outside the BMP in the
+ * query splits into two lone surrogates and `encodeURIComponent` throws: the login or
+ * logout post answers 500 and an `internalError` event. Node hands over a target as
+ * Latin-1, so this needs a host that passes real Unicode. Counterexample (seed
+ * 20261122): `POST /oauth/authorize?client_id=…&𐀀=` with a valid login form.
+ */
+export function astralCharacterInAuthorizePost(method: string, target: string): boolean {
+  return method === 'POST' && target.startsWith('/oauth/authorize') && /[\u{10000}-\u{10ffff}]/u.test(target)
+}
