@@ -59,5 +59,5 @@ for (const [name, { property, share }] of Object.entries(properties)) {
     console.log(`✓ ${name}: ${result.numRuns} runs in ${seconds} s`)
   }
 }
-if (warnings.size > 0) console.log(`warnings (expected: ODG_UNTRUSTED_PROXY_HEADERS): ${JSON.stringify(Object.fromEntries(warnings))}`)
+if (warnings.size > 0) console.log(`warnings (expected: ODG_UNTRUSTED_PROXY_HEADERS, ODG_DERIVED_ISSUER): ${JSON.stringify(Object.fromEntries(warnings))}`)
 process.exitCode = failed ? 1 : 0

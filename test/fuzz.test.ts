@@ -11,8 +11,14 @@ import { appTokenProperty, authorizationProperty, coreProperty, redirectUriPrope
 
 /** Fixed: a failure here replays with `npm run fuzz -- --seed 20261122 --only <name>`. */
 const SEED = 20261122
-/** Cases per property; 100 000 in all. */
-export const RUNS = { core: 20_000, redirect: 40_000, authorization: 20_000, appToken: 20_000 }
+/** Cases per property: 102 000 in all (the cross-adapter sample, in its own file, adds more). */
+export const RUNS = { core: 12_000, redirect: 50_000, authorization: 20_000, appToken: 20_000 }
+
+/**
+ * The gate's one-time warnings the generated requests provoke on purpose: proxy headers
+ * from a private peer with no trusted proxy, metadata asked for without a configured issuer.
+ */
+const EXPECTED_WARNINGS = new Set(['ODG_UNTRUSTED_PROXY_HEADERS', 'ODG_DERIVED_ISSUER'])
 
 let warn: MockInstance<typeof process.emitWarning>
 beforeAll(() => {
@@ -22,7 +28,7 @@ beforeAll(() => {
 afterAll(() => {
   const codes = new Set(warn.mock.calls.map((call) => (call[1] as { code?: string } | undefined)?.code))
   warn.mockRestore()
-  expect([...codes].filter((code) => code !== 'ODG_UNTRUSTED_PROXY_HEADERS')).toEqual([])
+  expect([...codes].filter((code) => !EXPECTED_WARNINGS.has(code ?? ''))).toEqual([])
 })
 
 describe('hostile input, generated (fast-check, fixed seed)', () => {

@@ -179,9 +179,19 @@ export const appTokenQuery: Arb<readonly string[]> = fc.oneof(
 
 // ---------------------------------------------------------------- redirect_uri
 
-const PREFIXES = [KNOWN.prefixes.oauth, KNOWN.prefixes.root, 'https://a.example/cb', 'https://a.example/cb/', 'https://xn--bcher-kva.example/r?x=1', 'https://[2001:db8::1]:444/p/', 'https://127.0.0.1/']
+const PREFIXES = [
+  KNOWN.prefixes.oauth,
+  KNOWN.prefixes.root,
+  'https://a.example/cb',
+  'https://a.example/cb/',
+  'https://xn--bcher-kva.example/r',
+  'https://[2001:db8::1]:444/p/',
+  'https://127.0.0.1/',
+  'HTTPS://A.EXAMPLE:443/Cb',
+  'https://a.example/%7Euser/',
+]
 
-/** Callback Prefixes a tenant might register (all absolute https, as registration requires). */
+/** Callback Prefixes a tenant might register (all absolute https without query or fragment, as registration requires). */
 export const callbackPrefix: Arb<string> = fc.constantFrom(...PREFIXES)
 
 const HOST_TRICKS = fc.constantFrom(
@@ -550,9 +560,9 @@ const dataRequest: Arb<HostileRequest> = fc
     method: METHODS,
     path: fc.oneof({ weight: 8, arbitrary: fc.constantFrom(...DATA_PATHS) }, { weight: 1, arbitrary: fc.constantFrom(...PATH_VARIANTS) }),
     query: fc.tuple(appTokenQuery, fc.array(fc.constantFrom('$limit=5', '$where=a%3D1', 'x', '=', '&', '%zz', '%E9'), { maxLength: 2 })),
-    auth: authorizationHeaders,
-    apps: appTokenHeaders,
-    cookies: fc.oneof({ weight: 4, arbitrary: fc.constant([]) }, { weight: 1, arbitrary: cookieHeaders }),
+    auth: fc.oneof({ weight: 1, arbitrary: fc.constant<Lines>([]) }, { weight: 2, arbitrary: authorizationHeaders }),
+    apps: fc.oneof({ weight: 1, arbitrary: fc.constant<Lines>([]) }, { weight: 2, arbitrary: appTokenHeaders }),
+    cookies: fc.oneof({ weight: 4, arbitrary: fc.constant<Lines>([]) }, { weight: 1, arbitrary: cookieHeaders }),
     transport: TRANSPORT,
   })
   .map(({ method, path, query: [tokens, other], auth, apps, cookies, transport }) => ({

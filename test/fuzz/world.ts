@@ -308,28 +308,38 @@ export interface World {
 
 const worlds = new Map<WorldKind, World>()
 
+/** A new gate of a kind on its own recording store (building one costs milliseconds: reuse it with {@link resetWorld}). */
+export async function createWorld(kind: WorldKind): Promise<World> {
+  const store = new RecordingStore()
+  store.reset(await worldSeed())
+  const o = options(kind)
+  // The store's methods are made in its constructor, one per method of the contract.
+  const gate = createGate({ ...o, store: store as unknown as GateStore, basic: { scrypt: SCRYPT, ...o.basic } })
+  const events: Array<[string, unknown]> = []
+  for (const name of EVENT_NAMES) gate.on(name, (payload: unknown) => events.push([name, payload]))
+  return { kind, gate, store, events }
+}
+
 /**
- * The world of a kind, its store put back to the seed's records and its events cleared.
- * The gate itself is kept from case to case (building one costs milliseconds): what it
- * remembers (a verified password, a warning given) is what a long-running gate remembers.
+ * Puts a world's store back to the seed's records and clears its events. The gate itself
+ * is kept from case to case: what it remembers (a verified password, a warning given) is
+ * what a long-running gate remembers.
  */
-export async function freshWorld(kind: WorldKind): Promise<World> {
+export async function resetWorld(world: World): Promise<World> {
   const records = await worldSeed()
-  let world = worlds.get(kind)
-  if (world === undefined) {
-    const store = new RecordingStore()
-    store.reset(records)
-    const o = options(kind)
-    // The store's methods are made in its constructor, one per method of the contract.
-    const gate = createGate({ ...o, store: store as unknown as GateStore, basic: { scrypt: SCRYPT, ...o.basic } })
-    const events: Array<[string, unknown]> = []
-    for (const name of EVENT_NAMES) gate.on(name, (payload: unknown) => events.push([name, payload]))
-    world = { kind, gate, store, events }
-    worlds.set(kind, world)
-  }
   world.store.down = false
   world.store.reset(records)
-  world.store.down = kind === 'down'
+  world.store.down = world.kind === 'down'
   world.events.length = 0
   return world
+}
+
+/** The shared world of a kind, reset. */
+export async function freshWorld(kind: WorldKind): Promise<World> {
+  let world = worlds.get(kind)
+  if (world === undefined) {
+    world = await createWorld(kind)
+    worlds.set(kind, world)
+  }
+  return resetWorld(world)
 }
