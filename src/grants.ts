@@ -12,7 +12,11 @@ import type { GateStore, GrantRecord } from './store/store.js'
 export interface ConnectedApp {
   /** The application's app token (its OAuth `client_id`). */
   readonly appToken: string
-  /** The application's name, or `null` when it was deleted since (its tokens may still be live). */
+  /**
+   * The application's name, or `null` when it is gone from the store while the user still
+   * holds live tokens for it (`gate.applications.delete` revokes them; a record deleted some
+   * other way may not have). A deleted application without live tokens is not listed.
+   */
   readonly name: string | null
   /** When the user first authorized it (epoch ms). */
   readonly firstAuthorizedAt: number
@@ -52,13 +56,15 @@ export class Grants {
     }
     rows.sort((a, b) => a.firstAuthorizedAt - b.firstAuthorizedAt || (a.appToken < b.appToken ? -1 : a.appToken > b.appToken ? 1 : 0))
     const applications = await Promise.all(rows.map((row) => this.#store.getApplication(row.appToken)))
-    return rows.map((row, i) => ({
-      appToken: row.appToken,
-      name: applications[i]?.name ?? null,
-      firstAuthorizedAt: row.firstAuthorizedAt,
-      lastUsedAt: row.lastUsedAt,
-      liveTokens: live.get(row.appToken)?.count ?? 0,
-    }))
+    const apps: ConnectedApp[] = []
+    rows.forEach((row, i) => {
+      const liveTokens = live.get(row.appToken)?.count ?? 0
+      // A deleted application's tokens were revoked with it: its grant is nothing to show.
+      const name = applications[i]?.name ?? null
+      if (name === null && liveTokens === 0) return
+      apps.push({ appToken: row.appToken, name, firstAuthorizedAt: row.firstAuthorizedAt, lastUsedAt: row.lastUsedAt, liveTokens })
+    })
+    return apps
   }
 
   /**
