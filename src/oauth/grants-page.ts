@@ -150,8 +150,7 @@ function appSection(app: ConnectedApp, csrfField: string): string {
   const name = app.name ?? 'A deleted application'
   const tokens = `${app.liveTokens} active ${app.liveTokens === 1 ? 'token' : 'tokens'}`
   return `<section aria-label="${escapeHtml(name)}">
-<h2>${escapeHtml(name)}</h2>
-<p class="small">Authorized ${when(app.firstAuthorizedAt)}; last used ${when(app.lastUsedAt)}; ${tokens}.</p>
+<p><strong>${escapeHtml(name)}</strong><br><span class="small">Authorized ${when(app.firstAuthorizedAt)}; last used ${when(app.lastUsedAt)}; ${tokens}.</span></p>
 <form method="post">${csrfField}<input type="hidden" name="app_token" value="${escapeHtml(app.appToken)}">
 <div class="actions"><button type="submit" class="secondary" name="action" value="revoke" aria-label="Revoke access for ${escapeHtml(name)}">Revoke access</button></div>
 </form>
