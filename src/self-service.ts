@@ -47,6 +47,7 @@ interface Caller {
 
 const PRIVATE = { 'cache-control': 'private, no-store', vary: 'Authorization, Cookie' }
 
+/** Routes and answers the API key and connected-apps endpoints for the gate. */
 export class SelfService {
   readonly #config: ResolvedConfig
   readonly #store: GateStore

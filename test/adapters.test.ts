@@ -425,6 +425,9 @@ describe.each([...FRAMEWORKS, ...FRAMEWORKS_WITH_BODY_PARSERS])('$name: API keys
     expect(minted.body).toMatchObject({ code: 'API_KEY.INSUFFICIENT_RIGHTS', error: true })
     const hidden = await del(`/api/api_keys/${key.keyId}`, apiKey).expect(403)
     expect(hidden.body.code).toBe('API_KEY.INSUFFICIENT_RIGHTS')
+    // Nor revoke a connected app.
+    const app = (await get('/api/oauth/grants', apiKey).expect(200)).body as Array<{ appToken: string }>
+    expect((await del(`/api/oauth/grants/${app[0]?.appToken}`, apiKey).expect(403)).body.code).toBe('permission_denied')
     // An OAuth token may.
     await post('/api/api_keys', oauth).send({ keyName: 'from an app' }).expect(200)
   })

@@ -4,7 +4,7 @@
  * body, the cap, the options. The HTTP behaviour in every adapter is in adapters.test.ts.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { createGate, type GateOptions, type GateResponse } from '../src/index.js'
+import { createGate, MemoryStore, type GateOptions, type GateResponse } from '../src/index.js'
 import { apiKeyListQuery } from '../src/api-key-endpoints.js'
 import { coreRequest } from './support/requests.js'
 
@@ -190,6 +190,18 @@ describe('the API key endpoints', () => {
     expect((await gate.apiKeys.find(hers.keyId))?.revokedAt).toBeNull()
     const listed = await send('GET', `/api/api_keys?nameSearch=${hers.keyId}`)
     expect(json(listed)).toEqual([])
+  })
+
+  it('answers a store that fails with 503, never a 500', async () => {
+    class FailingKeys extends MemoryStore {
+      override listApiKeys(): never {
+        throw new Error('connection reset')
+      }
+    }
+    const { send, json } = await setUp({ store: new FailingKeys() })
+    const response = await send('GET', '/api/api_keys')
+    expect([response.status, (json(response) as { code: string }).code]).toEqual([503, 'service_unavailable'])
+    expect((await send('POST', '/api/api_keys', { keyName: 'x' })).status).toBe(503)
   })
 
   it('answers other methods with 405 and Allow', async () => {

@@ -28,6 +28,7 @@ interface Viewer {
   readonly ownSession: boolean
 }
 
+/** The connected-apps page: a list with a Revoke form per application, and its own sign-in form. */
 export class GrantsPage {
   readonly #config: ResolvedConfig
   readonly #store: GateStore
@@ -43,6 +44,7 @@ export class GrantsPage {
     this.#grants = grants
   }
 
+  /** Answers a GET (the page) or a POST (sign in, sign out, revoke). Failures are thrown, for the OAuth server's error pages. */
   async handle(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
     if (request.method !== 'GET' && request.method !== 'POST') {
       return this.#error(405, { title: 'Method not allowed', message: 'Open this page from your account settings.' }, { allow: 'GET, POST' })
