@@ -676,11 +676,81 @@ const otherRequest: Arb<HostileRequest> = fc
     tls: transport.tls,
   }))
 
+const SELF_SERVICE_PATHS = [
+  '/api/api_keys',
+  `/api/api_keys/${KNOWN.apiKeys.live.keyId}`,
+  `/api/api_keys/${KNOWN.apiKeys.revoked.keyId}`,
+  '/api/api_keys/fuzzkeynotthere2345678abc',
+  '/api/api_keys/%zz',
+  '/api/api_keys/a/b',
+  '/api/oauth/grants',
+  `/api/oauth/grants/${KNOWN.apps.oauth.appToken}`,
+  `/api/oauth/grants/${KNOWN.apps.plain.appToken}`,
+  '/api/oauth/grants/%E0%A4',
+]
+
+const SELF_SERVICE_QUERY = fc.array(
+  fc.oneof(
+    fc.constantFrom('limit=2', 'limit=0', 'limit=-1', 'limit=1e3', 'limit=99999', 'sortBy=name', 'sortBy=createdAt', 'sortBy=nope', 'sortOrder=desc', 'sortOrder=sideways'),
+    fc.constantFrom('includeDeleted=true', 'includeDeleted=yes', 'seek=', `seek=${KNOWN.apiKeys.live.keyId}`, 'nameSearch=et', 'limit=2&limit=3'),
+  ),
+  { maxLength: 3 },
+)
+
+const KEY_NAME_BODY: Arb<{ contentType: string | undefined; body: HostileBody | undefined }> = fc.oneof(
+  { weight: 4, arbitrary: fc.oneof(fc.constantFrom('nightly etl', '', '  ', 'x'.repeat(201)), anyText).chain((name) => bodyFor([['keyName', name]])) },
+  { weight: 1, arbitrary: bodyFor([]) },
+  { weight: 1, arbitrary: bodyFor([['keyName', 'a'], ['keyName', 'b']]) },
+)
+
+const GRANTS_FORM_SCENARIOS: readonly Scenario[] = [
+  { csrf_token: KNOWN.csrf, action: 'revoke', app_token: KNOWN.apps.oauth.appToken },
+  { csrf_token: KNOWN.csrf, action: 'login', username: KNOWN.users.ada.username, password: KNOWN.users.ada.password },
+  { csrf_token: KNOWN.csrf, action: 'logout' },
+]
+
+const GRANTS_FORM_FIELDS: Record<string, Arb<string>> = { ...FORM_FIELDS, action: formValue(['revoke', 'login', 'logout', '']), app_token: formValue([...APP_TOKENS, '']) }
+
+/** Who a self-service request comes from: credentials, a session with or without its CSRF header, nobody. */
+const SELF_SERVICE_CALLER: Arb<Lines> = fc.oneof(
+  { weight: 3, arbitrary: fc.constant<Lines>([['Cookie', `__Host-odg-session=${KNOWN.sessions.ada}; __Host-odg-csrf=${KNOWN.csrf}`], ['X-CSRF-Token', KNOWN.csrf]]) },
+  { weight: 1, arbitrary: fc.constant<Lines>([['Cookie', `__Host-odg-session=${KNOWN.sessions.ada}; __Host-odg-csrf=${KNOWN.csrf}`]]) },
+  { weight: 1, arbitrary: fc.tuple(cookieHeaders, fc.oneof(fc.constant<Lines>([]), fc.constantFrom(KNOWN.csrf, '', KNOWN.sessions.ada).map((v): Lines => [['X-CSRF-Token', v]]))).map(([c, t]) => [...c, ...t]) },
+  { weight: 2, arbitrary: fc.constantFrom(`Basic ${Buffer.from(`ada:${KNOWN.users.ada.password}`).toString('base64')}`, `Basic ${Buffer.from(`${KNOWN.apiKeys.live.keyId}:${KNOWN.apiKeys.live.secret}`).toString('base64')}`, `OAuth ${KNOWN.tokens.live}`).map((v): Lines => [['Authorization', v]]) },
+  { weight: 1, arbitrary: authorizationHeaders },
+)
+
+/** The API key endpoints, connected apps and their page: the user's own access, managed over a session or credentials. */
+const selfServiceRequest: Arb<HostileRequest> = fc
+  .record({
+    method: fc.oneof({ weight: 4, arbitrary: fc.constantFrom('GET', 'POST', 'DELETE') }, { weight: 1, arbitrary: fc.constantFrom('HEAD', 'PUT', 'PATCH') }),
+    page: fc.oneof({ weight: 4, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+    path: fc.constantFrom(...SELF_SERVICE_PATHS),
+    query: SELF_SERVICE_QUERY,
+    caller: SELF_SERVICE_CALLER,
+    fetchSite: FETCH_SITE,
+    apps: fc.oneof({ weight: 4, arbitrary: fc.constant<Lines>([]) }, { weight: 1, arbitrary: appTokenHeaders }),
+    keyBody: KEY_NAME_BODY,
+    form: paramList(GRANTS_FORM_FIELDS, GRANTS_FORM_SCENARIOS),
+    transport: TRANSPORT,
+  })
+  .chain(({ method, page, path, query: q, caller, fetchSite, apps, keyBody, form, transport }) =>
+    (page && method === 'POST' ? bodyFor(form) : fc.constant(keyBody)).map(({ contentType, body }): HostileRequest => ({
+      method,
+      target: `${page ? '/oauth/grants' : path}${query(q)}`,
+      headers: [...caller, ...fetchSite, ...apps, ...(contentType === undefined || method !== 'POST' ? [] : [['Content-Type', contentType] as const]), ...transport.proxy],
+      body: method === 'POST' ? body : undefined,
+      peer: transport.peer,
+      tls: transport.tls,
+    })),
+  )
+
 /** Any hostile request, weighted towards the surfaces that decide the most. */
 export const hostileRequest: Arb<HostileRequest> = fc.oneof(
   { weight: 5, arbitrary: dataRequest },
   { weight: 3, arbitrary: authorizeRequest },
   { weight: 4, arbitrary: tokenRequest },
+  { weight: 2, arbitrary: selfServiceRequest },
   { weight: 1, arbitrary: otherRequest },
 )
 

@@ -16,8 +16,10 @@ import { schemeWithoutSlashes } from './known-bugs.js'
 import { KNOWN, WORLD_SECRETS, type World } from './world.js'
 import { describeRequest, type HostileRequest } from './requests.js'
 
+type Route = 'authorize' | 'token' | 'revoke' | 'metadata' | 'current-user' | 'self-service' | 'grants-page'
+
 /** The paths the worlds' gates answer themselves (the defaults). */
-const ROUTES: Record<string, 'authorize' | 'token' | 'revoke' | 'metadata' | 'current-user'> = {
+const ROUTES: Record<string, Route> = {
   '/oauth/authorize': 'authorize',
   '/oauth/access_token': 'token',
   '/oauth/revoke': 'revoke',
@@ -25,7 +27,20 @@ const ROUTES: Record<string, 'authorize' | 'token' | 'revoke' | 'metadata' | 'cu
   '/api/users/current.json': 'current-user',
   '/users/current.json': 'current-user',
   '/users/current.xml': 'current-user',
+  '/api/api_keys': 'self-service',
+  '/api/oauth/grants': 'self-service',
+  '/oauth/grants': 'grants-page',
 }
+
+/** The route of a path: an exact one, or an item of the self-service collections (one segment more). */
+export function routeOf(path: string): Route | undefined {
+  const exact = ROUTES[path]
+  if (exact !== undefined) return exact
+  return /^\/api\/(api_keys|oauth\/grants)\/[^/]+$/.test(path) ? 'self-service' : undefined
+}
+
+/** Pages the gate shows people, with forms and redirects. */
+const PAGES = new Set<Route | undefined>(['authorize', 'grants-page'])
 
 const PREFIX_OF: Record<string, string> = {
   [KNOWN.apps.oauth.appToken]: KNOWN.prefixes.oauth,
@@ -45,7 +60,7 @@ export class PropertyViolation extends Error {
 export function checkOutcome(world: World, request: HostileRequest, core: GateRequest, outcome: GateOutcome, body: Params): void {
   const problems: string[] = []
   const path = pathOf(request.target)
-  const route = ROUTES[path]
+  const route = routeOf(path)
   const internal = world.events.find(([name]) => name === 'internalError')
   if (internal !== undefined) problems.push(`an internalError event: ${describeError((internal[1] as { error: unknown }).error)}`)
 
@@ -84,7 +99,7 @@ function checkHeaders(headers: Readonly<Record<string, string | readonly string[
   }
 }
 
-function checkResponse(world: World, request: HostileRequest, route: string | undefined, response: GateResponse, problems: string[]): void {
+function checkResponse(world: World, request: HostileRequest, route: Route | undefined, response: GateResponse, problems: string[]): void {
   const { status, headers, body } = response
   checkHeaders(headers, problems)
   if (typeof body !== 'string') problems.push('the body is not a string')
@@ -93,13 +108,19 @@ function checkResponse(world: World, request: HostileRequest, route: string | un
   const type = String(headers['content-type'] ?? '')
 
   if (status === 303) {
-    if (route !== 'authorize') problems.push(`a redirect from ${route ?? 'a data route'}`)
+    if (!PAGES.has(route)) problems.push(`a redirect from ${route ?? 'a data route'}`)
     if (body !== '') problems.push('a redirect with a body')
-    checkLocation(request, String(headers.location ?? ''), problems)
+    if (route === 'authorize') checkLocation(request, String(headers.location ?? ''), problems)
+    // The connected-apps page only ever sends the browser back to itself.
+    else if (/^[a-z][a-z0-9+.-]*:|^\/\/|^\/\\/i.test(String(headers.location ?? ''))) problems.push(`the connected-apps page redirects to ${String(headers.location)}`)
+    return
+  }
+  if (status === 204) {
+    if (route !== 'self-service' || request.method !== 'DELETE' || body !== '') problems.push(`a 204 from ${route ?? 'a data route'} ${request.method} with body ${JSON.stringify(body.slice(0, 50))}`)
     return
   }
   if (type.startsWith('text/html')) {
-    if (route !== 'authorize') problems.push(`an HTML page from ${route ?? 'a data route'}`)
+    if (!PAGES.has(route)) problems.push(`an HTML page from ${route ?? 'a data route'}`)
     if (![200, 400, 401, 403, 405, 429, 503].includes(status)) problems.push(`a page with status ${status}`)
     if (!/frame-ancestors 'none'/.test(String(headers['content-security-policy']))) problems.push('a page without frame-ancestors')
     if (headers['x-frame-options'] !== 'DENY' || headers['referrer-policy'] !== 'no-referrer' || headers['cache-control'] !== 'no-store') problems.push('a page without its security headers')
@@ -126,6 +147,9 @@ function checkResponse(world: World, request: HostileRequest, route: string | un
       if (headers['cache-control'] !== 'no-store' || headers.pragma !== 'no-cache') problems.push('a token response that may be cached')
     } else if (route === 'current-user') {
       if (typeof object.id !== 'string') problems.push('a current-user answer without an id')
+    } else if (route === 'self-service') {
+      if (typeof json !== 'object' || json === null) problems.push('a self-service answer that is not an object or a list')
+      if (!String(headers['cache-control']).includes('no-store')) problems.push('a self-service answer that may be cached')
     } else if (route === 'metadata') {
       if (typeof object.issuer !== 'string' || typeof object.token_endpoint !== 'string') problems.push('metadata without issuer or token_endpoint')
     } else {
@@ -240,9 +264,20 @@ function checkWrites(world: World, request: HostileRequest, core: GateRequest, o
   const location = String(response?.headers.location ?? '')
   const isRefused = refused(outcome)
   const replayed = world.events.some(([name]) => name === 'codeReplayed')
+  // A token issued and revoked again within the request (a code whose grant was revoked
+  // meanwhile, or a replay that lost the race) leaves no live token: the code is spent.
+  const revokedAgain = new Set(writes.flatMap((w) => (w.method === 'revokeAccessToken' ? [w.args[0] as string] : [])))
+  const revokedByCode = new Set(writes.flatMap((w) => (w.method === 'revokeAccessTokens' ? [(w.args[0] as { codeHash?: string }).codeHash ?? ''] : [])))
+  const issuedAndRevoked = writes.some(
+    (w) => w.method === 'insertAccessToken' && (revokedAgain.has((w.args[0] as { tokenHash: string }).tokenHash) || revokedByCode.has((w.args[0] as { codeHash: string | null }).codeHash ?? '')),
+  )
+  const sentLiveToken = tokensSentIn(core).includes(KNOWN.tokens.live)
   for (const write of writes) {
     const [a, b] = write.args as [unknown, unknown]
     const ok =
+      (issuedAndRevoked && ['insertAccessToken', 'consumeAuthorizationCode', 'revokeAccessToken', 'revokeAccessTokens'].includes(write.method)) ||
+      // Using a token notes the use on its grant (at most daily).
+      (write.method === 'recordGrant' && sentLiveToken && a === KNOWN.users.ada.id && b === KNOWN.apps.oauth.appToken) ||
       // An access token sent in clear is revoked, whatever else happens to the request.
       (write.method === 'revokeAccessToken' && sentTokens.has(a as string) && !request.tls) ||
       (write.method === 'revokeAccessToken' && sentTokens.has(a as string) && hasProxyHeaders(request)) ||
@@ -250,7 +285,7 @@ function checkWrites(world: World, request: HostileRequest, core: GateRequest, o
       (write.method === 'revokeAccessTokens' && replayed && sentCodes.has((a as { codeHash?: string }).codeHash ?? '')) ||
       // A key that authenticated notes when it was last used.
       (write.method === 'updateApiKey' && a === KNOWN.apiKeys.live.keyId && Object.keys(b as object).join() === 'lastUsedAt') ||
-      (!isRefused && successWrite(write.method, pathOf(request.target), status, location))
+      (!isRefused && successWrite(write.method, request.method, pathOf(request.target), status, location))
     if (!ok) problems.push(`${isRefused ? 'a refused' : 'an accepted'} request wrote ${write.method}(${JSON.stringify(write.args).slice(0, 200)})`)
   }
 }
@@ -260,20 +295,29 @@ function hasProxyHeaders(request: HostileRequest): boolean {
 }
 
 /** What a request that succeeded may write. */
-function successWrite(method: string, path: string, status: number | undefined, location: string): boolean {
-  switch (method) {
+function successWrite(write: string, method: string, path: string, status: number | undefined, location: string): boolean {
+  const grantsPage = path === '/oauth/grants' && method === 'POST' && status === 303
+  switch (write) {
     case 'insertAccessToken':
     case 'consumeAuthorizationCode':
       return path === '/oauth/access_token' && status === 200
     case 'revokeAccessToken':
       return path === '/oauth/revoke' && status === 200
     case 'insertAuthorizationCode':
-    case 'recordGrant':
       return path === '/oauth/authorize' && status === 303 && /[?&]code=/.test(location)
+    case 'recordGrant':
+      return (path === '/oauth/authorize' && status === 303 && /[?&]code=/.test(location)) || (path === '/oauth/access_token' && status === 200)
     case 'insertSession':
     case 'trimSessions':
     case 'deleteSession':
-      return path === '/oauth/authorize' && status === 303 && location.startsWith('?')
+      return (path === '/oauth/authorize' && status === 303 && location.startsWith('?')) || grantsPage
+    case 'insertApiKey':
+      return path === '/api/api_keys' && method === 'POST' && status === 200
+    case 'updateApiKey':
+      return /^\/api\/api_keys\/[^/]+$/.test(path) && method === 'DELETE' && status === 200
+    case 'deleteGrant':
+    case 'revokeAccessTokens':
+      return (/^\/api\/oauth\/grants\/[^/]+$/.test(path) && method === 'DELETE' && status === 204) || grantsPage
     default:
       return false
   }

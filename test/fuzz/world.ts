@@ -17,7 +17,7 @@ import type { AccessTokenRecord, ApiKeyRecord, ApplicationRecord, AuthorizationC
 export type WorldKind =
   /** Trusts a proxy range, generous budgets: requests get past the throttle to the deeper checks. */
   | 'open'
-  /** Trusts no proxy, tiny budgets, PKCE required, Bearer off, the legacy parameter off, Basic challenges on. */
+  /** Trusts no proxy, tiny budgets, PKCE required, consent remembered, Bearer off, the legacy parameter off, Basic challenges on. */
   | 'strict'
   /** A store that fails every call, with `onStoreError: 'fail-closed'`: the one world where a 503 is right. */
   | 'down'
@@ -80,7 +80,7 @@ export const WORLD_SECRETS: readonly string[] = [
   ...Object.values(KNOWN.sessions),
 ]
 
-/** A call that can change a record (rate counters are not records). */
+/** A call that changed a record (rate counters are not records). */
 export interface Write {
   readonly method: string
   readonly args: readonly unknown[]
@@ -129,10 +129,12 @@ export class RecordingStore {
       const rate = name === 'consumeRate'
       self[name] = (...args: unknown[]) => {
         if (this.down) throw new Error('connect ECONNREFUSED 127.0.0.1:6379')
-        if (recorded) this.writes.push({ method: name, args })
         if (rate) this.#rateKeys.add(args[0] as string)
         const inner = this.#inner as unknown as Record<string, (...a: unknown[]) => unknown>
-        return inner[name]!.apply(this.#inner, args)
+        const result = inner[name]!.apply(this.#inner, args)
+        // A write that found nothing to change (false, 0, no record) changed nothing: not recorded.
+        if (recorded && result !== false && result !== 0 && !(name.startsWith('update') && result === undefined)) this.writes.push({ method: name, args })
+        return result
       }
     }
   }
@@ -154,6 +156,7 @@ export class RecordingStore {
     for (const r of records.tokens) inner.insertAccessToken(r)
     for (const r of records.codes) inner.insertAuthorizationCode(r)
     for (const r of records.sessions) inner.insertSession(r)
+    for (const [userId, appToken] of records.grants) inner.recordGrant(userId, appToken, EARLIER)
     this.#inner = inner
     this.#records = records
     this.#rateKeys.clear()
@@ -168,6 +171,8 @@ interface Seed {
   readonly tokens: readonly AccessTokenRecord[]
   readonly codes: readonly AuthorizationCodeRecord[]
   readonly sessions: readonly SessionRecord[]
+  /** Users' consents, as `[userId, appToken]`. */
+  readonly grants: ReadonlyArray<readonly [string, string]>
 }
 
 const LATER = Date.UTC(2100, 0, 1)
@@ -258,6 +263,11 @@ async function makeSeed(): Promise<Seed> {
       { sessionHash: sha256(KNOWN.sessions.ada), userId: ada, passwordStamp: sha256(passwordHash), createdAt: now, expiresAt: LATER },
       { sessionHash: sha256(KNOWN.sessions.expired), userId: ada, passwordStamp: sha256(passwordHash), createdAt: EARLIER, expiresAt: EARLIER + 1 },
     ],
+    // Ada approved both OAuth applications: their codes and tokens are live.
+    grants: [
+      [ada, KNOWN.apps.oauth.appToken],
+      [ada, KNOWN.apps.root.appToken],
+    ],
   }
 }
 
@@ -277,7 +287,7 @@ function options(kind: WorldKind): GateOptions {
       return {
         throttle: { application: { limit: 2, windowMs: 60_000 }, anonymous: { limit: 2, windowMs: 60_000, scope: 'shared' } },
         basic: { failures: { limit: 2, windowMs: 60_000 }, challenge: true },
-        oauth: { throttle: { limit: 2, windowMs: 60_000 }, clientFailures: { limit: 1, windowMs: 60_000 }, requirePkce: true, acceptBearer: false },
+        oauth: { throttle: { limit: 2, windowMs: 60_000 }, clientFailures: { limit: 1, windowMs: 60_000 }, requirePkce: true, acceptBearer: false, rememberConsent: true },
         legacyAppTokenParam: false,
       }
     case 'down':
