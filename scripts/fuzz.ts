@@ -11,7 +11,7 @@
  */
 import { parseArgs } from 'node:util'
 import fc from 'fast-check'
-import { appTokenProperty, authorizationProperty, coreProperty, redirectUriProperty } from '../test/fuzz/properties.js'
+import { appTokenProperty, authorizationProperty, coreProperty, redirectUriProperty, untrustedProxyProperty } from '../test/fuzz/properties.js'
 
 const { values } = parseArgs({
   options: {
@@ -38,6 +38,7 @@ process.emitWarning = ((warning: string | Error, options?: { code?: string } | s
 
 const properties: Record<string, { property: () => fc.IRawProperty<unknown, boolean>; share: number }> = {
   core: { property: coreProperty as () => fc.IRawProperty<unknown, boolean>, share: 1 },
+  untrustedProxy: { property: untrustedProxyProperty as () => fc.IRawProperty<unknown, boolean>, share: 0.2 },
   redirect: { property: redirectUriProperty as () => fc.IRawProperty<unknown, boolean>, share: 4 },
   authorization: { property: authorizationProperty as () => fc.IRawProperty<unknown, boolean>, share: 4 },
   appToken: { property: appTokenProperty as () => fc.IRawProperty<unknown, boolean>, share: 4 },
@@ -47,7 +48,7 @@ console.log(`fuzz: seed ${seed} (replay with --seed ${seed}), ${runs} core runs`
 let failed = false
 for (const [name, { property, share }] of Object.entries(properties)) {
   if (values.only !== undefined && values.only !== name) continue
-  const numRuns = runs * share
+  const numRuns = Math.max(1, Math.round(runs * share))
   const started = performance.now()
   const result = await fc.check(property(), { seed, numRuns, ...(values.path === undefined ? {} : { path: values.path }) })
   const seconds = ((performance.now() - started) / 1000).toFixed(1)

@@ -16,7 +16,7 @@ import { redirectUriProblem } from '../src/oauth/redirect-uri.js'
 import { FRAMEWORKS, FRAMEWORKS_WITH_BODY_PARSERS, type Framework } from './adapters/frameworks.js'
 import { listen, TEST_CERT, type RunningServer } from './adapters/servers.js'
 import { callbackPrefix, hostileRequest, redirectUriFor } from './fuzz/arbitraries.js'
-import { escapesPrefix } from './fuzz/checks.js'
+import { escapesPrefix, normalise } from './fuzz/checks.js'
 import { astralCharacterInAuthorizePost, schemeWithoutSlashes } from './fuzz/known-bugs.js'
 import { describeRequest, toCoreRequest, type HostileRequest } from './fuzz/requests.js'
 import { createWorld, KNOWN, resetWorld, type World, type WorldKind } from './fuzz/world.js'
@@ -145,16 +145,6 @@ function parsersAgree(request: HostileRequest): boolean {
 function asSent(request: HostileRequest): HostileRequest {
   const headers = request.headers.some(([n]) => n.toLowerCase() === 'host') ? request.headers : [['Host', 'gate.example'] as const, ...request.headers]
   return { ...request, headers, peer: '127.0.0.1' }
-}
-
-/** What a decision looks like from outside, with the random parts (new codes, tokens, CSRF values) blanked. */
-function normalise(status: number, headers: Readonly<Record<string, unknown>>, body: string, head: boolean): string {
-  const random = (s: string) => s.replace(/[A-Za-z0-9_-]{43}/g, '<random>')
-  const title = /<title>([^<]*)<\/title>/.exec(body)?.[1]
-  const shown = head ? '' : title !== undefined ? `page: ${title}` : random(body)
-  const keep = ['x-error-code', 'content-type', 'location', 'cache-control', 'www-authenticate', 'x-frame-options']
-  const picked = keep.map((k) => `${k}=${headers[k] === undefined ? '' : random(String(headers[k]))}`).join(' ')
-  return `${status} ${picked} retry-after=${headers['retry-after'] !== undefined} set-cookie=${headers['set-cookie'] !== undefined} ${shown}`
 }
 
 const DATASET = /^\/(resource|private)\/[a-z0-9-]+\.json$/

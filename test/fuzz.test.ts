@@ -7,12 +7,12 @@
  */
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest'
-import { appTokenProperty, authorizationProperty, coreProperty, redirectUriProperty } from './fuzz/properties.js'
+import { appTokenProperty, authorizationProperty, coreProperty, redirectUriProperty, untrustedProxyProperty } from './fuzz/properties.js'
 
 /** Fixed: a failure here replays with `npm run fuzz -- --seed 20261122 --only <name>`. */
 const SEED = 20261122
 /** Cases per property: 102 000 in all (the cross-adapter sample, in its own file, adds more). */
-export const RUNS = { core: 12_000, redirect: 50_000, authorization: 20_000, appToken: 20_000 }
+export const RUNS = { core: 10_000, untrustedProxy: 2_000, redirect: 50_000, authorization: 20_000, appToken: 20_000 }
 
 /**
  * The gate's one-time warnings the generated requests provoke on purpose: proxy headers
@@ -35,6 +35,10 @@ describe('hostile input, generated (fast-check, fixed seed)', () => {
   it(`answers ${RUNS.core} generated requests through gate.handle well-formed, without a write on refusal or a secret echoed`, async () => {
     await fc.assert(coreProperty(), { seed: SEED, numRuns: RUNS.core })
   }, 120_000)
+
+  it(`decides as if proxy headers from an untrusted peer were not there (${RUNS.untrustedProxy} pairs of requests)`, async () => {
+    await fc.assert(untrustedProxyProperty(), { seed: SEED, numRuns: RUNS.untrustedProxy })
+  }, 60_000)
 
   it(`never admits a redirect_uri a browser would take to another origin or outside the Callback Prefix (${RUNS.redirect} URLs)`, () => {
     fc.assert(redirectUriProperty(), { seed: SEED, numRuns: RUNS.redirect })

@@ -365,3 +365,13 @@ function pathOf(target: string): string {
   const q = target.indexOf('?')
   return q === -1 ? target : target.slice(0, q)
 }
+
+/** What a decision looks like from outside, with the random parts (new codes, tokens, CSRF values) blanked. */
+export function normalise(status: number, headers: Readonly<Record<string, unknown>>, body: string, head: boolean): string {
+  const random = (s: string) => s.replace(/[A-Za-z0-9_-]{43}/g, '<random>')
+  const title = /<title>([^<]*)<\/title>/.exec(body)?.[1]
+  const shown = head ? '' : title !== undefined ? `page: ${title}` : random(body)
+  const keep = ['x-error-code', 'content-type', 'location', 'cache-control', 'www-authenticate', 'x-frame-options']
+  const picked = keep.map((k) => `${k}=${headers[k] === undefined ? '' : random(String(headers[k]))}`).join(' ')
+  return `${status} ${picked} retry-after=${headers['retry-after'] !== undefined} set-cookie=${headers['set-cookie'] !== undefined} ${shown}`
+}

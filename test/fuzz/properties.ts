@@ -9,9 +9,9 @@ import { extractAppToken } from '../../src/app-token.js'
 import { readCredentials } from '../../src/authorization-header.js'
 import { PlatformError, type GateOutcome } from '../../src/index.js'
 import { redirectUriProblem, withParams } from '../../src/oauth/redirect-uri.js'
-import { anyText, wellFormed, appTokenHeaders, appTokenQuery, authorizationHeaders, callbackPrefix, hostileRequest, redirectUriFor } from './arbitraries.js'
+import { anyText, someProxyHeaders, wellFormed, appTokenHeaders, appTokenQuery, authorizationHeaders, callbackPrefix, hostileRequest, redirectUriFor } from './arbitraries.js'
 import { astralCharacterInAuthorizePost, encodedAppTokenName, looseAuthorizationSpacing, schemeWithoutSlashes } from './known-bugs.js'
-import { checkOutcome, escapesPrefix, PropertyViolation, requestParams } from './checks.js'
+import { checkOutcome, escapesPrefix, normalise, PropertyViolation, requestParams } from './checks.js'
 import { toCoreRequest, type HostileRequest } from './requests.js'
 import { freshWorld, type WorldKind } from './world.js'
 
@@ -145,4 +145,32 @@ function hostView(header: string | string[] | undefined, target: string, legacy:
 
 function describe(headers: ReadonlyArray<readonly [string, string]>, target: string): string {
   return `${target} with headers ${JSON.stringify(headers)}`
+}
+
+/** Peers no world trusts as a proxy: public clients, and private hosts that are not the configured proxy. */
+const UNTRUSTED_PEERS = fc.constantFrom('203.0.113.5', '198.51.100.20', '2001:db8::5', '192.168.1.20', '172.16.0.9', 'fd00::1', '::ffff:203.0.113.5')
+const PROXY_HEADER = /^(x-forwarded-for|x-forwarded-proto|forwarded)$/i
+
+/**
+ * Proxy headers from a peer that is not a trusted proxy change nothing: the request gets
+ * the decision it gets without them (the client's address and https are the socket's).
+ */
+export const untrustedProxyProperty = () =>
+  fc.asyncProperty(fc.constantFrom<WorldKind>('open', 'strict'), hostileRequest, UNTRUSTED_PEERS, someProxyHeaders, async (kind, request, peer, proxy) => {
+    const bare: HostileRequest = { ...request, peer, headers: request.headers.filter(([n]) => !PROXY_HEADER.test(n)) }
+    const withProxy: HostileRequest = { ...bare, headers: [...bare.headers, ...proxy] }
+    const without = await runCoreCase(kind, bare, true)
+    const withHeaders = await runCoreCase(kind, withProxy, true)
+    if (without === undefined || withHeaders === undefined) return
+    const a = decision(without, bare.method)
+    const b = decision(withHeaders, bare.method)
+    if (a !== b) throw new PropertyViolation(`proxy headers ${JSON.stringify(proxy)} from the untrusted peer ${peer} changed the decision (world ${kind}):\n without: ${a}\n with:    ${b}\n${bare.method} ${bare.target}`)
+  })
+
+/** An outcome as a comparable string: the answer with its random parts blanked, or the context without the clock. */
+function decision(outcome: GateOutcome, method: string): string {
+  if (outcome.type === 'respond') return normalise(outcome.response.status, outcome.response.headers, outcome.response.body, method === 'HEAD')
+  const context = JSON.parse(JSON.stringify(outcome.context)) as { throttle: { resetMs?: number } | null }
+  if (context.throttle !== null) delete context.throttle.resetMs
+  return `next ${JSON.stringify(context)}`
 }
