@@ -23,7 +23,7 @@ import { createWorld, KNOWN, resetWorld, type World, type WorldKind } from './fu
 
 const SEED = 20261122
 /** Requests sent to every mount: each is one real request per mount. */
-const CROSS_RUNS = 150
+const CROSS_RUNS = 200
 const REDIRECT_RUNS = 60
 
 const KINDS: readonly WorldKind[] = ['open', 'strict', 'down']
@@ -133,7 +133,8 @@ function parsersAgree(request: HostileRequest): boolean {
   if (type.includes('json')) {
     try {
       const value: unknown = JSON.parse(body.text)
-      return typeof value === 'object' && value !== null && Buffer.byteLength(body.text) <= 16 * 1024
+      // @koa/bodyparser refuses `__proto__` and `constructor.prototype` keys itself (secure JSON parsing).
+      return typeof value === 'object' && value !== null && Buffer.byteLength(body.text) <= 16 * 1024 && !/"(__proto__|constructor)"/.test(body.text)
     } catch {
       return false
     }

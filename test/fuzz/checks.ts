@@ -366,9 +366,14 @@ function pathOf(target: string): string {
   return q === -1 ? target : target.slice(0, q)
 }
 
-/** What a decision looks like from outside, with the random parts (new codes, tokens, CSRF values) blanked. */
+/** What a decision looks like from outside, with the random parts (new codes, tokens, key ids, CSRF values, times) blanked. */
 export function normalise(status: number, headers: Readonly<Record<string, unknown>>, body: string, head: boolean): string {
-  const random = (s: string) => s.replace(/[A-Za-z0-9_-]{43}/g, '<random>')
+  const random = (s: string) =>
+    s
+      .replace(/[A-Za-z0-9_-]{43}/g, '<random>')
+      .replace(/\b[2-9a-km-np-z]{25}\b/g, '<key id>')
+      .replace(/\d{4}-\d\d-\d\dT[\d:.]+Z/g, '<time>')
+      .replace(/\b1[6-9]\d{8}(\d{3})?\b/g, '<epoch>')
   const title = /<title>([^<]*)<\/title>/.exec(body)?.[1]
   const shown = head ? '' : title !== undefined ? `page: ${title}` : random(body)
   const keep = ['x-error-code', 'content-type', 'location', 'cache-control', 'www-authenticate', 'x-frame-options']
