@@ -544,6 +544,15 @@ function query(pairs: readonly string[]): string {
   return pairs.length === 0 ? '' : `?${pairs.join('&')}`
 }
 
+/** Queries of tens of thousands of parameters: nothing may take long over them. */
+const HUGE_QUERIES: Arb<string[]> = fc.constantFrom(
+  ['$$app_token=a&'.repeat(20_000)],
+  ['app_token=&'.repeat(20_000)],
+  ['x=1&'.repeat(50_000)],
+  ['%'.repeat(100_000)],
+  [`$$app_token=${'%41'.repeat(30_000)}`],
+)
+
 /** The transport around a request: peer, TLS, proxy headers. */
 const TRANSPORT = fc.record({
   peer,
@@ -556,7 +565,7 @@ const dataRequest: Arb<HostileRequest> = fc
   .record({
     method: METHODS,
     path: fc.oneof({ weight: 8, arbitrary: fc.constantFrom(...DATA_PATHS) }, { weight: 1, arbitrary: fc.constantFrom(...PATH_VARIANTS) }),
-    query: fc.tuple(appTokenQuery, fc.array(fc.constantFrom('$limit=5', '$where=a%3D1', 'x', '=', '&', '%zz', '%E9'), { maxLength: 2 })),
+    query: fc.tuple(appTokenQuery, fc.oneof({ weight: 30, arbitrary: fc.array(fc.constantFrom('$limit=5', '$where=a%3D1', 'x', '=', '&', '%zz', '%E9'), { maxLength: 2 }) }, { weight: 1, arbitrary: HUGE_QUERIES })),
     auth: fc.oneof({ weight: 1, arbitrary: fc.constant<Lines>([]) }, { weight: 2, arbitrary: authorizationHeaders }),
     apps: fc.oneof({ weight: 1, arbitrary: fc.constant<Lines>([]) }, { weight: 2, arbitrary: appTokenHeaders }),
     cookies: fc.oneof({ weight: 4, arbitrary: fc.constant<Lines>([]) }, { weight: 1, arbitrary: cookieHeaders }),

@@ -17,7 +17,7 @@ import type { AccessTokenRecord, ApiKeyRecord, ApplicationRecord, AuthorizationC
 export type WorldKind =
   /** Trusts a proxy range, generous budgets: requests get past the throttle to the deeper checks. */
   | 'open'
-  /** Trusts no proxy, tiny budgets, PKCE required, consent remembered, Bearer off, the legacy parameter off, Basic challenges on. */
+  /** Trusts no proxy, tiny budgets, PKCE required, consent remembered, the host's login page, Bearer off, the legacy parameter off, Basic challenges on. */
   | 'strict'
   /** A store that fails every call, with `onStoreError: 'fail-closed'`: the one world where a 503 is right. */
   | 'down'
@@ -271,6 +271,9 @@ async function makeSeed(): Promise<Seed> {
   }
 }
 
+/** The host's own login page in the strict world: signed-out users are sent there. */
+export const LOGIN_URL = '/login'
+
 /** The addresses the worlds trust as proxies. */
 export const TRUSTED_PROXIES = ['10.0.0.0/8', '127.0.0.1']
 
@@ -287,7 +290,7 @@ function options(kind: WorldKind): GateOptions {
       return {
         throttle: { application: { limit: 2, windowMs: 60_000 }, anonymous: { limit: 2, windowMs: 60_000, scope: 'shared' } },
         basic: { failures: { limit: 2, windowMs: 60_000 }, challenge: true },
-        oauth: { throttle: { limit: 2, windowMs: 60_000 }, clientFailures: { limit: 1, windowMs: 60_000 }, requirePkce: true, acceptBearer: false, rememberConsent: true },
+        oauth: { throttle: { limit: 2, windowMs: 60_000 }, clientFailures: { limit: 1, windowMs: 60_000 }, requirePkce: true, acceptBearer: false, rememberConsent: true, loginUrl: LOGIN_URL },
         legacyAppTokenParam: false,
       }
     case 'down':
