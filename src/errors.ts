@@ -37,6 +37,8 @@ export const PLATFORM_ERROR_STATUS = {
   internal: 500,
   /** The store failed or timed out and the gate could not decide. */
   service_unavailable: 503,
+  /** Too many password verifications are already waiting in this process; `Retry-After` says when to retry. */
+  busy: 503,
 } as const satisfies Record<string, number>
 
 /** A code of the platform's error body. */

@@ -4,6 +4,7 @@
  * `TypeError` that names the option.
  */
 import type { GateRequest } from './http.js'
+import type { HashQueueLimits } from './hash-queue.js'
 import type { OAuthPages } from './oauth/pages.js'
 import { DEFAULT_SCRYPT, type ScryptParams } from './passwords.js'
 import { compileTrustProxy, type ProxyHeadersOption, type TrustProxyOption } from './proxy.js'
@@ -65,6 +66,20 @@ export interface BasicOptions {
   cacheTtlMs?: number
   /** Budget of failed password attempts per username before further attempts get 429. Default 10 per 15 minutes; `false` turns it off. */
   failures?: RatePolicyOptions | false
+  /**
+   * Budget of failed password attempts per client address, across all usernames (IPv6 per
+   * /56). Attempts a username's lockout refused count too. Once it is spent, every
+   * password attempt from the address gets 429, a right one included. Default 20 per 15
+   * minutes; `false` turns it off.
+   */
+  addressFailures?: RatePolicyOptions | false
+  /**
+   * How many password verifications (scrypt) run at once in this process, and how many may
+   * wait; past that an attempt gets 503 `busy` with `Retry-After`. One address has one
+   * verification running at a time, and waiting addresses take turns. Default
+   * `{ concurrency: 2, queue: 64, queuePerAddress: 4 }`.
+   */
+  hashing?: Partial<HashQueueLimits>
   /** scrypt cost for new password hashes. Default `{ logN: 14, blockSize: 8, parallelization: 1 }`. */
   scrypt?: Partial<ScryptParams>
 }
@@ -179,6 +194,8 @@ export interface ResolvedConfig {
     readonly challenge: boolean
     readonly cacheTtlMs: number
     readonly failures: RatePolicyOptions | null
+    readonly addressFailures: RatePolicyOptions | null
+    readonly hashing: HashQueueLimits
     readonly scrypt: ScryptParams
   }
   readonly oauth: {
@@ -239,6 +256,11 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   const cacheTtlMs = basic.cacheTtlMs ?? 300_000
   if (!Number.isSafeInteger(cacheTtlMs) || cacheTtlMs < 0) throw new TypeError(`open-data-gate: basic.cacheTtlMs must be 0 or a positive integer, got ${JSON.stringify(cacheTtlMs)}`)
   const failures = resolvePolicy('basic.failures', basic.failures, { limit: 10, windowMs: 900_000 }, 'app')
+  const addressFailures = resolvePolicy('basic.addressFailures', basic.addressFailures, { limit: 20, windowMs: 900_000 }, 'app')
+  const hashing = { concurrency: 2, queue: 64, queuePerAddress: 4, ...basic.hashing }
+  positiveInteger('basic.hashing.concurrency', hashing.concurrency)
+  positiveInteger('basic.hashing.queue', hashing.queue)
+  positiveInteger('basic.hashing.queuePerAddress', hashing.queuePerAddress)
   const scrypt = { ...DEFAULT_SCRYPT, ...basic.scrypt }
   if (!Number.isInteger(scrypt.logN) || scrypt.logN < 10 || scrypt.logN > 22) throw new TypeError(`open-data-gate: basic.scrypt.logN must be an integer from 10 to 22, got ${JSON.stringify(scrypt.logN)}`)
   positiveInteger('basic.scrypt.blockSize', scrypt.blockSize)
@@ -290,6 +312,8 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
       challenge: booleanOption('basic.challenge', basic.challenge, false),
       cacheTtlMs,
       failures: failures === null ? null : { limit: failures.limit, windowMs: failures.windowMs },
+      addressFailures: addressFailures === null ? null : { limit: addressFailures.limit, windowMs: addressFailures.windowMs },
+      hashing,
       scrypt,
     },
     oauth: {

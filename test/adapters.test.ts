@@ -7,7 +7,7 @@ import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createGate, MemoryStore, type GateOptions } from '../src/index.js'
 import { FRAMEWORKS, type DatasetBody } from './adapters/frameworks.js'
-import { listen, TEST_CERT, type RunningServer } from './adapters/servers.js'
+import { listen, requestFrom, TEST_CERT, type RawAnswer, type RunningServer } from './adapters/servers.js'
 
 /** A store whose backend is down. */
 class ThrowingStore extends MemoryStore {
@@ -309,6 +309,86 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       expect(doc.documentElement?.tagName).toBe('user')
       expect(doc.getElementsByTagName('id')[0]?.textContent).toBe(ada.id)
       expect(doc.getElementsByTagName('displayName')[0]?.textContent).toBe('Ada & <Co>')
+    })
+  })
+
+  describe('password guessing and scrypt load, from several client addresses', () => {
+    const PASSWORD = 'correct horse battery'
+    const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
+
+    /** A gate behind a "trusted proxy" that says https, so each loopback address is one secure client. */
+    async function startLogin(basicOptions: NonNullable<GateOptions['basic']> = {}) {
+      const gate = createGate({ throttle: false, trustProxy: 'loopback', basic: { scrypt: { logN: 10 }, requireAppToken: false, ...basicOptions } })
+      await gate.users.create({ username: 'ada', password: PASSWORD, displayName: 'Ada', email: 'ada@example.org' })
+      const server = await listen(framework.listener(gate))
+      running.push(server)
+      const signIn = (from: string, user: string, password: string) =>
+        requestFrom(server.url, from, { headers: { authorization: basic(user, password), 'x-forwarded-proto': 'https' } })
+      return { gate, signIn }
+    }
+    const statuses = (answers: readonly RawAnswer[]) => answers.map((a) => a.status)
+
+    it('bounds the guesses of one address across usernames, and past the budget refuses even the right password', async () => {
+      const { signIn } = await startLogin({ addressFailures: { limit: 5, windowMs: 60_000 } })
+      // The victim signs in from a NAT address; its right password is now cached for that address.
+      expect((await signIn('127.0.0.2', 'ada', PASSWORD)).status).toBe(200)
+      // A neighbour behind the same address guesses at once, across many usernames.
+      const burst = await Promise.all(Array.from({ length: 30 }, (_, i) => signIn('127.0.0.2', `user${i}`, `guess number ${i}`)))
+      expect(statuses(burst).filter((s) => s === 401).length).toBeLessThanOrEqual(5)
+      expect(statuses(burst).every((s) => [401, 429, 503].includes(s))).toBe(true)
+      const refused = await signIn('127.0.0.2', 'ada', PASSWORD)
+      expect(refused.status).toBe(429)
+      expect(JSON.parse(refused.body)).toMatchObject({ code: 'too_many_requests', error: true })
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0)
+      // A quiet address is not affected.
+      expect((await signIn('127.0.0.3', 'ada', PASSWORD)).status).toBe(200)
+    })
+
+    it('answers no guess for a locked-out username, not even the right password cached for the guessing address', async () => {
+      const { signIn } = await startLogin({ failures: { limit: 3, windowMs: 60_000 } })
+      expect((await signIn('127.0.0.2', 'ada', PASSWORD)).status).toBe(200)
+      const guesses = await Promise.all(Array.from({ length: 12 }, (_, i) => signIn('127.0.0.2', 'ada', `guess number ${i}`)))
+      expect(statuses(guesses).filter((s) => s === 401).length).toBeLessThanOrEqual(3)
+      expect((await signIn('127.0.0.2', 'ada', PASSWORD)).status).toBe(429)
+      expect((await signIn('127.0.0.3', 'ada', PASSWORD)).status).toBe(429)
+    })
+
+    it('lets a cold sign-in from a quiet address pass ahead of a flood of guesses from other addresses', async () => {
+      const { signIn } = await startLogin({ scrypt: { logN: 12 }, cacheTtlMs: 0, addressFailures: false, hashing: { queuePerAddress: 20 } })
+      const flooders = ['127.0.0.2', '127.0.0.3', '127.0.0.4']
+      let answered = 0
+      let firstAnswer!: () => void
+      const started = new Promise<void>((resolve) => (firstAnswer = resolve))
+      const flood = flooders.flatMap((from) =>
+        Array.from({ length: 12 }, (_, i) =>
+          signIn(from, `nobody-${from}-${i}`, 'wrong password here').then((answer) => {
+            answered++
+            firstAnswer()
+            return answer
+          }),
+        ),
+      )
+      await started
+      const quiet = await signIn('127.0.0.9', 'ada', PASSWORD)
+      const answeredBefore = answered
+      const floodAnswers = await Promise.all(flood)
+      expect(quiet.status).toBe(200)
+      expect(statuses(floodAnswers).every((s) => s === 401)).toBe(true)
+      // It waited for a turn, not behind every guess queued before it.
+      expect(answeredBefore).toBeLessThan(flood.length / 2)
+    })
+
+    it('answers 503 busy with Retry-After once too many sign-ins wait, and serves the rest', async () => {
+      const { signIn } = await startLogin({ addressFailures: false, hashing: { concurrency: 1, queue: 2, queuePerAddress: 1 } })
+      const answers = await Promise.all(
+        ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5'].flatMap((from) => Array.from({ length: 4 }, (_, i) => signIn(from, `nobody${i}`, 'wrong password here'))),
+      )
+      const busy = answers.filter((a) => a.status === 503)
+      expect(busy.length).toBeGreaterThan(0)
+      expect(JSON.parse(busy[0]?.body ?? '{}')).toMatchObject({ code: 'busy', error: true })
+      expect(Number(busy[0]?.headers['retry-after'])).toBeGreaterThan(0)
+      expect(statuses(answers).filter((s) => s === 401).length).toBeGreaterThanOrEqual(3)
+      expect((await signIn('127.0.0.9', 'ada', PASSWORD)).status).toBe(200)
     })
   })
 
