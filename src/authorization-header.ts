@@ -41,19 +41,28 @@ export function readCredentials(request: GateRequest, acceptBearer: boolean): Cr
   if (value === undefined || value === '') return undefined
   if (value.length > MAX_CREDENTIALS_LENGTH) throw new PlatformError('invalid_request', 'The Authorization header is too long')
 
-  const space = value.indexOf(' ')
-  const scheme = (space === -1 ? value : value.slice(0, space)).toLowerCase()
-  const rest = space === -1 ? '' : value.slice(space + 1).trim()
+  const scheme = schemeOf(value)
+  if (scheme !== 'basic' && scheme !== 'oauth' && (scheme !== 'bearer' || !acceptBearer)) return undefined
+  // Exactly one space, then the credentials: a tab, two spaces or a comma after a scheme of
+  // ours is refused, never skipped over, since a parser behind the gate might read it otherwise.
+  const rest = value.slice(scheme.length + 1)
+  if (value[scheme.length] !== ' ' || rest === '' || /^\s|\s$/.test(rest)) {
+    throw new PlatformError('invalid_request', `Malformed Authorization header: send the scheme, one space, and the credentials`)
+  }
   switch (scheme) {
     case 'basic':
       return parseBasic(rest)
     case 'oauth':
       return { kind: 'token', scheme: 'oauth', token: parseToken(rest, 'OAuth') }
-    case 'bearer':
-      return acceptBearer ? { kind: 'token', scheme: 'bearer', token: parseToken(rest, 'Bearer') } : undefined
     default:
-      return undefined
+      return { kind: 'token', scheme: 'bearer', token: parseToken(rest, 'Bearer') }
   }
+}
+
+/** The auth-scheme (RFC 9110 §11.1: a token) at the start of the header, in lower case. */
+function schemeOf(value: string): string {
+  const end = value.search(/[^!#$%&'*+.^_`|~0-9A-Za-z-]/)
+  return (end === -1 ? value : value.slice(0, end)).toLowerCase()
 }
 
 function parseBasic(encoded: string): Credentials {

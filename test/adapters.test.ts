@@ -74,6 +74,17 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       expect(res.body.message).toMatch(/Conflicting app tokens/)
     })
 
+    it('decodes percent-encoded parameter names as the host does: an unknown token is refused, a known one identified, a conflict seen', async () => {
+      const { gate, app, api } = await start()
+      await api.get('/resource/abcd-1234.json?app%5Ftoken=not-a-registered-token').expect(403)
+      await api.get('/resource/abcd-1234.json?%24%24app%5Ftoken=not-a-registered-token').expect(403)
+      const res = await api.get(`/resource/abcd-1234.json?%24%24%61pp_token=${app.appToken}`).expect(200)
+      expect((res.body as DatasetBody).gate.application?.appToken).toBe(app.appToken)
+      const other = await gate.applications.register({ name: 'Other' })
+      const conflict = await api.get(`/resource/abcd-1234.json?$$app%5ftoken=${other.appToken}`).set('X-App-Token', app.appToken).expect(403)
+      expect(conflict.body.message).toMatch(/Conflicting app tokens/)
+    })
+
     it('refuses an unknown token with the platform body and error headers', async () => {
       const { api } = await start()
       const res = await api.get('/resource/abcd-1234.json').set('X-App-Token', 'not-a-registered-token').expect(403)
@@ -145,6 +156,14 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       const { api } = await start({ trustProxy: ['10.0.0.0/8'] })
       const res = await api.get('/resource/abcd-1234.json').set('X-Forwarded-For', '203.0.113.9').set('X-Forwarded-Proto', 'https').expect(200)
       expect((res.body as DatasetBody).gate).toMatchObject({ clientIp: '127.0.0.1', secure: false })
+    })
+
+    it('normalises an IPv4-mapped address from a trusted proxy in any spelling to the IPv4 address', async () => {
+      const { api } = await start({ trustProxy: 'loopback', throttle: false })
+      for (const spelling of ['::FFFF:203.0.113.9', '::ffff:cb00:7109', '0:0:0:0:0:ffff:203.0.113.9', '[::ffff:203.0.113.9]:443', '[::FFFF:CB00:7109]']) {
+        const res = await api.get('/resource/abcd-1234.json').set('X-Forwarded-For', spelling).expect(200)
+        expect((res.body as DatasetBody).gate.clientIp).toBe('203.0.113.9')
+      }
     })
 
     it('counts anonymous clients behind a trusted proxy by their own address', async () => {
@@ -249,6 +268,15 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       const { app, get } = await startAuth()
       const res = await get('/resource/abcd-1234.json').set('Authorization', 'Basic %%%').set('X-App-Token', app.appToken).expect(400)
       expect(res.body).toMatchObject({ code: 'invalid_request', error: true })
+    })
+
+    it('answers a tab or anything but one space after the Basic, OAuth or Bearer scheme with 400, never ignoring it', async () => {
+      const { app, token, get } = await startAuth()
+      const encoded = Buffer.from(`ada:${PASSWORD}`).toString('base64')
+      for (const header of [`Basic\t${encoded}`, `Basic  ${encoded}`, `OAuth\t${token.accessToken}`, `Bearer\t${token.accessToken}`, `OAuth  ${token.accessToken}`]) {
+        const res = await get('/resource/abcd-1234.json').set('Authorization', header).set('X-App-Token', app.appToken).expect(400)
+        expect(res.body).toMatchObject({ code: 'invalid_request', error: true })
+      }
     })
 
     it('answers Basic and an OAuth token in one request with 400', async () => {
