@@ -137,8 +137,11 @@ class NodeGateRequest implements GateRequest {
   }
 
   readBody(limit: number): Promise<RequestBody> {
-    const parsed = typeof this.#parsedBody === 'function' ? (this.#parsedBody as () => unknown)() : this.#parsedBody
-    return readBody(this.#req, limit, parsed)
+    return readBody(this.#req, limit, this.parsedBody())
+  }
+
+  parsedBody(): unknown {
+    return typeof this.#parsedBody === 'function' ? (this.#parsedBody as () => unknown)() : this.#parsedBody
   }
 }
 

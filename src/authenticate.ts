@@ -98,15 +98,32 @@ export class Authenticator {
   /**
    * Access tokens arrived over an insecure connection: revoke them at once, in the store,
    * so that every instance refuses them from now on.
+   * @returns how many live tokens this revoked
    */
-  async revokeInsecure(tokens: readonly string[], client: ClientInfo): Promise<void> {
+  async revokeInsecure(tokens: readonly string[], client: ClientInfo): Promise<number> {
+    let revoked = 0
     for (const token of tokens) {
       const tokenHash = sha256(token)
       const record = await this.#store.getAccessToken(tokenHash)
       if (record !== undefined && (await this.#store.revokeAccessToken(tokenHash, Date.now()))) {
+        revoked++
         this.#emit('tokenRevoked', { reason: 'insecure-transport', userId: record.userId, appToken: record.appToken, ip: client.ip })
       }
     }
+    return revoked
+  }
+
+  /**
+   * Basic credentials arrived over an insecure connection. When they are an API key and
+   * its right secret, the key is revoked: whoever watched the wire has it now. (A wrong
+   * secret revokes nothing, or anyone could revoke anyone's key by its id.)
+   */
+  async revokeInsecureApiKey(credentials: Extract<Credentials, { kind: 'basic' }>, client: ClientInfo): Promise<void> {
+    if (!API_KEY_ID.test(credentials.user)) return
+    const record = await this.#store.getApiKey(credentials.user)
+    if (record === undefined || record.revokedAt !== null || !secretMatches(credentials.password, record.secretHash)) return
+    const updated = await this.#store.updateApiKey(record.keyId, { revokedAt: Date.now() })
+    if (updated !== undefined) this.#emit('apiKeyRevoked', { reason: 'insecure-transport', keyId: record.keyId, userId: record.userId, ip: client.ip })
   }
 
   #verifyToken(token: string, scheme: 'oauth' | 'bearer', client: ClientInfo): Awaitable<Authentication> {

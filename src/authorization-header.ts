@@ -85,19 +85,44 @@ function parseToken(token: string, scheme: string): string {
   return token
 }
 
+/** At most this many candidates per request are looked up: each costs a store read. */
+const MAX_CANDIDATES = 8
+/** Shorter words in a malformed header (`token` in `OAuth token="…"`) cannot be a token of ours. */
+const MIN_TOKEN_LENGTH = 16
+
 /**
- * Every access token the request carries in an `Authorization` header (OAuth or Bearer,
- * whatever else the request gets wrong): over plain http each one must be revoked.
+ * Every access token the request may carry in clear, in any form a client might use:
+ * `Authorization: OAuth`/`Bearer` (well-formed or not: `OAuth <t>,`, `OAuth token="<t>"`,
+ * `OAuth<TAB><t>`), the query parameters `access_token` and `oauth_token` (names decoded
+ * as the host decodes them), and those fields of a body a body parser already read. Over
+ * plain http each one must be revoked; none of them ever authenticates.
  */
-export function tokensSentIn(request: GateRequest): string[] {
+export function tokensSentIn(request: GateRequest, parsedBody?: unknown): string[] {
+  const found = new Set<string>()
+  const add = (candidate: string) => {
+    if (found.size < MAX_CANDIDATES && candidate.length >= MIN_TOKEN_LENGTH && candidate.length <= MAX_CREDENTIALS_LENGTH && B64TOKEN.test(candidate)) found.add(candidate)
+  }
   const header = request.headers.authorization
   const values = request.authorization ?? (header === undefined ? [] : Array.isArray(header) ? header : [header])
-  const tokens: string[] = []
   for (const value of values) {
-    const space = value.indexOf(' ')
-    const scheme = value.slice(0, space).toLowerCase()
-    const token = value.slice(space + 1).trim()
-    if ((scheme === 'oauth' || scheme === 'bearer') && token.length <= MAX_CREDENTIALS_LENGTH && B64TOKEN.test(token)) tokens.push(token)
+    const scheme = schemeOf(value)
+    if (scheme !== 'oauth' && scheme !== 'bearer') continue
+    for (const word of value.slice(scheme.length).split(/[\s,;="]+/)) add(word)
   }
-  return tokens
+  const url = request.url
+  const q = url.indexOf('?')
+  if (q !== -1 && (url.indexOf('token', q) !== -1 || url.indexOf('%', q) !== -1)) {
+    const params = new URLSearchParams(url.slice(q + 1))
+    for (const name of TOKEN_FIELDS) for (const value of params.getAll(name)) add(value.trim())
+  }
+  if (typeof parsedBody === 'object' && parsedBody !== null && !Buffer.isBuffer(parsedBody)) {
+    for (const name of TOKEN_FIELDS) {
+      const value: unknown = (parsedBody as Record<string, unknown>)[name]
+      for (const one of Array.isArray(value) ? value : [value]) if (typeof one === 'string') add(one.trim())
+    }
+  }
+  return [...found]
 }
+
+/** Where clients put access tokens besides the Authorization header (RFC 6750 §2.2-2.3, OAuth 1.0 habits). */
+const TOKEN_FIELDS = ['access_token', 'oauth_token'] as const

@@ -137,21 +137,22 @@ export class Gate extends TypedEmitter<GateEvents> {
     const client = this.#client(request)
     // A token sent in clear is revoked before anything else can refuse the request
     // (an unknown app token, a malformed header, an OAuth endpoint): spec, OAuth 2.0 step 7.
-    if (!client.secure && request.headers.authorization !== undefined) {
-      const sent = tokensSentIn(request)
-      if (sent.length > 0) return this.#auth.revokeInsecure(sent, client).then(() => this.#route(request, client))
+    // Whatever form it came in: a header, malformed or not, the query, a parsed body.
+    if (!client.secure) {
+      const sent = tokensSentIn(request, request.parsedBody?.())
+      if (sent.length > 0) return this.#auth.revokeInsecure(sent, client).then((revoked) => this.#route(request, client, revoked > 0))
     }
-    return this.#route(request, client)
+    return this.#route(request, client, false)
   }
 
-  #route(request: GateRequest, client: ClientInfo): Awaitable<GateOutcome> {
+  #route(request: GateRequest, client: ClientInfo, revokedInsecureToken: boolean): Awaitable<GateOutcome> {
     const route = this.#routes.size === 0 ? undefined : this.#routes.get(pathOf(request.url))
     // The OAuth endpoints authenticate clients and users themselves, and need no app token.
     if (route?.kind === 'oauth') return andThen(this.#oauth.handle(route.endpoint, request, client), respond)
     // Spelled out rather than andThen(...): no closure is made when the store answers at once.
     const application = this.#application(request, client)
-    if (isPromiseLike(application)) return Promise.resolve(application).then((found) => this.#access(request, client, found, route))
-    return this.#access(request, client, application, route)
+    if (isPromiseLike(application)) return Promise.resolve(application).then((found) => this.#access(request, client, found, route, revokedInsecureToken))
+    return this.#access(request, client, application, route, revokedInsecureToken)
   }
 
   /** The application the request names, or `null`; a token nobody registered is a 403. */
@@ -168,12 +169,18 @@ export class Gate extends TypedEmitter<GateEvents> {
   }
 
   /** Throttle, then credentials; most requests carry none and stay synchronous. */
-  #access(request: GateRequest, client: ClientInfo, application: ApplicationRecord | null, route: CurrentUserRoute | undefined): Awaitable<GateOutcome> {
+  #access(
+    request: GateRequest,
+    client: ClientInfo,
+    application: ApplicationRecord | null,
+    route: CurrentUserRoute | undefined,
+    revokedInsecureToken: boolean,
+  ): Awaitable<GateOutcome> {
     const credentials = readCredentials(request, this.#config.oauth.acceptBearer)
     if (credentials !== undefined) return this.#authenticated(request, client, application, credentials, route)
     const pass = this.#throttle.check(application, client)
-    if (isPromiseLike(pass)) return Promise.resolve(pass).then((settled) => this.#outcome(request, client, application, settled, null, false, route))
-    return this.#outcome(request, client, application, pass, null, false, route)
+    if (isPromiseLike(pass)) return Promise.resolve(pass).then((settled) => this.#outcome(request, client, application, settled, null, revokedInsecureToken, route))
+    return this.#outcome(request, client, application, pass, null, revokedInsecureToken, route)
   }
 
   /**
@@ -190,9 +197,12 @@ export class Gate extends TypedEmitter<GateEvents> {
   ): Awaitable<GateOutcome> {
     if (!client.secure) {
       if (credentials.kind === 'basic') {
-        throw new PlatformError('https_required', 'Authenticated requests must use https: credentials sent over an insecure connection are denied')
+        // An API key whose secret travelled in clear is revoked (a password cannot be: the user changes it).
+        return this.#auth.revokeInsecureApiKey(credentials, client).then(() => {
+          throw new PlatformError('https_required', 'Authenticated requests must use https: credentials sent over an insecure connection are denied')
+        })
       }
-      return this.#unauthenticated(request, client, application, route)
+      return this.#unauthenticated(request, client, application, route, true)
     }
     if (credentials.kind === 'basic' && application === null && this.#config.basic.requireAppToken) {
       throw new PlatformError('app_token_required', 'Requests authenticated with HTTP Basic must include an application token in the X-App-Token header')
@@ -202,9 +212,9 @@ export class Gate extends TypedEmitter<GateEvents> {
     )
   }
 
-  /** A token sent in clear (already revoked by #decide): the request goes on unauthenticated. */
-  #unauthenticated(request: GateRequest, client: ClientInfo, application: ApplicationRecord | null, route: CurrentUserRoute | undefined): Awaitable<GateOutcome> {
-    return andThen(this.#throttle.check(application, client), (pass) => this.#outcome(request, client, application, pass, null, true, route))
+  /** A token sent in clear (already revoked by #decide, if it was live): the request goes on unauthenticated. */
+  #unauthenticated(request: GateRequest, client: ClientInfo, application: ApplicationRecord | null, route: CurrentUserRoute | undefined, revoked: boolean): Awaitable<GateOutcome> {
+    return andThen(this.#throttle.check(application, client), (pass) => this.#outcome(request, client, application, pass, null, revoked, route))
   }
 
   #outcome(

@@ -36,6 +36,12 @@ export interface GateRequest {
    * (the OAuth token, revocation and form endpoints).
    */
   readonly readBody?: ((limit: number) => Promise<RequestBody>) | undefined
+  /**
+   * What a body parser that ran before the gate produced (`req.body`), or `undefined`;
+   * never reads the stream. The gate looks at it only on plain http, for access tokens
+   * sent in clear.
+   */
+  readonly parsedBody?: (() => unknown) | undefined
 }
 
 /** What the gate answers when it answers itself. */

@@ -30,6 +30,8 @@ export type {
   RateKeyEvictedEvent,
   AuthenticationFailedEvent,
   TokenRevokedEvent,
+  ApiKeyRevokedEvent,
+  ClientSecretExposedEvent,
   CodeReplayedEvent,
   InternalErrorEvent,
 } from './events.js'

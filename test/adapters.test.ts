@@ -6,7 +6,8 @@ import { DOMParser } from '@xmldom/xmldom'
 import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createGate, MemoryStore, type GateOptions } from '../src/index.js'
-import { FRAMEWORKS, type DatasetBody } from './adapters/frameworks.js'
+import { sha256 } from '../src/secrets.js'
+import { FRAMEWORKS, FRAMEWORKS_WITH_BODY_PARSERS, type DatasetBody } from './adapters/frameworks.js'
 import { listen, requestFrom, TEST_CERT, type RawAnswer, type RunningServer } from './adapters/servers.js'
 
 /** A store whose backend is down. */
@@ -294,6 +295,72 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       expect(after.body.code).toBe('invalid_token')
     })
 
+    it('revokes an access token sent in clear in the query, a body field or a malformed header; the request goes on unauthenticated', async () => {
+      const { gate, ada, app, plain, get } = await startAuth()
+      const forms: Array<{ name: string; send: (t: string) => Promise<unknown>; status: number }> = [
+        { name: '?access_token=', send: (t) => plain.get(`/resource/abcd-1234.json?access_token=${t}`), status: 200 },
+        { name: '?oauth_token=', send: (t) => plain.get(`/resource/abcd-1234.json?oauth%5Ftoken=${t}`), status: 200 },
+        { name: 'OAuth <t>,', send: (t) => plain.get('/resource/abcd-1234.json').set('Authorization', `OAuth ${t},`), status: 400 },
+        { name: 'OAuth token="<t>"', send: (t) => plain.get('/resource/abcd-1234.json').set('Authorization', `OAuth token="${t}"`), status: 400 },
+        { name: 'OAuth<TAB><t>', send: (t) => plain.get('/resource/abcd-1234.json').set('Authorization', `OAuth\t${t}`), status: 400 },
+        { name: 'access_token at the token endpoint', send: (t) => plain.post('/oauth/access_token').type('form').send({ access_token: t }), status: 400 },
+        { name: 'token at the revocation endpoint', send: (t) => plain.post('/oauth/revoke').type('form').send({ token: t, client_id: app.appToken }), status: 400 },
+      ]
+      const revoked: string[] = []
+      gate.on('tokenRevoked', (e) => revoked.push(e.reason))
+      for (const form of forms) {
+        const { accessToken } = await gate.tokens.issue({ userId: ada.id, appToken: app.appToken })
+        const res = (await form.send(accessToken)) as { status: number; body: DatasetBody }
+        expect({ form: form.name, status: res.status }).toEqual({ form: form.name, status: form.status })
+        if (res.status === 200) expect(res.body.gate).toMatchObject({ auth: 'none', user: null, revokedInsecureToken: true })
+        const after = await get('/resource/abcd-1234.json').set('Authorization', `OAuth ${accessToken}`)
+        expect({ form: form.name, status: after.status }).toEqual({ form: form.name, status: 401 })
+      }
+      expect(revoked).toEqual(forms.map(() => 'insecure-transport'))
+    })
+
+    it('revokes an API key whose right secret came over plain http, and tells the event; a wrong secret revokes nothing', async () => {
+      const { gate, ada, app, plain, get } = await startAuth()
+      const events: unknown[] = []
+      gate.on('apiKeyRevoked', (e) => events.push(e))
+      const kept = await gate.apiKeys.create(ada.id, { name: 'kept' })
+      await plain.get('/resource/abcd-1234.json').set('Authorization', basic(kept.keyId, 'not the secret')).set('X-App-Token', app.appToken).expect(403)
+      await get('/resource/abcd-1234.json').set('Authorization', basic(kept.keyId, kept.keySecret)).set('X-App-Token', app.appToken).expect(200)
+      const leaked = await gate.apiKeys.create(ada.id, { name: 'leaked' })
+      const res = await plain.get('/resource/abcd-1234.json').set('Authorization', basic(leaked.keyId, leaked.keySecret)).set('X-App-Token', app.appToken).expect(403)
+      expect(res.body.code).toBe('https_required')
+      await get('/resource/abcd-1234.json').set('Authorization', basic(leaked.keyId, leaked.keySecret)).set('X-App-Token', app.appToken).expect(401)
+      expect((await gate.apiKeys.find(leaked.keyId))?.revokedAt).toEqual(expect.any(Number))
+      expect(events).toEqual([{ reason: 'insecure-transport', keyId: leaked.keyId, userId: ada.id, ip: '127.0.0.1' }])
+    })
+
+    it('consumes a code posted over plain http, so it cannot be exchanged over https after', async () => {
+      const { gate, ada, plain, post } = await startAuth()
+      const client = await gate.applications.register({ name: 'Client', callbackPrefix: 'https://client.example/cb' })
+      const code = 'a-code-that-travelled-in-clear-0123456789abc'
+      const now = Date.now()
+      await gate.store.insertAuthorizationCode({
+        codeHash: sha256(code),
+        appToken: client.appToken,
+        userId: ada.id,
+        redirectUri: 'https://client.example/cb',
+        codeChallenge: null,
+        createdAt: now,
+        expiresAt: now + 60_000,
+        usedAt: null,
+      })
+      const exposed: unknown[] = []
+      gate.on('clientSecretExposed', (e) => exposed.push(e))
+      const form = { grant_type: 'authorization_code', code, redirect_uri: 'https://client.example/cb', client_id: client.appToken, client_secret: client.secretToken }
+      const refused = await plain.post('/oauth/access_token').type('form').send(form).expect(400)
+      expect(refused.body.error).toBe('invalid_request')
+      const later = await post('/oauth/access_token').type('form').send(form).expect(400)
+      expect(later.body.error).toBe('invalid_grant')
+      // The right client secret was seen in clear: reported, not rotated (the application keeps working).
+      expect(exposed).toEqual([{ appToken: client.appToken, ip: '127.0.0.1' }])
+      expect(await gate.applications.verifySecret(client.appToken, client.secretToken)).toBe(true)
+    })
+
     it('keeps private data private: anonymous gets 403, a user gets the data', async () => {
       const { token, get, plain, gate } = await startAuth()
       const anonymous = await get('/private/abcd-1234.json').expect(403)
@@ -444,5 +511,22 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       expect(res.body).toEqual({ code: 'internal', error: true, message: 'Internal server error' })
       expect(internal).toHaveLength(1)
     })
+  })
+})
+
+describe.each(FRAMEWORKS_WITH_BODY_PARSERS)('$name', (framework) => {
+  it('revokes an access token in the body a body parser already read, over plain http', async () => {
+    const gate = createGate({ throttle: false })
+    const app = await gate.applications.register({ name: 'Transit dashboard' })
+    const user = await gate.users.create({ username: 'ada', password: 'correct horse battery', displayName: 'Ada', email: 'ada@example.org' })
+    const { accessToken } = await gate.tokens.issue({ userId: user.id, appToken: app.appToken })
+    const server = await listen(framework.listener(gate))
+    try {
+      const res = await request(server.url).post('/api/v3/views/abcd-1234/query.json').set('X-App-Token', app.appToken).send({ access_token: accessToken }).expect(200)
+      expect((res.body as DatasetBody).gate).toMatchObject({ auth: 'none', revokedInsecureToken: true })
+      expect((await gate.store.getAccessToken(sha256(accessToken)))?.revokedAt).toEqual(expect.any(Number))
+    } finally {
+      await server.close()
+    }
   })
 })

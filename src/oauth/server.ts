@@ -36,7 +36,7 @@ export class OAuthServer {
     this.#report = report
     this.#authorize = new AuthorizeEndpoint(config, store, auth, new LoginSessions(store, config.oauth.sessionTtlMs), report)
     const failures = config.oauth.clientFailures
-    this.#tokens = new TokenEndpoints(store, tokens, { store, throttle, emit, realm: config.realm, failures }, emit)
+    this.#tokens = new TokenEndpoints(store, tokens, { store, throttle, emit, realm: config.realm, failures }, emit, (sent, client) => auth.revokeInsecure(sent, client))
   }
 
   /** Answers a request to one of the endpoints. Never rejects. */

@@ -18,7 +18,9 @@ import type { Emit } from '../events.js'
 import type { GateRequest, GateResponse } from '../http.js'
 import { bodyParams, Params, queryParams } from '../params.js'
 import type { ClientInfo } from '../proxy.js'
-import { sha256 } from '../secrets.js'
+import { isPlausibleAppToken } from '../app-token.js'
+import { readCredentials } from '../authorization-header.js'
+import { secretMatches, sha256 } from '../secrets.js'
 import type { AuthorizationCodeRecord, GateStore } from '../store/store.js'
 import { authenticateClient, type ClientAuthDeps } from './client-auth.js'
 import { isVerifier, verifierMatches } from './pkce.js'
@@ -26,6 +28,9 @@ import { isVerifier, verifierMatches } from './pkce.js'
 const BODY_LIMIT = 16 * 1024
 const TOKEN_PARAMS = ['grant_type', 'code', 'redirect_uri', 'client_id', 'client_secret', 'code_verifier']
 const REVOKE_PARAMS = ['token', 'token_type_hint', 'client_id', 'client_secret']
+/** Revokes access tokens that travelled in clear; how many were live. */
+export type RevokeInsecure = (tokens: readonly string[], client: ClientInfo) => Promise<number>
+
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' }
 
 export class TokenEndpoints {
@@ -33,17 +38,19 @@ export class TokenEndpoints {
   readonly #tokens: AccessTokens
   readonly #clientAuth: ClientAuthDeps
   readonly #emit: Emit
+  readonly #revokeInsecure: RevokeInsecure
 
-  constructor(store: GateStore, tokens: AccessTokens, clientAuth: ClientAuthDeps, emit: Emit) {
+  constructor(store: GateStore, tokens: AccessTokens, clientAuth: ClientAuthDeps, emit: Emit, revokeInsecure: RevokeInsecure) {
     this.#store = store
     this.#tokens = tokens
     this.#clientAuth = clientAuth
     this.#emit = emit
+    this.#revokeInsecure = revokeInsecure
   }
 
   /** Exchanges an authorization code for an access token. */
   async token(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
-    const params = await readParams(request, client, 'token', TOKEN_PARAMS)
+    const params = await this.#readParams(request, client, 'token', TOKEN_PARAMS)
     const application = await authenticateClient(request, params, client, this.#clientAuth)
 
     const grantType = params.get('grant_type')
@@ -81,7 +88,7 @@ export class TokenEndpoints {
 
   /** RFC 7009: a client revokes one of its own tokens. Unknown tokens are answered 200 too. */
   async revoke(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
-    const params = await readParams(request, client, 'revoke', REVOKE_PARAMS)
+    const params = await this.#readParams(request, client, 'revoke', REVOKE_PARAMS)
     const application = await authenticateClient(request, params, client, this.#clientAuth)
     const token = params.get('token')
     if (token === undefined) throw new OAuthError('invalid_request', 'token is missing')
@@ -95,24 +102,55 @@ export class TokenEndpoints {
     return { status: 200, headers: { ...NO_STORE }, body: '' }
   }
 
+  /** The parameters of a token or revocation request: query and body, nothing repeated, over https only. */
+  async #readParams(request: GateRequest, client: ClientInfo, endpoint: 'token' | 'revoke', names: readonly string[]): Promise<Params> {
+    if (request.method !== 'POST') throw new OAuthError('invalid_request', `The ${endpoint} endpoint accepts POST only`, { headers: { allow: 'POST' } })
+    const body = await bodyParams(request, BODY_LIMIT)
+    if (!client.secure) {
+      await this.#sentInClear(request, Params.merge(queryParams(request.url), typeof body === 'string' ? new Params() : body), endpoint, client)
+      throw new OAuthError('invalid_request', 'https is required: client credentials must not travel in clear')
+    }
+    if (typeof body === 'string') throw new OAuthError('invalid_request', BODY_PROBLEMS[body])
+    const params = Params.merge(queryParams(request.url), body)
+    const repeated = params.firstDuplicated(names)
+    if (repeated !== undefined) throw new OAuthError('invalid_request', `${repeated} was sent more than once`)
+    return params
+  }
+
+  /**
+   * What a request over plain http gave away is made worthless, as far as the gate can:
+   * a code is consumed (so its exchange over https later counts as a replay and revokes
+   * what it issued), access tokens are revoked. A client secret cannot be replaced without
+   * breaking the application, so the right one seen in clear is reported
+   * (`clientSecretExposed`) for the operator to rotate.
+   */
+  async #sentInClear(request: GateRequest, params: Params, endpoint: 'token' | 'revoke', client: ClientInfo): Promise<void> {
+    const code = params.get('code')
+    if (endpoint === 'token' && code !== undefined) await this.#store.consumeAuthorizationCode(sha256(code), Date.now())
+    const tokens = [params.get('access_token'), params.get('oauth_token'), endpoint === 'revoke' ? params.get('token') : undefined]
+    await this.#revokeInsecure(tokens.filter((t): t is string => t !== undefined), client)
+    let clientId = params.get('client_id')
+    let secret = params.get('client_secret')
+    try {
+      const credentials = readCredentials(request, false)
+      if (credentials?.kind === 'basic') {
+        clientId = decodeURIComponent(credentials.user.replace(/\+/g, ' '))
+        secret = decodeURIComponent(credentials.password.replace(/\+/g, ' '))
+      }
+    } catch {
+      // Malformed credentials hold no secret to report.
+    }
+    if (clientId === undefined || secret === undefined || !isPlausibleAppToken(clientId)) return
+    const application = await this.#store.getApplication(clientId)
+    if (application !== undefined && secretMatches(secret, application.secretHash)) this.#emit('clientSecretExposed', { appToken: application.appToken, ip: client.ip })
+  }
+
   /** A code presented after its first exchange: revoke what it issued, and refuse. */
   async #replayed(record: AuthorizationCodeRecord, client: ClientInfo): Promise<OAuthError> {
     const revokedTokens = await this.#store.revokeAccessTokens({ codeHash: record.codeHash }, Date.now())
     this.#emit('codeReplayed', { appToken: record.appToken, userId: record.userId, ip: client.ip, revokedTokens })
     return new OAuthError('invalid_grant', 'The authorization code has already been used; the tokens issued from it are revoked')
   }
-}
-
-/** The parameters of a token or revocation request: query and body, nothing repeated, over https only. */
-async function readParams(request: GateRequest, client: ClientInfo, endpoint: string, names: readonly string[]): Promise<Params> {
-  if (request.method !== 'POST') throw new OAuthError('invalid_request', `The ${endpoint} endpoint accepts POST only`, { headers: { allow: 'POST' } })
-  if (!client.secure) throw new OAuthError('invalid_request', 'https is required: client credentials must not travel in clear')
-  const body = await bodyParams(request, BODY_LIMIT)
-  if (typeof body === 'string') throw new OAuthError('invalid_request', BODY_PROBLEMS[body])
-  const params = Params.merge(queryParams(request.url), body)
-  const repeated = params.firstDuplicated(names)
-  if (repeated !== undefined) throw new OAuthError('invalid_request', `${repeated} was sent more than once`)
-  return params
 }
 
 const BODY_PROBLEMS = {
