@@ -27,6 +27,7 @@ export type {
   ThrottledEvent,
   InvalidAppTokenEvent,
   StoreErrorEvent,
+  StoreRecoveredEvent,
   RateKeyEvictedEvent,
   AuthenticationFailedEvent,
   TokenRevokedEvent,
@@ -51,6 +52,7 @@ export {
 export { MemoryStore, type MemoryStoreOptions } from './store/memory-store.js'
 export type {
   GateStore,
+  RateStore,
   ApplicationRecord,
   ApplicationPatch,
   UserRecord,
@@ -61,7 +63,11 @@ export type {
   AccessTokenFilter,
   AuthorizationCodeRecord,
   SessionRecord,
+  GrantRecord,
+  ApiKeyQuery,
+  ApiKeySortField,
   StoreEventSink,
   Awaitable,
 } from './store/store.js'
+export { compareApiKeys, matchesApiKeyQuery } from './store/api-key-query.js'
 export { gcraStep, emissionInterval, type RateResult, type GcraOutcome } from './gcra.js'
