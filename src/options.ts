@@ -114,6 +114,8 @@ export interface OAuthOptions {
   paths?: OAuthPaths
   /** How long a sign-in on the gate's own login page lasts, in ms. Default 1 hour. */
   sessionTtlMs?: number
+  /** Live sign-ins per user on the gate's own login page; a new one ends the oldest past this. Default 10. */
+  maxSessionsPerUser?: number
   /**
    * Tells the gate who is signed in to the host application, from the host's own session:
    * return the gate user id, or nothing. When it returns nothing the gate's own sign-in
@@ -222,6 +224,7 @@ export interface ResolvedConfig {
     readonly issuer: string | null
     readonly paths: { readonly [K in keyof OAuthPaths]-?: string | null }
     readonly sessionTtlMs: number
+    readonly maxSessionsPerUser: number
     readonly authenticateUser: OAuthOptions['authenticateUser'] | null
     readonly loginUrl: string | null
     readonly pages: OAuthPages
@@ -297,6 +300,8 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   if (codeTtlMs > 600_000) throw new TypeError(`open-data-gate: oauth.codeTtlMs must be at most 600000 (10 minutes, RFC 6749 §4.1.2), got ${codeTtlMs}`)
   const sessionTtlMs = oauth.sessionTtlMs ?? 3_600_000
   positiveInteger('oauth.sessionTtlMs', sessionTtlMs)
+  const maxSessionsPerUser = oauth.maxSessionsPerUser ?? 10
+  positiveInteger('oauth.maxSessionsPerUser', maxSessionsPerUser)
   if (oauth.issuer !== undefined && !isIssuer(oauth.issuer)) {
     throw new TypeError(`open-data-gate: oauth.issuer must be an https URL without query or fragment, got ${JSON.stringify(oauth.issuer)}`)
   }
@@ -355,6 +360,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
         metadata: endpointPath('metadata', '/.well-known/oauth-authorization-server'),
       },
       sessionTtlMs,
+      maxSessionsPerUser,
       authenticateUser: oauth.authenticateUser ?? null,
       loginUrl: oauth.loginUrl ?? null,
       pages,

@@ -261,6 +261,16 @@ describe('sessions of the gate’s own sign-in', () => {
     expect(again.html).toContain('name="password"')
   })
 
+  it('keeps at most maxSessionsPerUser live sign-ins per user, ending the oldest', async () => {
+    const { server, authorizeUrl } = await start({ oauth: { maxSessionsPerUser: 2 } })
+    const browsers = [new Browser(), new Browser(), new Browser()]
+    const consents = []
+    for (const browser of browsers) consents.push(await browser.signIn(`${server.url}${authorizeUrl()}`, 'ada', PASSWORD))
+    expect((await browsers[0]!.get(consents[0]!.url)).html).toContain('name="password"')
+    expect((await browsers[1]!.get(consents[1]!.url)).html).toContain('value="approve"')
+    expect((await browsers[2]!.get(consents[2]!.url)).html).toContain('value="approve"')
+  })
+
   it('ends with “Not you? Sign out”, and the session is gone from the store', async () => {
     const { gate, browser, consent } = await signedIn()
     const session = browser.cookies.get('__Host-odg-session') as string

@@ -34,7 +34,7 @@ export class OAuthServer {
     this.#throttle = throttle
     this.#emit = emit
     this.#report = report
-    this.#authorize = new AuthorizeEndpoint(config, store, auth, new LoginSessions(store, config.oauth.sessionTtlMs), report)
+    this.#authorize = new AuthorizeEndpoint(config, store, auth, new LoginSessions(store, config.oauth.sessionTtlMs, config.oauth.maxSessionsPerUser), report)
     const failures = config.oauth.clientFailures
     this.#tokens = new TokenEndpoints(store, tokens, { store, throttle, emit, realm: config.realm, failures }, emit, (sent, client) => auth.revokeInsecure(sent, client))
   }
