@@ -82,13 +82,6 @@ function expectErrorPage(res: request.Response, status: number, text: RegExp) {
   expect(res.text).toMatch(text)
 }
 
-function redirectParams(res: request.Response): URLSearchParams {
-  expect(res.status).toBe(303)
-  const location = res.headers.location as string
-  expect(location.startsWith(`${REDIRECT}&`)).toBe(true)
-  return new URL(location).searchParams
-}
-
 describe('authorize: client and redirect_uri problems are shown, never redirected', () => {
   it('shows an error page for an unknown, missing or OAuth-less client', async () => {
     const { gate, get, authorizeUrl, ada } = await start()
@@ -135,6 +128,14 @@ describe('authorize: client and redirect_uri problems are shown, never redirecte
 })
 
 describe('authorize: the user is authenticated before any redirect', () => {
+  it.each(['https:transit.example/oauth/callback', 'https:/transit.example/oauth/callback', 'https://transit.example/oauth/..;/admin', 'https://transit.example/oauth/cb//evil.example', 'https://transit.example/oauth/cb?code=planted'])(
+    'shows an error page for the redirect_uri %s, signed in or not, and never puts it in a Location',
+    async (redirectUri) => {
+      const { get, authorizeUrl, ada } = await start()
+      expectErrorPage(await get(authorizeUrl({ redirect_uri: redirectUri })).set('x-signed-in', ada.id), 400, /Invalid redirect address/)
+    },
+  )
+
   it('shows the login page, not an error redirect, to a signed-out user with a bad request', async () => {
     const { get, authorizeUrl } = await start()
     const res = await get(authorizeUrl({ response_type: 'token' }))
@@ -153,7 +154,16 @@ describe('authorize: the user is authenticated before any redirect', () => {
   })
 })
 
-describe('authorize: other problems go back to the application', () => {
+/** The link back to the application on an error page shown instead of a redirect. */
+function backLinkParams(res: request.Response): URLSearchParams {
+  expectErrorPage(res, 400, /Back to Transit &lt;dashboard&gt;/)
+  const href = /<a class="button" href="([^"]+)">/.exec(res.text)?.[1] as string
+  const location = href.replace(/&amp;/g, '&').replace(/&#39;/g, "'").replace(/&quot;/g, '"').replace(/&lt;/g, '<').replace(/&gt;/g, '>')
+  expect(location.startsWith(`${REDIRECT}&`)).toBe(true)
+  return new URL(location).searchParams
+}
+
+describe('authorize: other problems go back to the application, by a link the user follows', () => {
   it.each([
     [{ response_type: 'token' }, [], 'unsupported_response_type'],
     [{}, ['response_type'], 'invalid_request'],
@@ -164,7 +174,7 @@ describe('authorize: other problems go back to the application', () => {
     [{ code_challenge: 'too-short', code_challenge_method: 'S256' }, [], 'invalid_request'],
   ])('%j without %j → %s, with the state', async (params, omit, error) => {
     const { get, authorizeUrl, ada } = await start()
-    const back = redirectParams(await get(authorizeUrl(params, omit)).set('x-signed-in', ada.id))
+    const back = backLinkParams(await get(authorizeUrl(params, omit)).set('x-signed-in', ada.id))
     expect(back.get('error')).toBe(error)
     expect(back.get('error_description')).toBeTruthy()
     expect(back.get('state')).toBe('xyz')
@@ -173,19 +183,33 @@ describe('authorize: other problems go back to the application', () => {
 
   it('answers a repeated parameter with invalid_request, and echoes no state when state itself repeats', async () => {
     const { get, authorizeUrl, ada } = await start()
-    const twice = redirectParams(await get(`${authorizeUrl()}&response_type=code`).set('x-signed-in', ada.id))
+    const twice = backLinkParams(await get(`${authorizeUrl()}&response_type=code`).set('x-signed-in', ada.id))
     expect(twice.get('error')).toBe('invalid_request')
     expect(twice.get('error_description')).toMatch(/response_type was sent more than once/)
-    const states = redirectParams(await get(`${authorizeUrl()}&state=other`).set('x-signed-in', ada.id))
+    const states = backLinkParams(await get(`${authorizeUrl()}&state=other`).set('x-signed-in', ada.id))
     expect(states.get('error')).toBe('invalid_request')
     expect(states.get('state')).toBeNull()
   })
 
   it('requires PKCE when configured', async () => {
     const { get, authorizeUrl, ada } = await start({ oauth: { requirePkce: true } })
-    const back = redirectParams(await get(authorizeUrl()).set('x-signed-in', ada.id))
+    const back = backLinkParams(await get(authorizeUrl()).set('x-signed-in', ada.id))
     expect(back.get('error')).toBe('invalid_request')
     expect(back.get('error_description')).toMatch(/PKCE is required/)
+  })
+
+  it('never redirects a signed-in user on a GET from elsewhere, but does answer the consent form’s own post', async () => {
+    const { server, get, authorizeUrl, ada } = await start()
+    // A link planted on another site: no Location, whatever the redirect_uri.
+    const planted = await get(authorizeUrl({ response_type: 'token' })).set('x-signed-in', ada.id).set('sec-fetch-site', 'cross-site')
+    expect(planted.status).toBe(400)
+    expect(planted.headers.location).toBeUndefined()
+    // The user's own post of the consent form, with its CSRF token, is answered with the redirect.
+    const browser = new Browser()
+    const consent = await browser.get(`${server.url}${authorizeUrl()}`, { 'x-signed-in': ada.id })
+    const posted = await browser.post(`${server.url}${authorizeUrl({ response_type: 'token' })}`, { csrf_token: csrfOf(consent), action: 'approve' }, { 'x-signed-in': ada.id })
+    expect(posted.status).toBe(303)
+    expect(new URL(posted.location as string).searchParams.get('error')).toBe('unsupported_response_type')
   })
 
   it('answers Deny with access_denied and the state', async () => {

@@ -102,7 +102,14 @@ export class AuthorizeEndpoint {
     const state = params.isDuplicated('state') ? undefined : params.get('state')
     const back = (code: OAuthErrorCode, description: string) => redirect(withParams(redirectUri, { error: code, error_description: description, state }))
     const error = this.#requestError(params)
-    if (error !== undefined) return back(error.code, error.description)
+    if (error !== undefined) {
+      // Sent back automatically only in answer to the user's own post on the consent page:
+      // a link from anywhere must not turn the gate into a redirector to every registered
+      // prefix (RFC 9700 §4.11.2). Otherwise the user gets a page and a link to follow.
+      if (decision !== undefined) return back(error.code, error.description)
+      const url = withParams(redirectUri, { error: error.code, error_description: error.description, state })
+      return this.#error(400, { title: 'Invalid request', message: `${application.name} sent a request that cannot be accepted: ${error.description}.`, back: { url, applicationName: application.name } })
+    }
     if (decision === undefined) return this.#consent(request, application, user, redirectUri)
     if (decision === 'deny') return back('access_denied', 'The user denied the request')
     try {

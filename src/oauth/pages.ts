@@ -37,10 +37,16 @@ export interface ConsentView {
   readonly redirectOrigin: string
 }
 
-/** What an error page shows. The user is not sent back to the application. */
+/** What an error page shows. The user is never sent back automatically; at most offered a link. */
 export interface ErrorView {
   readonly title: string
   readonly message: string
+  /**
+   * When the application may hear about the problem (a bad request from a known client, to
+   * a verified redirect_uri): the address that tells it, for a link the user follows
+   * themselves. Absent when the application or its redirect_uri is unknown.
+   */
+  readonly back?: { readonly url: string; readonly applicationName: string }
 }
 
 /** Pages a host renders itself; each returns a complete HTML document. */
@@ -63,6 +69,7 @@ input[type=text], input[type=password] { width: 100%; padding: 0.6rem; font: inh
 button { flex: 1; padding: 0.65rem 1rem; font: inherit; font-weight: 600; border-radius: 6px; border: 1px solid var(--accent); cursor: pointer; }
 button.primary { background: var(--accent); color: #fff; }
 button.secondary { background: transparent; color: inherit; border-color: #888; }
+a.button { flex: 1; display: block; text-align: center; padding: 0.65rem 1rem; border-radius: 6px; border: 1px solid #888; color: inherit; font-weight: 600; text-decoration: none; }
 button.link { flex: none; padding: 0; border: 0; background: none; color: var(--accent); font-weight: 400; text-decoration: underline; }
 :focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
 .error { color: var(--danger); font-weight: 600; }
@@ -134,7 +141,8 @@ export function consentPage(view: ConsentView): string {
 }
 
 export function errorPage(view: ErrorView): string {
-  return layout(view.title, `<h1>${escapeHtml(view.title)}</h1>\n<p role="alert">${escapeHtml(view.message)}</p>`)
+  const back = view.back === undefined ? '' : `\n<p class="actions"><a class="button" href="${escapeHtml(view.back.url)}">Back to ${escapeHtml(view.back.applicationName)}</a></p>`
+  return layout(view.title, `<h1>${escapeHtml(view.title)}</h1>\n<p role="alert">${escapeHtml(view.message)}</p>${back}`)
 }
 
 /**
