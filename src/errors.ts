@@ -29,6 +29,8 @@ export const PLATFORM_ERROR_STATUS = {
   method_not_allowed: 405,
   /** A record that must be unique already exists (a taken username). */
   conflict: 409,
+  /** A request body that did not arrive within `bodyTimeoutMs`; the connection is closed. */
+  request_timeout: 408,
   payload_too_large: 413,
   unsupported_media_type: 415,
   /** The throttle refused the request; `Retry-After` says when to come back. */

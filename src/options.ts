@@ -174,6 +174,12 @@ export interface GateOptions {
   legacyAppTokenParam?: boolean
   /** A store call that takes longer fails with a `StoreError`. Default 1000 ms. */
   storeTimeoutMs?: number
+  /**
+   * How long the gate waits for a request body it reads itself (the OAuth endpoints'
+   * posts), in ms; a body not there by then is answered 408 and the connection closed.
+   * Default 10 000.
+   */
+  bodyTimeoutMs?: number
   /** HTTP Basic authentication. */
   basic?: BasicOptions
   /** OAuth access tokens. */
@@ -207,6 +213,7 @@ export interface ResolvedConfig {
   readonly proxyHeaders: ProxyHeadersOption
   readonly legacyAppTokenParam: boolean
   readonly storeTimeoutMs: number
+  readonly bodyTimeoutMs: number
   readonly basic: {
     readonly requireAppToken: boolean
     readonly challenge: boolean
@@ -266,6 +273,8 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   }
   const storeTimeoutMs = options.storeTimeoutMs ?? 1000
   positiveInteger('storeTimeoutMs', storeTimeoutMs)
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? 10_000
+  positiveInteger('bodyTimeoutMs', bodyTimeoutMs)
   const trustProxy = options.trustProxy ?? false
   const store = options.store ?? new MemoryStore()
   if (typeof store !== 'object' || store === null) throw new TypeError('open-data-gate: store must implement the GateStore interface')
@@ -338,6 +347,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
     proxyHeaders,
     legacyAppTokenParam: booleanOption('legacyAppTokenParam', options.legacyAppTokenParam, true),
     storeTimeoutMs,
+    bodyTimeoutMs,
     basic: {
       requireAppToken: booleanOption('basic.requireAppToken', basic.requireAppToken, true),
       challenge: booleanOption('basic.challenge', basic.challenge, false),

@@ -2,6 +2,7 @@
  * One HTTP behaviour, five mounts: every test here runs against a real listening server
  * in Express 5, Express 4, Koa 3, Koa 2 and plain node:http.
  */
+import net from 'node:net'
 import { DOMParser } from '@xmldom/xmldom'
 import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -38,7 +39,7 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
     const app = await gate.applications.register({ name: 'Transit dashboard' })
     const server = await listen(framework.listener(gate), tls)
     running.push(server)
-    return { gate, app, api: request(server.url) }
+    return { gate, app, server, api: request(server.url) }
   }
 
   describe('application tokens', () => {
@@ -484,6 +485,62 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       expect(Number(busy[0]?.headers['retry-after'])).toBeGreaterThan(0)
       expect(statuses(answers).filter((s) => s === 401).length).toBeGreaterThanOrEqual(3)
       expect((await signIn('127.0.0.9', 'ada', PASSWORD)).status).toBe(200)
+    })
+  })
+
+  describe('request bodies the gate reads', () => {
+    /**
+     * A raw client: the headers of a POST to the token endpoint announcing `declared`
+     * bytes, then `send(socket)`; resolves with what came back once the server closed the
+     * connection, or with `closed: false` if it had not after `waitMs`.
+     */
+    async function rawPost(url: string, declared: number, send: (socket: net.Socket) => void, waitMs: number) {
+      const { port } = new URL(url)
+      const socket = net.connect(Number(port), '127.0.0.1')
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()))
+      let received = ''
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')))
+      socket.on('error', () => {}) // a reset after the answer is a close too
+      const closed = new Promise<boolean>((resolve) => {
+        socket.once('close', () => resolve(true))
+        setTimeout(() => resolve(false), waitMs)
+      })
+      socket.write(`POST /oauth/access_token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${declared}\r\n\r\n`)
+      send(socket)
+      const wasClosed = await closed
+      socket.destroy()
+      return { closed: wasClosed, received }
+    }
+
+    it('closes the connection after answering a body that is too large, instead of reading the rest', async () => {
+      const { server } = await start()
+      let sent = 0
+      const chunk = Buffer.alloc(64 * 1024, 'a')
+      const { closed, received } = await rawPost(server.url, 1024 * 1024 * 1024, (socket) => {
+        const pump = () => {
+          while (!socket.destroyed && sent < 64 * 1024 * 1024) {
+            sent += chunk.length
+            if (!socket.write(chunk)) {
+              socket.once('drain', pump)
+              return
+            }
+          }
+        }
+        pump()
+      }, 3000)
+      expect(received).toMatch(/^HTTP\/1\.1 400 /)
+      expect(received.toLowerCase()).toContain('connection: close')
+      expect(closed).toBe(true)
+      expect(sent).toBeLessThan(64 * 1024 * 1024)
+    })
+
+    it('answers a body that has not arrived in time with 408 and closes the connection', async () => {
+      const { server } = await start({ bodyTimeoutMs: 200 })
+      const { closed, received } = await rawPost(server.url, 100, (socket) => socket.write('grant_type='), 3000)
+      expect(received).toMatch(/^HTTP\/1\.1 408 /)
+      expect(received.toLowerCase()).toContain('connection: close')
+      expect(received).toContain('"code":"request_timeout"')
+      expect(closed).toBe(true)
     })
   })
 

@@ -20,7 +20,7 @@ import { PlatformError, StoreError, ThrottledError, type OAuthErrorCode } from '
 import type { ReportFailure } from '../events.js'
 import type { GateRequest, GateResponse } from '../http.js'
 import type { ResolvedConfig } from '../options.js'
-import { bodyParams, queryParams, type Params } from '../params.js'
+import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, queryParams, type Params } from '../params.js'
 import type { ClientInfo } from '../proxy.js'
 import { randomToken, sha256 } from '../secrets.js'
 import type { ApplicationRecord, GateStore, UserRecord } from '../store/store.js'
@@ -84,8 +84,9 @@ export class AuthorizeEndpoint {
     // 2. The user, before any redirect.
     let decision: 'approve' | 'deny' | undefined
     if (request.method === 'POST') {
-      const form = await bodyParams(request, FORM_LIMIT)
-      if (typeof form === 'string') return this.#error(400, { title: 'Invalid form', message: 'The form could not be read. Go back and try again.' })
+      const form = await bodyParams(request, FORM_LIMIT, this.#config.bodyTimeoutMs)
+      if (form === 'timeout') return this.#error(408, { title: 'The form took too long to arrive', message: 'Go back and try again.' }, CONNECTION_CLOSE)
+      if (typeof form === 'string') return this.#error(400, { title: 'Invalid form', message: 'The form could not be read. Go back and try again.' }, CLOSE_AFTER[form] ? CONNECTION_CLOSE : {})
       if (!csrfValid(request, form.get('csrf_token'))) {
         return this.#error(403, { title: 'This form has expired', message: 'The form expired or was not sent from this page. Go back to the application and start again.' })
       }

@@ -36,7 +36,7 @@ export class OAuthServer {
     this.#report = report
     this.#authorize = new AuthorizeEndpoint(config, store, auth, new LoginSessions(store, config.oauth.sessionTtlMs, config.oauth.maxSessionsPerUser), report)
     const failures = config.oauth.clientFailures
-    this.#tokens = new TokenEndpoints(store, tokens, { store, throttle, emit, realm: config.realm, failures }, emit, (sent, client) => auth.revokeInsecure(sent, client))
+    this.#tokens = new TokenEndpoints(store, tokens, { store, throttle, emit, realm: config.realm, failures }, emit, (sent, client) => auth.revokeInsecure(sent, client), config.bodyTimeoutMs)
   }
 
   /** Answers a request to one of the endpoints. Never rejects. */

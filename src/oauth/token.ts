@@ -13,10 +13,10 @@
  * @see spec "Exchange code for access token"; oauth-server.md checklist "Token endpoint", "Codes"
  */
 import type { AccessTokens } from '../access-tokens.js'
-import { OAuthError } from '../errors.js'
+import { OAuthError, PlatformError } from '../errors.js'
 import type { Emit } from '../events.js'
 import type { GateRequest, GateResponse } from '../http.js'
-import { bodyParams, Params, queryParams } from '../params.js'
+import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, Params, queryParams } from '../params.js'
 import type { ClientInfo } from '../proxy.js'
 import { isPlausibleAppToken } from '../app-token.js'
 import { readCredentials } from '../authorization-header.js'
@@ -39,13 +39,15 @@ export class TokenEndpoints {
   readonly #clientAuth: ClientAuthDeps
   readonly #emit: Emit
   readonly #revokeInsecure: RevokeInsecure
+  readonly #bodyTimeoutMs: number
 
-  constructor(store: GateStore, tokens: AccessTokens, clientAuth: ClientAuthDeps, emit: Emit, revokeInsecure: RevokeInsecure) {
+  constructor(store: GateStore, tokens: AccessTokens, clientAuth: ClientAuthDeps, emit: Emit, revokeInsecure: RevokeInsecure, bodyTimeoutMs: number) {
     this.#store = store
     this.#tokens = tokens
     this.#clientAuth = clientAuth
     this.#emit = emit
     this.#revokeInsecure = revokeInsecure
+    this.#bodyTimeoutMs = bodyTimeoutMs
   }
 
   /** Exchanges an authorization code for an access token. */
@@ -105,7 +107,9 @@ export class TokenEndpoints {
   /** The parameters of a token or revocation request: query and body, nothing repeated, over https only. */
   async #readParams(request: GateRequest, client: ClientInfo, endpoint: 'token' | 'revoke', names: readonly string[]): Promise<Params> {
     if (request.method !== 'POST') throw new OAuthError('invalid_request', `The ${endpoint} endpoint accepts POST only`, { headers: { allow: 'POST' } })
-    const body = await bodyParams(request, BODY_LIMIT)
+    const body = await bodyParams(request, BODY_LIMIT, this.#bodyTimeoutMs)
+    if (body === 'timeout') throw new PlatformError('request_timeout', 'The request body did not arrive in time', { headers: CONNECTION_CLOSE })
+    if (typeof body === 'string' && CLOSE_AFTER[body]) throw new OAuthError('invalid_request', BODY_PROBLEMS[body], { headers: CONNECTION_CLOSE })
     if (!client.secure) {
       await this.#sentInClear(request, Params.merge(queryParams(request.url), typeof body === 'string' ? new Params() : body), endpoint, client)
       throw new OAuthError('invalid_request', 'https is required: client credentials must not travel in clear')
@@ -155,6 +159,7 @@ export class TokenEndpoints {
 
 const BODY_PROBLEMS = {
   'too-large': 'The request body is too large',
+  timeout: 'The request body did not arrive in time',
   'unsupported-type': 'Send the parameters as application/x-www-form-urlencoded or application/json',
   malformed: 'The request body could not be parsed, or holds values that are not strings',
   unreadable: 'The request body could not be read',
