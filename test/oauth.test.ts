@@ -556,14 +556,31 @@ describe('token endpoint', () => {
 })
 
 describe('the budget of the OAuth endpoints', () => {
-  it('answers posts over the per-address budget with 429: JSON at the token endpoint, a page at sign-in', async () => {
-    const { exchange, server, authorizeUrl } = await start({ oauth: { throttle: { limit: 3, windowMs: 60_000 } } })
-    for (let i = 0; i < 3; i++) await exchange({ code: 'x' })
+  it('counts token requests per authenticated client, so neighbours on one address do not throttle each other', async () => {
+    const { gate, exchange, post } = await start({ oauth: { throttle: { limit: 3, windowMs: 60_000 } } })
+    for (let i = 0; i < 3; i++) await exchange({ code: 'x' }).expect(400)
     const refused = await exchange({ code: 'x' }).expect(429)
     expect(refused.body).toMatchObject({ code: 'too_many_requests', error: true })
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0)
+    // Another client's backend behind the same address is not affected.
+    const neighbour = await gate.applications.register({ name: 'Neighbour', callbackPrefix: PREFIX })
+    const theirs = await post('/oauth/access_token').type('form').send({ grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT, client_id: neighbour.appToken, client_secret: neighbour.secretToken })
+    expect(theirs.status).toBe(400)
+    expect(theirs.body.error).toBe('invalid_grant')
+  })
+
+  it('counts unauthenticated token requests per address', async () => {
+    const { app, post } = await start({ oauth: { throttle: { limit: 3, windowMs: 60_000 }, clientFailures: false } })
+    const wrong = () => post('/oauth/access_token').type('form').send({ grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT, client_id: app.appToken, client_secret: 'wrong' })
+    for (let i = 0; i < 3; i++) await wrong().expect(401)
+    await wrong().expect(429)
+  })
+
+  it('answers sign-in posts over the per-address budget with a 429 page', async () => {
+    const { server, authorizeUrl } = await start({ oauth: { throttle: { limit: 3, windowMs: 60_000 } } })
     const browser = new Browser()
     const login = await browser.get(`${server.url}${authorizeUrl()}`)
+    for (let i = 0; i < 3; i++) await browser.post(login.url, { csrf_token: csrfOf(login), username: 'ada', password: 'wrong password here', action: 'login' })
     const page = await browser.post(login.url, { csrf_token: csrfOf(login), username: 'ada', password: PASSWORD, action: 'login' })
     expect(page.status).toBe(429)
     expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8')

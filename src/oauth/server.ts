@@ -36,13 +36,19 @@ export class OAuthServer {
     this.#report = report
     this.#authorize = new AuthorizeEndpoint(config, store, auth, new LoginSessions(store, config.oauth.sessionTtlMs, config.oauth.maxSessionsPerUser), report)
     const failures = config.oauth.clientFailures
-    this.#tokens = new TokenEndpoints(store, tokens, { store, throttle, emit, realm: config.realm, failures }, emit, (sent, client) => auth.revokeInsecure(sent, client), config.bodyTimeoutMs)
+    this.#tokens = new TokenEndpoints(store, tokens, { store, throttle, emit, realm: config.realm, failures }, emit, (sent, client) => auth.revokeInsecure(sent, client), config.bodyTimeoutMs, (application, client) =>
+      application === undefined ? this.#spend(`oauth:${addressKey(client.ip, 56)}`, client, undefined) : this.#spend(`oauth-client:${application}`, client, application),
+    )
   }
 
   /** Answers a request to one of the endpoints. Never rejects. */
   async handle(endpoint: OAuthEndpoint, request: GateRequest, client: ClientInfo): Promise<GateResponse> {
     try {
-      if (request.method === 'POST') await this.#spend(client)
+      // Sign-in and consent are counted per address; the token and revocation endpoints per
+      // authenticated client (a busy backend must not be throttled by its neighbours on a
+      // shared address), and per address only while no client has authenticated.
+      if (request.method === 'POST' && endpoint === 'authorize') await this.#spend(`oauth:${addressKey(client.ip, 56)}`, client, undefined)
+      else if (request.method === 'POST' && this.#throttle.isBlocked(`oauth:${addressKey(client.ip, 56)}`)) await this.#spend(`oauth:${addressKey(client.ip, 56)}`, client, undefined)
       switch (endpoint) {
         case 'authorize':
           return await this.#authorize.handle(request, client)
@@ -61,14 +67,17 @@ export class OAuthServer {
     }
   }
 
-  /** One post of this client address against the OAuth budget. @throws {ThrottledError} when it is spent */
-  async #spend(client: ClientInfo): Promise<void> {
+  /**
+   * One post against the OAuth budget: `oauth:<address>` or `oauth-client:<app token>`.
+   * @throws {ThrottledError} when it is spent
+   */
+  async #spend(key: string, client: ClientInfo, appToken: string | undefined): Promise<void> {
     const policy = this.#config.oauth.throttle
     if (policy === null) return
-    const result = await this.#throttle.consume(`oauth:${addressKey(client.ip, 56)}`, policy.limit, policy.windowMs, 1)
+    const result = await this.#throttle.consume(key, policy.limit, policy.windowMs, 1)
     if (result === null || result.allowed) return
     const retryAfter = retryAfterSeconds(result.retryAfterMs)
-    this.#emit('throttled', { policy: 'oauth', appToken: undefined, ip: client.ip, retryAfterMs: result.retryAfterMs })
+    this.#emit('throttled', { policy: 'oauth', appToken, ip: client.ip, retryAfterMs: result.retryAfterMs })
     throw new ThrottledError(`Too many requests to the sign-in and token endpoints; retry in ${retryAfter} seconds`, result.retryAfterMs)
   }
 

@@ -21,13 +21,16 @@ import type { ClientInfo } from '../proxy.js'
 import { isPlausibleAppToken } from '../app-token.js'
 import { readCredentials } from '../authorization-header.js'
 import { secretMatches, sha256 } from '../secrets.js'
-import type { AuthorizationCodeRecord, GateStore } from '../store/store.js'
+import type { ApplicationRecord, AuthorizationCodeRecord, GateStore } from '../store/store.js'
 import { authenticateClient, type ClientAuthDeps } from './client-auth.js'
 import { isVerifier, verifierMatches } from './pkce.js'
 
 const BODY_LIMIT = 16 * 1024
 const TOKEN_PARAMS = ['grant_type', 'code', 'redirect_uri', 'client_id', 'client_secret', 'code_verifier']
 const REVOKE_PARAMS = ['token', 'token_type_hint', 'client_id', 'client_secret']
+/** Counts one post against the OAuth budget of an authenticated client, or of the address when none authenticated. @throws {ThrottledError} */
+export type SpendPost = (appToken: string | undefined, client: ClientInfo) => Promise<void>
+
 /** Revokes access tokens that travelled in clear; how many were live. */
 export type RevokeInsecure = (tokens: readonly string[], client: ClientInfo) => Promise<number>
 
@@ -40,20 +43,35 @@ export class TokenEndpoints {
   readonly #emit: Emit
   readonly #revokeInsecure: RevokeInsecure
   readonly #bodyTimeoutMs: number
+  readonly #spend: SpendPost
 
-  constructor(store: GateStore, tokens: AccessTokens, clientAuth: ClientAuthDeps, emit: Emit, revokeInsecure: RevokeInsecure, bodyTimeoutMs: number) {
+  constructor(store: GateStore, tokens: AccessTokens, clientAuth: ClientAuthDeps, emit: Emit, revokeInsecure: RevokeInsecure, bodyTimeoutMs: number, spend: SpendPost) {
     this.#store = store
     this.#tokens = tokens
     this.#clientAuth = clientAuth
     this.#emit = emit
     this.#revokeInsecure = revokeInsecure
     this.#bodyTimeoutMs = bodyTimeoutMs
+    this.#spend = spend
+  }
+
+  /** Client authentication, and the post counted against the client's budget, or the address's when it failed. */
+  async #authenticated(request: GateRequest, params: Params, client: ClientInfo): Promise<ApplicationRecord> {
+    let application: ApplicationRecord
+    try {
+      application = await authenticateClient(request, params, client, this.#clientAuth)
+    } catch (error) {
+      await this.#spend(undefined, client)
+      throw error
+    }
+    await this.#spend(application.appToken, client)
+    return application
   }
 
   /** Exchanges an authorization code for an access token. */
   async token(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
     const params = await this.#readParams(request, client, 'token', TOKEN_PARAMS)
-    const application = await authenticateClient(request, params, client, this.#clientAuth)
+    const application = await this.#authenticated(request, params, client)
 
     const grantType = params.get('grant_type')
     if (grantType === undefined) throw new OAuthError('invalid_request', 'grant_type is missing')
@@ -91,7 +109,7 @@ export class TokenEndpoints {
   /** RFC 7009: a client revokes one of its own tokens. Unknown tokens are answered 200 too. */
   async revoke(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
     const params = await this.#readParams(request, client, 'revoke', REVOKE_PARAMS)
-    const application = await authenticateClient(request, params, client, this.#clientAuth)
+    const application = await this.#authenticated(request, params, client)
     const token = params.get('token')
     if (token === undefined) throw new OAuthError('invalid_request', 'token is missing')
     // token_type_hint is only a hint (RFC 7009 §2.1): access tokens are all there is.
