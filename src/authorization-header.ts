@@ -97,25 +97,29 @@ const MIN_TOKEN_LENGTH = 16
  * as the host decodes them), and those fields of a body a body parser already read. Over
  * plain http each one must be revoked; none of them ever authenticates.
  */
-export function tokensSentIn(request: GateRequest, parsedBody?: unknown): string[] {
+export function tokensSentIn(request: GateRequest, parsedBody?: unknown): readonly string[] {
+  const header = request.headers.authorization
+  const url = request.url
+  const q = url.indexOf('?')
+  const inQuery = q !== -1 && (url.indexOf('token', q) !== -1 || url.indexOf('%', q) !== -1)
+  const inBody = typeof parsedBody === 'object' && parsedBody !== null && !Buffer.isBuffer(parsedBody)
+  // Most plain-http requests carry none of these: no allocation for them.
+  if (header === undefined && !inQuery && !inBody) return NONE
   const found = new Set<string>()
   const add = (candidate: string) => {
     if (found.size < MAX_CANDIDATES && candidate.length >= MIN_TOKEN_LENGTH && candidate.length <= MAX_CREDENTIALS_LENGTH && B64TOKEN.test(candidate)) found.add(candidate)
   }
-  const header = request.headers.authorization
   const values = request.authorization ?? (header === undefined ? [] : Array.isArray(header) ? header : [header])
   for (const value of values) {
     const scheme = schemeOf(value)
     if (scheme !== 'oauth' && scheme !== 'bearer') continue
     for (const word of value.slice(scheme.length).split(/[\s,;="]+/)) add(word)
   }
-  const url = request.url
-  const q = url.indexOf('?')
-  if (q !== -1 && (url.indexOf('token', q) !== -1 || url.indexOf('%', q) !== -1)) {
+  if (inQuery) {
     const params = new URLSearchParams(url.slice(q + 1))
     for (const name of TOKEN_FIELDS) for (const value of params.getAll(name)) add(value.trim())
   }
-  if (typeof parsedBody === 'object' && parsedBody !== null && !Buffer.isBuffer(parsedBody)) {
+  if (inBody) {
     for (const name of TOKEN_FIELDS) {
       const value: unknown = (parsedBody as Record<string, unknown>)[name]
       for (const one of Array.isArray(value) ? value : [value]) if (typeof one === 'string') add(one.trim())
@@ -123,6 +127,8 @@ export function tokensSentIn(request: GateRequest, parsedBody?: unknown): string
   }
   return [...found]
 }
+
+const NONE: readonly string[] = Object.freeze([])
 
 /** Where clients put access tokens besides the Authorization header (RFC 6750 §2.2-2.3, OAuth 1.0 habits). */
 const TOKEN_FIELDS = ['access_token', 'oauth_token'] as const

@@ -92,7 +92,7 @@ export class OAuthServer {
       return this.#page(429, 'Too many attempts', error.message, error.headers)
     }
     if (error instanceof GateError) {
-      return endpoint === 'authorize' ? this.#page(error.status, 'Request refused', error.message) : errorResponse(error)
+      return endpoint === 'authorize' ? this.#page(error.status, 'Request refused', error.message, { ...error.headers }) : errorResponse(error)
     }
     if (endpoint === 'authorize') return this.#page(500, 'Something went wrong', 'Please try again later.')
     return errorResponse(new OAuthError('server_error', 'Internal server error'))
