@@ -9,7 +9,8 @@
 //
 // Knobs (env): FLOOD_ADDRESSES=1 (flooding addresses, from 127.0.0.2) FLOOD_CONCURRENCY=64
 // (requests in flight per flooding address) LOGINS=5 (measured sign-ins per phase)
-// FLOOD_OPTIONS='{"basic":{...}}' (extra gate options, JSON).
+// FLOOD_OPTIONS='{"basic":{...}}' (extra gate options, JSON) FLOOD_AUTH=0 (a control: the
+// same flood without credentials, so it costs HTTP work but no hashing).
 import { fork, type ChildProcess } from 'node:child_process'
 import http from 'node:http'
 import { performance } from 'node:perf_hooks'
@@ -62,7 +63,8 @@ if (process.argv[2] === 'serve') {
   let guess = 0
   const flooder = async (address: string) => {
     while (flooding) {
-      const status = await send(address, basic(`nobody${guess++}`, 'wrong password here')).catch(() => 0)
+      const authorization = process.env.FLOOD_AUTH === '0' ? '' : basic(`nobody${guess++}`, 'wrong password here')
+      const status = await send(address, authorization).catch(() => 0)
       statuses.set(status, (statuses.get(status) ?? 0) + 1)
     }
   }
