@@ -34,6 +34,12 @@ interface AddressLine {
   readonly waiting: Array<() => void>
 }
 
+/**
+ * The per-process queue every password verification goes through.
+ * @example
+ * const hashes = new HashQueue({ concurrency: 2, queue: 64, queuePerAddress: 4 })
+ * const ok = await hashes.run('203.0.113.7', () => verifyPassword(password, hash))
+ */
 export class HashQueue {
   readonly #limits: HashQueueLimits
   readonly #lines = new Map<string, AddressLine>()

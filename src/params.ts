@@ -60,6 +60,7 @@ export type BodyProblem = 'too-large' | 'timeout' | 'unsupported-type' | 'malfor
  * gigabytes, or hold the connection open at a byte a minute).
  */
 export const CLOSE_AFTER: Readonly<Record<BodyProblem, boolean>> = { 'too-large': true, timeout: true, unreadable: true, 'unsupported-type': false, malformed: false }
+/** The header that tells the adapter (and Node) to close the connection once the answer is written. */
 export const CONNECTION_CLOSE = { connection: 'close' } as const
 
 /**
