@@ -10,7 +10,8 @@
 /** A request the gate answered with 429. */
 export interface ThrottledEvent {
   /**
-   * `application`, `anonymous`, `login` (a username's sign-in attempts), `client` (an OAuth
+   * `application`, `anonymous`, `login` (a username's sign-in attempts), `login-address`
+   * (an address's failed password attempts, across usernames), `client` (an OAuth
    * client's authentication attempts) or `oauth` (posts to the OAuth endpoints).
    */
   readonly policy: string
