@@ -9,7 +9,8 @@
  * on every instance. Concurrent verifications of the same credentials share one scrypt
  * run. Failed attempts spend a per-username budget and a per-address budget (across all
  * usernames); once either is spent, further attempts are refused before any scrypt runs,
- * and no cached password answers for them either. scrypt runs go through a
+ * and the cache answers for a locked-out username only at the quiet address (no failure
+ * for a whole window) that verified it. scrypt runs go through a
  * {@link HashQueue}: a few at once, one per address, the least served address first.
  *
  * @see spec "HTTP Basic", "OAuth 2.0" 6-7; performance.md (scrypt cost, single-flight)
@@ -50,6 +51,8 @@ interface VerifiedPassword {
   /** The stored hash it was verified against: a password change ends the entry. */
   readonly passwordHash: string
   readonly failureKey: string
+  /** The address (key) that verified it: during a lockout, the only one it may answer for, and only while quiet. */
+  readonly address: string
 }
 
 /**
@@ -178,11 +181,22 @@ export class Authenticator {
     if (blocked > 0) throw this.#addressLockedOut(blocked, client)
     const key = createHmac('sha256', this.#cacheKey).update(sentUsername).update('\0').update(password).digest('base64')
     const cached = this.#verified?.get(key)
-    // While a username is locked out, no cached password answers for it, from any address:
-    // an attacker behind the victim's own NAT would otherwise learn the right guess from a 200.
-    if (cached === undefined || this.#throttle.isBlocked(cached.failureKey)) {
-      return this.#verifyPasswordCold(key, sentUsername, password, client, address)
+    if (cached === undefined) return this.#verifyPasswordCold(key, sentUsername, password, client, address)
+    // While a username is locked out, its cached password answers only for the address that
+    // verified it, and only while that address is quiet (no failed attempt for a whole
+    // window): the legitimate user keeps working, while a neighbour behind the same NAT who
+    // guesses once makes the address noisy and gets no answer from the cache after that.
+    if (this.#throttle.isBlocked(cached.failureKey)) {
+      if (cached.address !== address) return this.#verifyPasswordCold(key, sentUsername, password, client, address)
+      return andThen(this.#addressQuiet(address), (quiet) =>
+        quiet ? this.#cachedUser(key, cached, sentUsername, password, client, address) : this.#verifyPasswordCold(key, sentUsername, password, client, address),
+      )
     }
+    return this.#cachedUser(key, cached, sentUsername, password, client, address)
+  }
+
+  /** The user of a cache hit, while the stored hash is still the one verified. */
+  #cachedUser(key: string, cached: VerifiedPassword, sentUsername: string, password: string, client: ClientInfo, address: string): Awaitable<Authentication> {
     return andThen(this.#store.getUser(cached.userId), (user) => {
       if (user !== undefined && user.passwordHash === cached.passwordHash) return { user, method: 'password', apiKeyId: null, token: null }
       this.#verified?.delete(key)
@@ -215,7 +229,7 @@ export class Authenticator {
     }
     const { user, failureKey } = await pending
     if (user === undefined || user.passwordHash === null) throw this.#failedPassword(client, normalizeUsername(sentUsername))
-    this.#verified?.set(key, { userId: user.id, passwordHash: user.passwordHash, failureKey })
+    this.#verified?.set(key, { userId: user.id, passwordHash: user.passwordHash, failureKey, address })
     return { user, method: 'password', apiKeyId: null, token: null }
   }
 
@@ -256,11 +270,28 @@ export class Authenticator {
     return this.#noteAddress(address, await this.#throttle.consume(`login-ip:${address}`, policy.limit, policy.windowMs, 0))
   }
 
-  /** One failed password attempt from the address. */
+  /**
+   * One failed password attempt from the address: a unit of its budget, and the time of its
+   * latest failure (a one-unit key started again, so it is spent until a whole window after
+   * the latest failure: what {@link #addressQuiet} reads).
+   */
   async #countAddressFailure(address: string): Promise<void> {
     const policy = this.#config.basic.addressFailures
     if (policy === null) return
     this.#noteAddress(address, await this.#throttle.consume(`login-ip:${address}`, policy.limit, policy.windowMs, 1))
+    await this.#throttle.reset(`login-ip-last:${address}`)
+    await this.#throttle.consume(`login-ip-last:${address}`, 1, policy.windowMs, 1)
+  }
+
+  /**
+   * Whether no password attempt from the address failed for a whole window. Read from the
+   * store only for a cache hit on a locked-out username (rare); without an address budget
+   * nothing bounds the exemption, so no address is quiet.
+   */
+  #addressQuiet(address: string): Awaitable<boolean> {
+    const policy = this.#config.basic.addressFailures
+    if (policy === null) return false
+    return andThen(this.#throttle.consume(`login-ip-last:${address}`, 1, policy.windowMs, 0), (result) => result !== null && result.remaining === 1)
   }
 
   /** Remembers locally that the address has no attempt left, so that its next ones cost no store call. */

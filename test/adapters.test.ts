@@ -441,6 +441,15 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       expect((await signIn('127.0.0.3', 'ada', PASSWORD)).status).toBe(200)
     })
 
+    it('keeps a legitimate user on a quiet address working while guesses from elsewhere lock the username out', async () => {
+      const { signIn } = await startLogin({ failures: { limit: 3, windowMs: 60_000 } })
+      expect((await signIn('127.0.0.2', 'ada', PASSWORD)).status).toBe(200)
+      const guesses = await Promise.all(Array.from({ length: 8 }, (_, i) => signIn('127.0.0.3', 'ada', `guess number ${i}`)))
+      expect(statuses(guesses)).toContain(429)
+      expect((await signIn('127.0.0.3', 'ada', PASSWORD)).status).toBe(429)
+      expect((await signIn('127.0.0.2', 'ada', PASSWORD)).status).toBe(200)
+    })
+
     it('answers no guess for a locked-out username, not even the right password cached for the guessing address', async () => {
       const { signIn } = await startLogin({ failures: { limit: 3, windowMs: 60_000 } })
       expect((await signIn('127.0.0.2', 'ada', PASSWORD)).status).toBe(200)
