@@ -1,0 +1,3 @@
+import type { StoreCheck } from './check.js'
+
+export const gateChecks: readonly StoreCheck[] = []
