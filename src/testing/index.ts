@@ -30,7 +30,7 @@ export interface CheckStoreOptions<S extends GateStore = GateStore> {
 }
 
 /** The whole kit, in the order it runs. */
-const ALL_CHECKS: readonly StoreCheck[] = [...recordChecks, ...rateChecks, ...gateChecks]
+const ALL_CHECKS: readonly StoreCheck[] = [...recordChecks, ...rateChecks, ...gateChecks()]
 
 /** The names of every check, as {@link checkStore} reports them (`group: behaviour`). */
 export const storeCheckNames: readonly string[] = ALL_CHECKS.map((check) => `${check.group}: ${check.name}`)
