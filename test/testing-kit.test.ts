@@ -82,7 +82,15 @@ describe('checkStore', () => {
 
   it('calls cleanup even when the factory made a store that fails every check', async () => {
     let cleaned = 0
-    const report = await checkStore(() => ({}) as GateStore, { cleanup: () => void cleaned++ })
+    const unimplemented = new Proxy({} as GateStore, {
+      get: (_, property) =>
+        property === 'then'
+          ? undefined
+          : () => {
+              throw new Error('not implemented')
+            },
+    })
+    const report = await checkStore(() => unimplemented, { cleanup: () => void cleaned++ })
     expect(report.passed).toEqual([])
     expect(report.failed).toHaveLength(storeCheckNames.length)
     expect(cleaned).toBe(1)

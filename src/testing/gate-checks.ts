@@ -237,6 +237,14 @@ export function gateChecks(makeGate: MakeGate = createGate): StoreCheck[] {
         secrets['rotated client secret'] = (await gate.applications.rotateSecret(app.appToken)) ?? assert.fail('rotating the client secret failed')
         assert.equal(await gate.applications.verifySecret(app.appToken, secrets['rotated client secret']), true)
 
+        // What was revoked or replaced is refused from the moment the call returns.
+        responded(await client.send('GET', '/resource/kit.json', withApp(basic(username, secrets.password))), 401, 'a request with the old password')
+        responded(await client.send('GET', '/resource/kit.json', withApp(basic(key.keyId, key.keySecret))), 401, 'a request with the replaced key secret')
+        assert.equal(await gate.apiKeys.revoke(key.keyId), true)
+        responded(await client.send('GET', '/resource/kit.json', withApp(basic(key.keyId, secrets['rotated API key secret']))), 401, 'a request with the revoked key')
+        assert.equal(await gate.applications.delete(app.appToken), true)
+        responded(await client.send('GET', '/resource/kit.json', { headers: { 'x-app-token': app.appToken } }), 403, 'a request with the deleted app token')
+
         const called = new Set(recorded.calls.map((call) => call.method))
         for (const method of ['insertUser', 'insertApiKey', 'insertSession', 'insertAuthorizationCode', 'insertAccessToken', 'consumeAuthorizationCode']) {
           assert.ok(called.has(method), `the gate called ${method} on the store`)

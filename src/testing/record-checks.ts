@@ -43,13 +43,15 @@ const applications = group('applications', [
     },
   ],
   [
-    'lists saved applications',
+    'lists saved applications, oldest first',
     async (store) => {
       const [a, b] = [freshAppToken(), freshAppToken()]
-      await store.insertApplication(application(a))
-      await store.insertApplication(application(b))
+      const now = Date.now()
+      await store.insertApplication(application(a, { createdAt: now - 1000, updatedAt: now - 1000 }))
+      await store.insertApplication(application(b, { createdAt: now, updatedAt: now }))
       const tokens = (await store.listApplications()).map((r) => r.appToken)
       assert.ok(tokens.includes(a) && tokens.includes(b), 'both applications are listed')
+      assert.ok(tokens.indexOf(a) < tokens.indexOf(b), 'the older application is listed first')
     },
   ],
   [
@@ -78,6 +80,28 @@ const applications = group('applications', [
         await store.getApplication(token),
         application(token, { name: 'renamed', limit: 5000, secretHash: 'd'.repeat(64), callbackPrefix: 'https://other.example/' }),
       )
+    },
+  ],
+  [
+    'announces every change of an application to every attached sink, if it announces changes at all',
+    async (store) => {
+      if (store.attach === undefined) return
+      const heard: Array<Array<string>> = [[], []]
+      const token = freshAppToken()
+      for (const log of heard) store.attach({ rateKeyEvicted: () => {}, applicationChanged: (appToken) => void (appToken === token && log.push(appToken)) })
+      // Announcements may travel through a server (pub/sub, NOTIFY): wait for them a little.
+      const announced = async (count: number, within: number) => {
+        for (const deadline = Date.now() + within; Date.now() < deadline && heard.some((log) => log.length < count); ) await sleep(10)
+        return heard.map((log) => log.length)
+      }
+      await store.insertApplication(application(token))
+      // The contract lets a store that only this process sees stay silent.
+      if ((await announced(1, 300)).every((n) => n === 0)) return
+      assert.deepEqual(await announced(1, 1000), [1, 1], 'both sinks hear of the insert')
+      await store.updateApplication(token, { limit: 10 })
+      assert.deepEqual(await announced(2, 1000), [2, 2], 'both sinks hear of the update')
+      await store.deleteApplication(token)
+      assert.deepEqual(await announced(3, 1000), [3, 3], 'both sinks hear of the delete')
     },
   ],
   [
