@@ -96,6 +96,10 @@ describe('checkStore', () => {
     expect(cleaned).toBe(1)
   })
 
+  it('gives every check a name of its own', () => {
+    expect(new Set(storeCheckNames).size).toBe(storeCheckNames.length)
+  })
+
   it('rejects a time limit that is not a positive number', () => {
     expect(() => checkStore(() => new MemoryStore(), { timeoutMs: 0 })).toThrow(/timeoutMs must be a positive number/)
   })

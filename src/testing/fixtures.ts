@@ -21,6 +21,7 @@ export const freshHash = (): string => sha256(randomBytes(16).toString('hex'))
 /** A fresh rate key, named so an operator can tell where it came from. */
 export const freshRateKey = (): string => `odg-kit:${randomToken(12)}`
 
+/** An application record; `overrides` replace its fields. */
 export function application(appToken: string, overrides: Partial<ApplicationRecord> = {}): ApplicationRecord {
   return {
     appToken,
@@ -34,6 +35,7 @@ export function application(appToken: string, overrides: Partial<ApplicationReco
   }
 }
 
+/** A user record with a (fake) scrypt hash; `overrides` replace its fields. */
 export function user(id: string, overrides: Partial<UserRecord> = {}): UserRecord {
   return {
     id,
@@ -49,10 +51,12 @@ export function user(id: string, overrides: Partial<UserRecord> = {}): UserRecor
   }
 }
 
+/** An API key record, unused and not revoked; `overrides` replace its fields. */
 export function apiKey(keyId: string, userId: string, overrides: Partial<ApiKeyRecord> = {}): ApiKeyRecord {
   return { keyId, userId, name: 'etl job', secretHash: 'b'.repeat(64), createdAt: T0, lastUsedAt: null, revokedAt: null, ...overrides }
 }
 
+/** An access token of a fresh user and application, live for an hour; `overrides` replace its fields. */
 export function accessToken(tokenHash: string, overrides: Partial<AccessTokenRecord> = {}): AccessTokenRecord {
   const now = Date.now()
   return {
@@ -67,6 +71,7 @@ export function accessToken(tokenHash: string, overrides: Partial<AccessTokenRec
   }
 }
 
+/** An unused authorization code of a fresh user and application, live for a minute; `overrides` replace its fields. */
 export function code(codeHash: string, overrides: Partial<AuthorizationCodeRecord> = {}): AuthorizationCodeRecord {
   const now = Date.now()
   return {
@@ -82,6 +87,7 @@ export function code(codeHash: string, overrides: Partial<AuthorizationCodeRecor
   }
 }
 
+/** A login session of a fresh user, live for a minute; `overrides` replace its fields. */
 export function session(sessionHash: string, overrides: Partial<SessionRecord> = {}): SessionRecord {
   const now = Date.now()
   return { sessionHash, userId: freshUserId(), passwordStamp: 'c'.repeat(64), createdAt: now, expiresAt: now + 60_000, ...overrides }

@@ -6,7 +6,9 @@
  *
  * The store is made once per run and shared by every check: each check uses fresh
  * random ids and rate keys of its own, so checks never see each other's records and a
- * run is safe on a server other runs share. Checks run one after the other.
+ * run is safe on a server other runs share. Checks run one after the other; the whole kit
+ * takes a second or two (its timed checks wait a few hundred milliseconds). The expiry
+ * checks assume the store's clock agrees with this machine's within about 100 ms.
  *
  * @packageDocumentation
  */
