@@ -11,7 +11,7 @@ import { runChecks } from '../src/testing/check.js'
 import { findPlaintexts, gateChecks, recordingStore } from '../src/testing/gate-checks.js'
 import { sha256 } from '../src/secrets.js'
 import { checkStore, describeStore, storeCheckNames } from '../src/testing/index.js'
-import { asyncStore, countThenRevoke, expiresEarly, nonAtomicRateStep, patchDropsFields, readMergeWritePatch, readThenWriteConsume } from './support/broken-stores.js'
+import { asyncStore, countThenRevoke, expiresEarly, keepsOneSink, nonAtomicRateStep, patchDropsFields, readMergeWritePatch, readThenWriteConsume } from './support/broken-stores.js'
 
 const failedNames = async (store: GateStore) => (await checkStore(() => store)).failed.map((f) => f.name)
 
@@ -67,6 +67,12 @@ describe('checkStore', () => {
     const report = await checkStore(() => expiresEarly())
     expect(report.failed.map((f) => f.name)).toEqual(['expiry: keeps codes, tokens and sessions until they expire, and after that gives them back unchanged or not at all'])
     expect(report.failed[0]?.error).toMatch(/a code is kept until it expires/)
+  })
+
+  it('names the announcement check when a store keeps only the last sink attached', async () => {
+    const report = await checkStore(() => keepsOneSink())
+    expect(report.failed.map((f) => f.name)).toEqual(['applications: announces every change of an application to every attached sink, if it announces changes at all'])
+    expect(report.failed[0]?.error).toMatch(/both sinks hear of the insert/)
   })
 
   it('fails a check whose store never answers, after the time limit, and goes on with the rest', async () => {

@@ -4,7 +4,7 @@
  * ways real backends get them wrong.
  */
 import { setImmediate as tick } from 'node:timers/promises'
-import { gcraStep, MemoryStore, type AccessTokenFilter, type AccessTokenRecord, type ApiKeyPatch, type ApplicationPatch, type GateStore, type RateResult } from '../../src/index.js'
+import { gcraStep, MemoryStore, type AccessTokenFilter, type AccessTokenRecord, type ApiKeyPatch, type ApplicationPatch, type GateStore, type RateResult, type StoreEventSink } from '../../src/index.js'
 
 /** Every method of `inner` answering after a macrotask; `overrides` replace some of them. */
 export function asyncStore(inner: MemoryStore = new MemoryStore(), overrides: Partial<GateStore> = {}): GateStore {
@@ -113,6 +113,18 @@ export function expiresEarly(): GateStore {
     },
     async getSession(hash: string) {
       return alive(inner.getSession(hash))
+    },
+  })
+}
+
+/** Keeps only the last sink attached: a second gate on the store never hears of application changes. */
+export function keepsOneSink(): GateStore {
+  const inner = new MemoryStore()
+  let last: StoreEventSink | undefined
+  inner.attach({ rateKeyEvicted: (key) => last?.rateKeyEvicted(key), applicationChanged: (appToken) => last?.applicationChanged(appToken) })
+  return asyncStore(inner, {
+    attach(sink: StoreEventSink) {
+      last = sink
     },
   })
 }
