@@ -220,6 +220,21 @@ export function gateChecks(makeGate: MakeGate = createGate): StoreCheck[] {
         secrets['access token'] = accessToken
         const byToken = passed(await client.send('GET', '/resource/kit.json', { headers: { authorization: `OAuth ${accessToken}` } }), 'a request with the access token')
         assert.equal(byToken.context.user?.id, user.id)
+
+        // The self-service endpoints: a key made over HTTP, the connected app the consent recorded.
+        const made = responded(
+          await client.send('POST', '/api/api_keys', { headers: { authorization: `OAuth ${accessToken}` }, form: { keyName: 'kit endpoint key' }, cookies: false }),
+          200,
+          'creating an API key through /api/api_keys',
+        )
+        const endpointKey = JSON.parse(made.body) as { keyId: string; keySecret: string }
+        secrets['API key secret made over HTTP'] = endpointKey.keySecret
+        passed(await client.send('GET', '/resource/kit.json', withApp(basic(endpointKey.keyId, endpointKey.keySecret))), 'a request with the key made over HTTP')
+        const grants = responded(await client.send('GET', '/api/oauth/grants', { ...withApp(basic(username, secrets.password)), cookies: false }), 200, 'listing connected apps')
+        assert.ok(grants.body.includes(app.appToken), 'the approved application is listed as a connected app')
+        responded(await client.send('DELETE', `/api/api_keys/${endpointKey.keyId}`, { ...withApp(basic(username, secrets.password)), cookies: false }), 200, 'deleting the key made over HTTP')
+        responded(await client.send('GET', '/resource/kit.json', withApp(basic(endpointKey.keyId, endpointKey.keySecret))), 401, 'a request with the deleted key')
+
         const revoked = await client.send('POST', '/oauth/revoke', { form: { token: accessToken, client_id: app.appToken, client_secret: app.secretToken }, cookies: false })
         responded(revoked, 200, 'revoking the access token')
         responded(await client.send('GET', '/resource/kit.json', { headers: { authorization: `OAuth ${accessToken}` } }), 401, 'a request with the revoked token')
@@ -246,7 +261,7 @@ export function gateChecks(makeGate: MakeGate = createGate): StoreCheck[] {
         responded(await client.send('GET', '/resource/kit.json', { headers: { 'x-app-token': app.appToken } }), 403, 'a request with the deleted app token')
 
         const called = new Set(recorded.calls.map((call) => call.method))
-        for (const method of ['insertUser', 'insertApiKey', 'insertSession', 'insertAuthorizationCode', 'insertAccessToken', 'consumeAuthorizationCode']) {
+        for (const method of ['insertUser', 'insertApiKey', 'insertSession', 'insertAuthorizationCode', 'insertAccessToken', 'consumeAuthorizationCode', 'recordGrant']) {
           assert.ok(called.has(method), `the gate called ${method} on the store`)
         }
         const leaks = findPlaintexts(recorded.calls, secrets)
