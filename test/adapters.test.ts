@@ -267,12 +267,12 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
     })
 
     it('keeps private data private: anonymous gets 403, a user gets the data', async () => {
-      const { token, get, plain, gate } = await startAuth()
+      const { app, token, get, plain, gate } = await startAuth()
       const anonymous = await get('/private/abcd-1234.json').expect(403)
       expect(anonymous.body).toMatchObject({ code: 'authentication_required', error: true })
       const res = await get('/private/abcd-1234.json').set('Authorization', `OAuth ${token.accessToken}`).expect(200)
       expect((res.body as DatasetBody).dataset).toBe('abcd-1234')
-      const leaked = await gate.tokens.issue({ userId: (res.body as DatasetBody).gate.user?.id as string, appToken: 'x' })
+      const leaked = await gate.tokens.issue({ userId: (res.body as DatasetBody).gate.user?.id as string, appToken: app.appToken })
       const insecure = await plain.get('/private/abcd-1234.json').set('Authorization', `OAuth ${leaked.accessToken}`).expect(403)
       expect(insecure.body.message).toMatch(/insecure connection and has been revoked/)
     })

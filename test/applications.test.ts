@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createGate, MemoryStore } from '../src/index.js'
+import { createGate, MemoryStore, NotFoundError } from '../src/index.js'
 import { sha256 } from '../src/secrets.js'
 
 describe('applications', () => {
@@ -37,7 +37,8 @@ describe('applications', () => {
     expect(await gate.applications.update(b.appToken, { limit: null })).toMatchObject({ limit: null })
     expect(await gate.applications.delete(a.appToken)).toBe(true)
     expect(await gate.applications.find(a.appToken)).toBeUndefined()
-    expect(await gate.applications.update(a.appToken, { name: 'gone' })).toBeUndefined()
+    await expect(gate.applications.update(a.appToken, { name: 'gone' })).rejects.toMatchObject({ name: 'NotFoundError', code: 'not_found', status: 404 })
+    await expect(gate.applications.rotateSecret(a.appToken)).rejects.toThrow(NotFoundError)
   })
 
   it.each([

@@ -11,6 +11,7 @@ import { headerValue } from '../src/http.js'
 import { sha256 } from '../src/secrets.js'
 import { listen, TEST_CERT, type RunningServer } from './adapters/servers.js'
 import { Browser, csrfOf } from './support/browser.js'
+import { captureWarnings } from './support/warnings.js'
 
 const PASSWORD = 'correct horse battery'
 const PREFIX = 'https://transit.example/oauth/'
@@ -92,9 +93,9 @@ function redirectParams(res: request.Response): URLSearchParams {
 describe('authorize: client and redirect_uri problems are shown, never redirected', () => {
   it('shows an error page for an unknown, missing or OAuth-less client', async () => {
     const { gate, get, authorizeUrl, ada } = await start()
-    expectErrorPage(await get(authorizeUrl({ client_id: 'no-such-client' })).set('x-signed-in', ada.id), 400, /Unknown application/)
-    expectErrorPage(await get(authorizeUrl({}, ['client_id'])).set('x-signed-in', ada.id), 400, /client_id is missing/)
-    expectErrorPage(await get(authorizeUrl({ client_id: '' })).set('x-signed-in', ada.id), 400, /client_id is missing/)
+    expectErrorPage(await get(authorizeUrl({ client_id: 'no-such-client' })).set('x-signed-in', ada.id), 400, /No application is registered with this client_id/)
+    expectErrorPage(await get(authorizeUrl({}, ['client_id'])).set('x-signed-in', ada.id), 400, /has no client_id/)
+    expectErrorPage(await get(authorizeUrl({ client_id: '' })).set('x-signed-in', ada.id), 400, /has no client_id/)
     const plain = await gate.applications.register({ name: 'No OAuth' })
     expectErrorPage(await get(authorizeUrl({ client_id: plain.appToken })).set('x-signed-in', ada.id), 400, /has no Callback Prefix/)
   })
@@ -126,7 +127,12 @@ describe('authorize: client and redirect_uri problems are shown, never redirecte
 
   it('refuses to serve the flow over plain http, and believes only a trusted proxy about https', async () => {
     const plain = await start({}, false)
-    expectErrorPage(await plain.get(plain.authorizeUrl()).set('x-signed-in', plain.ada.id).set('X-Forwarded-Proto', 'https'), 403, /secure connection/)
+    expectErrorPage(await plain.get(plain.authorizeUrl()).set('x-signed-in', plain.ada.id), 403, /secure connection/)
+    // A loopback peer vouching for https while no proxy is trusted: a deployment mistake, said as such.
+    const { result: untrusted, warnings } = await captureWarnings(() => plain.get(plain.authorizeUrl()).set('x-signed-in', plain.ada.id).set('X-Forwarded-Proto', 'https'))
+    expect(untrusted.status).toBe(500)
+    expect(untrusted.body).toMatchObject({ code: 'proxy_not_trusted', message: expect.stringContaining('trustProxy') })
+    expect(warnings.map((w) => w.code)).toEqual(['ODG_UNTRUSTED_PROXY_HEADERS'])
     const proxied = await start({ trustProxy: 'loopback' }, false)
     const res = await proxied.get(proxied.authorizeUrl()).set('x-signed-in', proxied.ada.id).set('X-Forwarded-Proto', 'https')
     expect(res.status).toBe(200)
