@@ -602,7 +602,9 @@ describe('metadata (RFC 8414) and paths', () => {
   it('derives the issuer only from a well-formed Host', async () => {
     // Plain http: a TLS client would check the certificate against the Host sent.
     const { get } = await start({}, false)
-    expect((await get('/.well-known/oauth-authorization-server').set('Host', 'data.example:8443').expect(200)).body.issuer).toBe('https://data.example:8443')
+    const { result: derived, warnings } = await captureWarnings(() => get('/.well-known/oauth-authorization-server').set('Host', 'data.example:8443').expect(200))
+    expect(derived.body.issuer).toBe('https://data.example:8443')
+    expect(warnings).toEqual([expect.objectContaining({ code: 'ODG_DERIVED_ISSUER', message: expect.stringContaining('set oauth.issuer') })])
     expect((await get('/.well-known/oauth-authorization-server').set('Host', 'evil.example/path?x').expect(400)).body.error).toBe('invalid_request')
   })
 
