@@ -443,13 +443,22 @@ function nearestName(key: string, known: readonly string[]): string | undefined 
   let bestDistance = Infinity
   const lower = key.toLowerCase()
   for (const candidate of known) {
-    const distance = editDistance(lower, candidate.toLowerCase())
+    const name = candidate.toLowerCase()
+    // A name with a part left out (`oauthBudget` for `oauthTokenBudget`) counts as a typo too.
+    const distance = lower.length >= 4 && lower.length * 2 >= name.length && isSubsequence(lower, name) ? 1 : editDistance(lower, name)
     if (distance < bestDistance) {
       best = candidate
       bestDistance = distance
     }
   }
   return bestDistance <= Math.max(2, Math.floor(key.length / 3)) ? best : undefined
+}
+
+/** Whether every character of `part` appears in `whole`, in order. */
+function isSubsequence(part: string, whole: string): boolean {
+  let i = 0
+  for (let j = 0; j < whole.length && i < part.length; j++) if (whole[j] === part[i]) i++
+  return i === part.length
 }
 
 /** Levenshtein distance: insertions, deletions and substitutions, one row at a time. */
