@@ -5,7 +5,7 @@
 // in a scratch project and used from ESM, CommonJS and TypeScript: 5.9 and 7.x, strict,
 // with `nodenext` and with `bundler` resolution.
 import { execFileSync } from 'node:child_process'
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 
@@ -34,16 +34,19 @@ try {
   run('npm', ['ci', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', '--loglevel=error'], clone)
 
   // 2. Pack with no prior build: `prepack` must build.
-  const [packed] = JSON.parse(read('npm', ['pack', '--json', '--pack-destination', scratch, '--loglevel=error'], clone))
-  const tarball = join(scratch, packed.filename)
-  const files = new Set(packed.files.map((f) => f.path))
+  // (The build's own output goes to stdout too, so the tarball is found by name, not from --json.)
+  run('npm', ['pack', '--pack-destination', scratch, '--loglevel=error'], clone)
+  const filename = readdirSync(scratch).find((name) => name.endsWith('.tgz'))
+  if (filename === undefined) fail('npm pack made no tarball')
+  const tarball = join(scratch, filename)
+  const files = new Set(read('tar', ['-tzf', tarball]).split('\n').filter(Boolean).map((p) => p.replace(/^package\//, '')))
   const manifest = JSON.parse(readFileSync(join(clone, 'package.json'), 'utf8'))
   const pointedAt = new Set([manifest.main, manifest.module, manifest.types, ...targetsOf(manifest.exports), ...targetsOf(manifest.typesVersions)])
   const missing = [...pointedAt].filter((p) => typeof p === 'string' && p.startsWith('./dist/') && !files.has(p.slice(2)))
   if (![...files].some((f) => f.startsWith('dist/'))) fail('the tarball has no dist/: prepack did not build')
   if (missing.length > 0) fail(`the tarball lacks files package.json points at: ${missing.join(', ')}`)
   for (const required of ['LICENSE', 'README.md', 'package.json']) if (!files.has(required)) fail(`the tarball has no ${required}`)
-  console.log(`package: ${packed.filename}, ${files.size} files, ${(packed.size / 1024).toFixed(0)} kB packed, dist/ built by prepack`)
+  console.log(`package: ${filename}, ${files.size} files, ${(statSync(tarball).size / 1024).toFixed(0)} kB, dist/ built by prepack`)
   run('npx', ['publint', 'run', tarball, '--strict'])
   run('npx', ['attw', tarball])
 
