@@ -59,11 +59,14 @@ export function toApplication(record: ApplicationRecord): Application {
 /** `gate.applications`: register and manage applications. */
 export class Applications {
   readonly #store: GateStore
+  /** Tells the gate's per-process cache that a record changed. */
+  readonly #changed: (appToken: string) => void
   readonly #allowLoopback: boolean
 
   /** @param allowLoopback `oauth.allowLoopbackCallbacks`: also accept http loopback Callback Prefixes */
-  constructor(store: GateStore, allowLoopback = false) {
+  constructor(store: GateStore, changed: (appToken: string) => void = () => {}, allowLoopback = false) {
     this.#store = store
+    this.#changed = changed
     this.#allowLoopback = allowLoopback
   }
 
@@ -90,6 +93,7 @@ export class Applications {
       updatedAt: now,
     }
     await this.#store.insertApplication(record)
+    this.#changed(record.appToken)
     return { appToken: record.appToken, secretToken, application: toApplication(record) }
   }
 
@@ -117,6 +121,7 @@ export class Applications {
     if (changes.callbackPrefix !== undefined) patch.callbackPrefix = checkCallbackPrefix(changes.callbackPrefix, this.#allowLoopback)
     if (changes.limit !== undefined) patch.limit = checkLimit(changes.limit)
     const record = await this.#store.updateApplication(appToken, patch)
+    this.#changed(appToken)
     if (record === undefined) throw noSuchApplication(appToken)
     return toApplication(record)
   }
@@ -129,6 +134,7 @@ export class Applications {
   async rotateSecret(appToken: string): Promise<string> {
     const secretToken = randomToken(32)
     const record = await this.#store.updateApplication(appToken, { secretHash: sha256(secretToken), updatedAt: Date.now() })
+    this.#changed(appToken)
     if (record === undefined) throw noSuchApplication(appToken)
     return secretToken
   }
@@ -145,6 +151,7 @@ export class Applications {
    */
   async delete(appToken: string): Promise<boolean> {
     const deleted = await this.#store.deleteApplication(appToken)
+    this.#changed(appToken)
     if (deleted) await this.#store.revokeAccessTokens({ appToken }, Date.now())
     return deleted
   }

@@ -5,6 +5,7 @@
  */
 import { TypedEmitter } from 'tiny-typed-emitter'
 import { AccessTokens } from './access-tokens.js'
+import { ApplicationCache } from './application-cache.js'
 import { ApiKeys } from './api-keys.js'
 import { extractAppToken, isPlausibleAppToken } from './app-token.js'
 import { Applications, toApplication, type Application } from './applications.js'
@@ -12,8 +13,8 @@ import { Authenticator, toGateUser, type Authentication, type AuthMethod, type G
 import { readCredentials, tokensSentIn, type Credentials } from './authorization-header.js'
 import { andThen, isPromiseLike } from './awaitable.js'
 import { currentUserJson, currentUserXml } from './current-user.js'
-import { GateError, PlatformError, StoreError } from './errors.js'
-import type { Emit, GateEvents } from './events.js'
+import { GateError, PlatformError } from './errors.js'
+import type { Emit, GateEvents, StoreErrorEvent } from './events.js'
 import { compileGuard, type Guard, type GuardRule } from './guard.js'
 import { errorResponse, pathOf, platformErrorResponse, type GateRequest, type GateResponse } from './http.js'
 import { OAuthServer, type OAuthEndpoint } from './oauth/server.js'
@@ -21,7 +22,8 @@ import { resolveOptions, type GateOptions, type ResolvedConfig } from './options
 import { claimsHttps, hasProxyHeaders, isPrivateAddress, resolveClient, type ClientInfo } from './proxy.js'
 import { sha256 } from './secrets.js'
 import { guardStore } from './store/guarded-store.js'
-import type { ApplicationRecord, Awaitable, GateStore } from './store/store.js'
+import { StoreHealth, type StoreRole } from './store/store-health.js'
+import type { ApplicationRecord, Awaitable, GateStore, StoreEventSink } from './store/store.js'
 import { Throttle, type ThrottleInfo, type ThrottlePass } from './throttle.js'
 import { Users } from './users.js'
 
@@ -85,6 +87,7 @@ export class Gate extends TypedEmitter<GateEvents> {
   readonly #auth: Authenticator
   readonly #oauth: OAuthServer
   readonly #routes = new Map<string, Route>()
+  readonly #applicationCache: ApplicationCache
   readonly #applicationViews = new WeakMap<ApplicationRecord, Application>()
   #warnedAboutProxyHeaders = false
 
@@ -92,14 +95,24 @@ export class Gate extends TypedEmitter<GateEvents> {
     super()
     const config = resolveOptions(options)
     this.#config = config
-    this.store = guardStore(config.store, config.storeTimeoutMs)
     const emit: Emit = (event, ...args) => this.#emitSafely(event, ...args)
-    config.store.attach?.({ rateKeyEvicted: (key) => emit('rateKeyEvicted', { key }) })
-    this.applications = new Applications(this.store, config.oauth.allowLoopbackCallbacks)
+    const separateRates = config.rateStore !== config.store
+    const outcome = storeFailureOutcome(config.onStoreError)
+    const recordsRole: StoreRole = separateRates ? 'records' : 'records+rates'
+    this.store = guardStore(config.store, config.storeTimeoutMs, new StoreHealth(recordsRole, emit, outcome))
+    const rateStore = separateRates ? guardStore(config.rateStore, config.storeTimeoutMs, new StoreHealth('rates', emit, outcome)) : this.store
+    this.#applicationCache = new ApplicationCache(this.store, config.applicationCacheMs, STALE_IF_ERROR_MS)
+    const sink: StoreEventSink = {
+      rateKeyEvicted: (key) => emit('rateKeyEvicted', { key }),
+      applicationChanged: (appToken) => this.#applicationCache.forget(appToken),
+    }
+    config.store.attach?.(sink)
+    if (separateRates) config.rateStore.attach?.(sink)
+    this.applications = new Applications(this.store, (appToken) => this.#applicationCache.forget(appToken), config.oauth.allowLoopbackCallbacks)
     this.users = new Users(this.store, config.basic.scrypt)
     this.apiKeys = new ApiKeys(this.store)
     this.tokens = new AccessTokens(this.store, config.oauth.accessTokenTtlMs)
-    this.#throttle = new Throttle(config, this.store, emit)
+    this.#throttle = new Throttle(config, rateStore, emit)
     this.#auth = new Authenticator(config, this.store, this.#throttle, emit)
     this.#oauth = new OAuthServer(config, this.store, this.#throttle, this.#auth, this.tokens, emit, (error, request) => this.#report(error, request))
     const routes: Array<[string, Route]> = [
@@ -186,7 +199,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     const token = extractAppToken(request, this.#config.legacyAppTokenParam)
     if (token === undefined) return null
     if (!isPlausibleAppToken(token)) return this.#invalidAppToken(token, client)
-    return andThen(this.store.getApplication(token), (record) => record ?? this.#invalidAppToken(token, client))
+    return andThen(this.#applicationCache.get(token), (record) => record ?? this.#invalidAppToken(token, client))
   }
 
   #invalidAppToken(token: string, client: ClientInfo): never {
@@ -256,7 +269,7 @@ export class Gate extends TypedEmitter<GateEvents> {
         if (sent.appToken === record.appToken) return sent
         throw new PlatformError('app_token_mismatch', 'The X-App-Token names another application than the one the access token was issued to')
       }
-      return andThen(this.store.getApplication(record.appToken), (found) => found ?? null)
+      return andThen(this.#applicationCache.get(record.appToken), (found) => found ?? null)
     })
   }
 
@@ -334,11 +347,12 @@ export class Gate extends TypedEmitter<GateEvents> {
     return platformErrorResponse(new PlatformError('internal', 'Internal server error'))
   }
 
-  /** The one place that decides which failures become `storeError` and `internalError` events. */
+  /**
+   * The one place that decides which failures become `internalError` events. (A store's
+   * failures are told once per outage, as `storeError`, by its guard.)
+   */
   #report(error: unknown, request: Pick<GateRequest, 'method' | 'url'> | undefined): void {
-    if (error instanceof StoreError) {
-      this.#emitSafely('storeError', { operation: error.operation, error: error.cause, outcome: 'failed' })
-    } else if (!(error instanceof GateError)) {
+    if (!(error instanceof GateError)) {
       this.#emitSafely('internalError', { error, method: request?.method ?? '', path: request === undefined ? '' : pathOf(request.url) })
     }
   }
@@ -357,9 +371,10 @@ export class Gate extends TypedEmitter<GateEvents> {
     }
   }
 
-  /** Releases the store's connections and timers. */
+  /** Releases the stores' connections and timers. */
   async close(): Promise<void> {
     await this.#config.store.close?.()
+    if (this.#config.rateStore !== this.#config.store) await this.#config.rateStore.close?.()
   }
 
   #client(request: GateRequest): ClientInfo {
@@ -385,6 +400,15 @@ export class Gate extends TypedEmitter<GateEvents> {
       { code: 'ODG_UNTRUSTED_PROXY_HEADERS' },
     )
   }
+}
+
+/** How long past its freshness a cached application still answers while the store is failing. */
+const STALE_IF_ERROR_MS = 300_000
+
+/** What the gate does when a call of this operation fails, as `storeError` reports it. */
+function storeFailureOutcome(mode: ResolvedConfig['onStoreError']): (operation: string) => StoreErrorEvent['outcome'] {
+  const rates = mode === 'fail-open' ? 'allowed' : mode === 'memory' ? 'fallback' : 'failed'
+  return (operation) => (operation === 'consumeRate' ? rates : operation === 'updateApiKey' ? 'ignored' : 'failed')
 }
 
 /**

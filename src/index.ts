@@ -26,6 +26,7 @@ export type {
   ThrottledEvent,
   InvalidAppTokenEvent,
   StoreErrorEvent,
+  StoreRecoveredEvent,
   RateKeyEvictedEvent,
   AuthenticationFailedEvent,
   TokenRevokedEvent,
@@ -49,6 +50,7 @@ export {
 export { MemoryStore, type MemoryStoreOptions } from './store/memory-store.js'
 export type {
   GateStore,
+  RateStore,
   ApplicationRecord,
   ApplicationPatch,
   UserRecord,
@@ -59,7 +61,11 @@ export type {
   AccessTokenFilter,
   AuthorizationCodeRecord,
   SessionRecord,
+  GrantRecord,
+  ApiKeyQuery,
+  ApiKeySortField,
   StoreEventSink,
   Awaitable,
 } from './store/store.js'
+export { compareApiKeys, matchesApiKeyQuery } from './store/api-key-query.js'
 export { gcraStep, emissionInterval, type RateResult, type GcraOutcome } from './gcra.js'
