@@ -55,10 +55,10 @@ function lowContrastTexts(page: Page): Promise<LowContrast[]> {
       }
       return getComputedStyle(document.documentElement).colorScheme.includes('dark') ? 'rgb(18, 18, 18)' : 'rgb(255, 255, 255)'
     }
-    const elements = [...document.querySelectorAll('body *')].filter(
+    const elements = Array.from(document.querySelectorAll('body *')).filter(
       (e) =>
         e.getClientRects().length > 0 &&
-        (e.matches('input:not([type=hidden]), button, summary') || [...e.childNodes].some((n) => n.nodeType === Node.TEXT_NODE && n.textContent?.trim() !== '')),
+        (e.matches('input:not([type=hidden]), button, summary') || Array.from(e.childNodes).some((n) => n.nodeType === Node.TEXT_NODE && n.textContent?.trim() !== '')),
     )
     return elements.flatMap((e) => {
       const style = getComputedStyle(e)
