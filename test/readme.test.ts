@@ -35,7 +35,7 @@ describe('the README quickstarts', () => {
     const file = new URL(`${name}.ts`, SNIPPETS)
     writeFileSync(file, `${core}\n${code}`)
     const servers: Server[] = []
-    const original = Server.prototype.listen
+    const original = Server.prototype.listen as (...args: unknown[]) => Server
     const listen = vi.spyOn(Server.prototype, 'listen').mockImplementation(function (this: Server, ...args: unknown[]) {
       servers.push(this)
       // The snippet's port, 8080, may be taken: any free port on loopback does.
