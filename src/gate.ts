@@ -29,7 +29,11 @@ import { Users } from './users.js'
 
 /** What the gate found out about a request: `req.gate` in Express and node:http, `ctx.state.gate` in Koa. */
 export interface GateContext {
-  /** The application whose token the request carried, or `null` for an anonymous request. */
+  /**
+   * The application the request counted against: the one its app token names, or, for an
+   * OAuth request without one, the application its access token was issued to (unless
+   * `throttle.oauthTokenBudget` is `'anonymous'`); `null` for an anonymous request.
+   */
   readonly application: Application | null
   /** The throttle's verdict, or `null` when no policy applied. */
   readonly throttle: ThrottleInfo | null
