@@ -41,7 +41,9 @@ export class AccessTokens {
 
   /**
    * Issues a token for a user and an application. The OAuth token endpoint uses this;
-   * a host can too, for its own first-party tools.
+   * a host can too, for its own first-party tools. A token issued without a code records
+   * (or refreshes) the user's grant to the application, so it shows in connected apps; one
+   * issued from a code was granted on the consent page.
    * @throws {NotFoundError} `not_found` when there is no such user or application
    * @throws {TypeError} for a bad `ttlMs` or an unknown field
    * @example
@@ -56,6 +58,7 @@ export class AccessTokens {
     if (application === undefined) throw new NotFoundError(`No application has the app token ${JSON.stringify(String(input.appToken).slice(0, 40))}`)
     const accessToken = randomToken(32)
     const now = Date.now()
+    if ((input.codeHash ?? null) === null) await this.#store.recordGrant(input.userId, input.appToken, now)
     const record: AccessTokenRecord = {
       tokenHash: sha256(accessToken),
       userId: input.userId,

@@ -100,7 +100,11 @@ export function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => ESCAPES[c] as string)
 }
 
-function layout(title: string, siteName: string | undefined, body: string): string {
+/**
+ * A complete page of the gate's own: the title (with the portal's name, when there is
+ * one), the inline stylesheet (allowed by its hash), and `body` inside `<main>`.
+ */
+export function layout(title: string, body: string, siteName?: string): string {
   const fullTitle = siteName === undefined ? title : `${title} · ${siteName}`
   const site = siteName === undefined ? '' : `<p class="site">${escapeHtml(siteName)}</p>\n`
   return `<!doctype html>
@@ -129,7 +133,6 @@ export function loginPage(view: LoginView): string {
   const heading = view.siteName === undefined ? 'Sign in' : `Sign in to ${view.siteName}`
   return layout(
     'Sign in',
-    view.siteName,
     `<h1>${escapeHtml(heading)}</h1>
 <p><strong>${app}</strong> wants to use your account. Sign in to continue.</p>
 ${error}
@@ -144,6 +147,7 @@ ${error}
 <button type="submit" class="secondary" name="action" value="deny" formnovalidate>Cancel</button>
 </div>
 </form>`,
+    view.siteName,
   )
 }
 
@@ -152,7 +156,6 @@ export function consentPage(view: ConsentView): string {
   const app = escapeHtml(view.application.name)
   return layout(
     `Allow ${view.application.name}?`,
-    view.siteName,
     `<h1>Allow ${app} to use your account?</h1>
 <form method="post">
 <input type="hidden" name="csrf_token" value="${escapeHtml(view.csrfToken)}">
@@ -164,6 +167,7 @@ export function consentPage(view: ConsentView): string {
 <button type="submit" class="primary" name="action" value="approve">Allow</button>
 </div>
 </form>`,
+    view.siteName,
   )
 }
 
@@ -173,7 +177,7 @@ export function errorPage(view: ErrorView): string {
     view.detail === undefined
       ? ''
       : `\n<details>\n<summary>Technical details for the application's developer</summary>\n<p>${escapeHtml(view.detail)}</p>\n</details>`
-  return layout(view.title, view.siteName, `<h1>${escapeHtml(view.title)}</h1>\n<p role="alert">${escapeHtml(view.message)}</p>${detail}`)
+  return layout(view.title, `<h1>${escapeHtml(view.title)}</h1>\n<p role="alert">${escapeHtml(view.message)}</p>${detail}`, view.siteName)
 }
 
 /**
