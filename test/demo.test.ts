@@ -64,7 +64,7 @@ const refused = (port: number) =>
     socket.once('error', reject)
   })
 
-const shell = (command: string) => execFileSync('sh', ['-c', command], { cwd: root, encoding: 'utf8' })
+const shell = (command: string) => execFileSync('sh', ['-c', command], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
 
 describe('npm run demo', () => {
   let demo: ChildProcess | undefined
