@@ -102,11 +102,12 @@ export function escapeHtml(value: string): string {
 
 /**
  * A complete page of the gate's own: the title (with the portal's name, when there is
- * one), the inline stylesheet (allowed by its hash), and `body` inside `<main>`.
+ * one), the inline stylesheet (allowed by its hash), and `body` inside `<main>`, under a
+ * line with the portal's name unless `banner` is false (a heading that names it already).
  */
-export function layout(title: string, body: string, siteName?: string): string {
+export function layout(title: string, body: string, siteName?: string, banner = true): string {
   const fullTitle = siteName === undefined ? title : `${title} · ${siteName}`
-  const site = siteName === undefined ? '' : `<p class="site">${escapeHtml(siteName)}</p>\n`
+  const site = siteName === undefined || !banner ? '' : `<p class="site">${escapeHtml(siteName)}</p>\n`
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -148,6 +149,7 @@ ${error}
 </div>
 </form>`,
     view.siteName,
+    false, // the heading names the portal already
   )
 }
 
