@@ -154,7 +154,7 @@ describe('authorize: the user is authenticated before any redirect', () => {
     'shows an error page for the redirect_uri %s, signed in or not, and never puts it in a Location',
     async (redirectUri) => {
       const { get, authorizeUrl, ada } = await start()
-      expectErrorPage(await get(authorizeUrl({ redirect_uri: redirectUri })).set('x-signed-in', ada.id), 400, /Invalid redirect address/)
+      expectErrorPage(await get(authorizeUrl({ redirect_uri: redirectUri })).set('x-signed-in', ada.id), 400, /This sign-in link does not work/)
     },
   )
 
