@@ -5,7 +5,7 @@
  * behaviour against a real Redis killed, paused and restarted is in the Redis suite.)
  */
 import { setTimeout as sleep } from 'node:timers/promises'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { createGate, MemoryStore, type GateOptions, type GateOutcome, type StoreErrorEvent, type StoreRecoveredEvent } from '../src/index.js'
 import { FlakyStore } from './support/flaky-store.js'
 import { coreRequest } from './support/requests.js'
@@ -213,5 +213,29 @@ describe('a store outage while revoking a token sent in clear', () => {
     expect(response.status).toBe(503)
     expect(response.headers['content-type']).toBe('text/html; charset=utf-8')
     expect(response.headers['x-frame-options']).toBe('DENY')
+  })
+})
+
+describe('a forgotten proxy at the OAuth endpoints', () => {
+  const claimsHttps = (url: string, method = 'GET') => coreRequest({ method, url, peerAddress: '10.0.0.2', tls: false, headers: { 'x-forwarded-proto': 'https' } })
+
+  it('is refused with a page at authorize and the connected-apps page, and with JSON at the token endpoint', async () => {
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {})
+    try {
+      const gate = createGate()
+      for (const path of ['/oauth/authorize?client_id=x', '/oauth/grants']) {
+        const page = respond(await gate.handle(claimsHttps(path)))
+        expect(page.status).toBe(500)
+        expect(page.headers['content-type']).toBe('text/html; charset=utf-8')
+        expect(page.headers['x-frame-options']).toBe('DENY')
+        expect(page.body).toContain('proxy_not_trusted')
+      }
+      const token = respond(await gate.handle(claimsHttps('/oauth/access_token', 'POST')))
+      expect(token.status).toBe(500)
+      expect(JSON.parse(token.body)).toMatchObject({ code: 'proxy_not_trusted' })
+      expect(warn.mock.calls.map((call) => (call[1] as { code?: string }).code)).toContain('ODG_UNTRUSTED_PROXY_HEADERS')
+    } finally {
+      warn.mockRestore()
+    }
   })
 })
