@@ -1,10 +1,13 @@
 /**
  * What must hold for every request, however hostile:
  * - the answer is well formed: a documented status with the body its kind of endpoint
- *   documents, headers Node can send, never a 5xx but the 503 of a store that is down;
- * - a refused request changes no record (the one exception the spec makes: an access
- *   token sent in clear is revoked, and a replayed code revokes what it issued);
- * - no secret, the world's or the request's own, appears in a body, a header or an event.
+ *   documents, headers Node can send, never a 5xx but the 503 of a store that is down and
+ *   the 500 `proxy_not_trusted` of a forgotten proxy; pages where a person is;
+ * - a refused request changes no record, but for what the spec asks: credentials sent in
+ *   clear are made worthless (tokens and API keys revoked, a code consumed), a replayed
+ *   code revokes what it issued;
+ * - no secret, the world's or the request's own, appears in a body, a header, an event or
+ *   the context handed to the host application.
  */
 import { validateHeaderName, validateHeaderValue } from 'node:http'
 import { OAUTH_ERROR_STATUS, PLATFORM_ERROR_STATUS, type GateOutcome, type GateRequest, type GateResponse } from '../../src/index.js'
@@ -372,6 +375,8 @@ function checkSecrets(world: World, request: HostileRequest, core: GateRequest, 
     for (const v of Object.values(outcome.response.headers)) texts.push(...[v].flat())
   } else {
     for (const v of Object.values(outcome.headers)) texts.push(v)
+    // What the host application gets as req.gate / ctx.state.gate, and may well log.
+    texts.push(JSON.stringify(outcome.context))
   }
   for (const [name, payload] of world.events) texts.push(`${name} ${eventText(payload)}`)
   const all = texts.join('\n')
