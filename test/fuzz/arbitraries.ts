@@ -751,6 +751,37 @@ const selfServiceRequest: Arb<HostileRequest> = fc
     })),
   )
 
+/**
+ * A request to the data routes that the gate mostly lets through: a real app token (or
+ * none), real credentials (or none), now and then a proxy header. For comparing what each
+ * adapter hands the application as `req.gate`.
+ */
+export const passableDataRequest: Arb<HostileRequest> = fc
+  .record({
+    route: fc.constantFrom<readonly [string, string]>(['GET', '/resource/abcd-1234.json'], ['GET', '/private/abcd-1234.json'], ['POST', '/api/v3/views/abcd-1234/query.json']),
+    app: fc.oneof(fc.constant<Lines>([]), fc.constantFrom(...APP_TOKENS).map((t): Lines => [['X-App-Token', t]])),
+    inQuery: fc.boolean(),
+    auth: fc.oneof(
+      fc.constant<Lines>([]),
+      fc
+        .constantFrom(`Basic ${Buffer.from(`ada:${KNOWN.users.ada.password}`).toString('base64')}`, `Basic ${Buffer.from(`${KNOWN.apiKeys.live.keyId}:${KNOWN.apiKeys.live.secret}`).toString('base64')}`, `OAuth ${KNOWN.tokens.live}`, `Bearer ${KNOWN.tokens.live}`)
+        .map((v): Lines => [['Authorization', v]]),
+    ),
+    proxy: fc.oneof({ weight: 3, arbitrary: fc.constant<Lines>([]) }, { weight: 1, arbitrary: someProxyHeaders }),
+    tls: fc.oneof({ weight: 4, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
+  })
+  .map(({ route: [method, path], app, inQuery, auth, proxy, tls }): HostileRequest => {
+    const token = app[0]?.[1]
+    return {
+      method,
+      target: inQuery && token !== undefined ? `${path}?$$app_token=${token}` : path,
+      headers: [...(inQuery ? [] : app), ...auth, ...proxy],
+      body: undefined,
+      peer: '203.0.113.5',
+      tls,
+    }
+  })
+
 /** Any hostile request, weighted towards the surfaces that decide the most. */
 export const hostileRequest: Arb<HostileRequest> = fc.oneof(
   { weight: 5, arbitrary: dataRequest },
