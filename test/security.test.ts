@@ -1,11 +1,13 @@
 /**
- * Rules of SECURITY.md that no other file showed: secrets compared in constant time, the
- * authorize endpoint's methods, and its `server_error` redirect. The real node:crypto
+ * Rules of SECURITY.md that no other file showed: an app token authenticates nobody,
+ * secrets compared in constant time, the authorize endpoint's methods, and its
+ * `server_error` redirect. The real node:crypto
  * runs throughout; its functions are only counted, or made to fail once on purpose.
  */
 import * as crypto from 'node:crypto'
 import { beforeEach, describe, expect, it, vi } from 'vitest'
 import { createGate, MemoryStore, type GateOutcome, type GateResponse } from '../src/index.js'
+import { compileGuard } from '../src/guard.js'
 import { sha256 } from '../src/secrets.js'
 import { coreRequest } from './support/requests.js'
 
@@ -43,6 +45,20 @@ async function setup(oauth: Record<string, unknown> = {}) {
 beforeEach(() => {
   vi.mocked(crypto.timingSafeEqual).mockClear()
   vi.mocked(crypto.randomBytes).mockClear()
+})
+
+describe('application tokens', () => {
+  it('identify the application but authenticate nobody: private data stays refused with authentication_required', async () => {
+    const { gate, app } = await setup()
+    const outcome = await gate.handle(coreRequest({ headers: { 'x-app-token': app.appToken } }))
+    if (outcome.type !== 'next') throw new Error('expected the request through')
+    expect(outcome.context).toMatchObject({ auth: 'none', user: null, application: { appToken: app.appToken } })
+    // Nor does the secret token: it is only ever the OAuth client_secret, never a Basic password.
+    const secretAsBasic = answer(await gate.handle(coreRequest({ headers: { 'x-app-token': app.appToken, authorization: basic(app.appToken, app.secretToken) } })))
+    expect(secretAsBasic.status).toBe(401)
+    const refusal = compileGuard({ auth: 'required' })(outcome.context)
+    expect(gate.errorResponse(refusal)).toMatchObject({ status: 403, headers: { 'x-error-code': 'authentication_required' } })
+  })
 })
 
 describe('secrets are compared in constant time', () => {
