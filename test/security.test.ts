@@ -1,6 +1,7 @@
 /**
- * Rules of SECURITY.md that no other file showed: an app token authenticates nobody,
- * secrets compared in constant time, the authorize endpoint's methods, and its
+ * Rules of SECURITY.md that no other file showed: an app token authenticates nobody, an
+ * API key acts with its user's rights and no others, an access token in a body over https
+ * is not read, secrets compared in constant time, the authorize endpoint's methods, and its
  * `server_error` redirect. The real node:crypto
  * runs throughout; its functions are only counted, or made to fail once on purpose.
  */
@@ -38,7 +39,7 @@ async function setup(oauth: Record<string, unknown> = {}) {
     oauth: { authenticateUser: (req) => req.headers['x-signed-in'] as string | undefined, ...oauth },
   })
   const app = await gate.applications.register({ name: 'Transit', callbackPrefix: PREFIX })
-  const ada = await gate.users.create({ username: 'ada', password: PASSWORD, displayName: 'Ada Lovelace', email: 'ada@example.org' })
+  const ada = await gate.users.create({ username: 'ada', password: PASSWORD, displayName: 'Ada Lovelace', email: 'ada@example.org', rights: ['edit'] })
   return { gate, store, app, ada }
 }
 
@@ -58,6 +59,40 @@ describe('application tokens', () => {
     expect(secretAsBasic.status).toBe(401)
     const refusal = compileGuard({ auth: 'required' })(outcome.context)
     expect(gate.errorResponse(refusal)).toMatchObject({ status: 403, headers: { 'x-error-code': 'authentication_required' } })
+  })
+})
+
+describe('API keys', () => {
+  it('act with their user’s rights and no others, and follow a change of them at once', async () => {
+    const { gate, app, ada } = await setup()
+    const { keyId, keySecret } = await gate.apiKeys.create(ada.id, { name: 'nightly ETL' })
+    const send = async () => {
+      const outcome = await gate.handle(coreRequest({ headers: { authorization: basic(keyId, keySecret), 'x-app-token': app.appToken } }))
+      if (outcome.type !== 'next') throw new Error(`expected the request through, got ${outcome.response.status}`)
+      return outcome.context
+    }
+    const edit = compileGuard({ auth: 'required', rights: ['edit'] })
+    const admin = compileGuard({ auth: 'required', rights: ['admin'] })
+    const context = await send()
+    expect(context).toMatchObject({ auth: 'api-key', user: { id: ada.id, rights: ['edit'] } })
+    expect(edit(context)).toBeUndefined()
+    expect(gate.errorResponse(admin(context))).toMatchObject({ status: 403, headers: { 'x-error-code': 'permission_denied' } })
+    await gate.users.update(ada.id, { rights: [] })
+    expect(gate.errorResponse(edit(await send()))).toMatchObject({ status: 403, headers: { 'x-error-code': 'permission_denied' } })
+  })
+})
+
+describe('access tokens', () => {
+  it('are never read from a body field over https: the request stays anonymous and the token keeps working', async () => {
+    const { gate, app, ada } = await setup()
+    const { accessToken } = await gate.tokens.issue({ userId: ada.id, appToken: app.appToken })
+    const outcome = await gate.handle(
+      coreRequest({ method: 'POST', url: '/api/v3/views/abcd-1234/query.json', headers: { 'x-app-token': app.appToken, 'content-type': 'application/json' }, parsedBody: () => ({ access_token: accessToken }) }),
+    )
+    if (outcome.type !== 'next') throw new Error('expected the request through')
+    expect(outcome.context).toMatchObject({ auth: 'none', user: null })
+    const later = await gate.handle(coreRequest({ headers: { authorization: `OAuth ${accessToken}` } }))
+    expect(later.type === 'next' && later.context.user?.id).toBe(ada.id)
   })
 })
 
