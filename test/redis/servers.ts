@@ -91,6 +91,12 @@ export class OwnRedisServer {
     if (this.#process !== undefined) throw new Error(`redis-server on ${this.port} is running`)
     const child = spawn('redis-server', this.#args, { stdio: ['ignore', 'ignore', 'pipe'] })
     this.#process = child
+    // Even if the test process dies, its servers go with it.
+    const killOnExit = (): void => {
+      if (child.pid !== undefined && child.exitCode === null) process.kill(child.pid, 'SIGKILL')
+    }
+    process.once('exit', killOnExit)
+    child.once('exit', () => process.off('exit', killOnExit))
     let stderr = ''
     child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
     child.once('exit', () => {
