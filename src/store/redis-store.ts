@@ -108,7 +108,7 @@ export type RedisStoreOptions = RedisStoreUrlOptions | RedisStoreClientOptions
  * Use them for a client you hand to the store: `new Redis(url, redisClientDefaults())`, or
  * `new Cluster(nodes, { enableOfflineQueue: false, redisOptions: redisClientDefaults() })`.
  */
-export function redisClientDefaults(commandTimeoutMs = 500): RedisOptions {
+export function redisClientDefaults(commandTimeoutMs = 500): Omit<RedisOptions, 'replyMapping'> {
   return {
     enableOfflineQueue: false,
     commandTimeout: commandTimeoutMs,
