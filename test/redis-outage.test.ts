@@ -64,7 +64,7 @@ describe.skipIf(!available)('the gate through Redis outages', () => {
     })
     events = { storeError: 0, storeRecovered: 0 }
     gate.on('storeError', () => events.storeError++)
-    ;(gate as unknown as { on(event: string, listener: () => void): void }).on('storeRecovered', () => events.storeRecovered++)
+    gate.on('storeRecovered', () => events.storeRecovered++)
     http = await listen(nodeGate(gate, (_req, res) => res.end('ok')))
     // Warm: one request counted in Redis.
     expect((await request()).status).toBe(200)

@@ -41,15 +41,18 @@ import {
   USER_BY_NAME,
   type RedisScript,
 } from './redis-scripts.js'
+import { compareApiKeys, matchesApiKeyQuery } from './api-key-query.js'
 import type {
   AccessTokenFilter,
   AccessTokenRecord,
   ApiKeyPatch,
+  ApiKeyQuery,
   ApiKeyRecord,
   ApplicationPatch,
   ApplicationRecord,
   AuthorizationCodeRecord,
   GateStore,
+  GrantRecord,
   SessionRecord,
   StoreEventSink,
   UserPatch,
@@ -231,9 +234,6 @@ function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT')
 }
 
-/** Tells a sink that an application changed, whichever version of the sink contract it has. */
-type ChangeSink = StoreEventSink & { applicationChanged?(appToken: string): void }
-
 /**
  * A {@link GateStore} on Redis or Redis Cluster, for several instances of the gate.
  *
@@ -250,7 +250,7 @@ export class RedisStore implements GateStore {
   readonly #p: string
   readonly #codeRetentionMs: number
   readonly #channel: string
-  readonly #sinks = new Set<ChangeSink>()
+  readonly #sinks = new Set<StoreEventSink>()
   #subscriber: RedisClient | undefined
   /** Until the client has been ready once, calls wait for it (bounded); never after. */
   #everReady: boolean
@@ -338,7 +338,7 @@ export class RedisStore implements GateStore {
 
   /** Tells every attached gate on this instance, and every other instance, that an application changed. */
   async #changed(appToken: string): Promise<void> {
-    for (const sink of this.#sinks) sink.applicationChanged?.(appToken)
+    for (const sink of this.#sinks) sink.applicationChanged(appToken)
     // Best effort: the other instances' caches also expire by themselves.
     await this.#call((c) => c.publish(this.#channel, appToken)).catch(() => {})
   }
@@ -355,7 +355,7 @@ export class RedisStore implements GateStore {
     subscriber.on('error', () => {})
     subscriber.on('message', (channel: string, appToken: string) => {
       if (channel !== this.#channel) return
-      for (const each of this.#sinks) each.applicationChanged?.(appToken)
+      for (const each of this.#sinks) each.applicationChanged(appToken)
     })
     // ioredis subscribes again by itself after every reconnect.
     subscriber.subscribe(this.#channel).catch(() => {})
@@ -391,10 +391,15 @@ export class RedisStore implements GateStore {
   #sessionKey(hash: string): string {
     return `${this.#p}{sessions}:s:${hash}`
   }
-  #tokenIndex(filter: AccessTokenFilter): string {
-    if ('codeHash' in filter) return `${this.#p}{c:${filter.codeHash}}:tokens`
-    if ('userId' in filter) return `${this.#p}{u:${filter.userId}}:tokens`
-    return `${this.#p}{a:${filter.appToken}}:tokens`
+  /** The index a filter reads, and the condition each of its tokens must meet. */
+  #tokenIndex(filter: AccessTokenFilter): { index: string; condition: string[] } {
+    if ('codeHash' in filter) return { index: `${this.#p}{c:${filter.codeHash}}:tokens`, condition: [] }
+    if (filter.userId !== undefined) {
+      // One user's tokens for one application: the user's index, each token checked for the app.
+      const condition = filter.appToken === undefined ? [] : ['appToken', filter.appToken]
+      return { index: `${this.#p}{u:${filter.userId}}:tokens`, condition }
+    }
+    return { index: `${this.#p}{a:${filter.appToken}}:tokens`, condition: [] }
   }
 
   // ---- applications ----
@@ -467,11 +472,16 @@ export class RedisStore implements GateStore {
     return decode(API_KEY, await this.#call((c) => c.hgetall(this.#apiKeyKey(keyId))))
   }
 
-  async listApiKeys(userId: string): Promise<ApiKeyRecord[]> {
+  /**
+   * A user's keys (the user's index, then each key in its own slot: one user's keys, never
+   * every user's), oldest first, or the page a query asks for.
+   */
+  async listApiKeys(userId: string, query?: ApiKeyQuery): Promise<ApiKeyRecord[]> {
     const index = `${this.#p}{u:${userId}}:apikeys`
     const ids = await this.#call((c) => c.zrange(index, '0', '-1'))
     const records = await Promise.all(ids.map((id) => this.getApiKey(id)))
-    return records.filter((r): r is ApiKeyRecord => r !== undefined && r.userId === userId)
+    const keys = records.filter((r): r is ApiKeyRecord => r !== undefined && r.userId === userId)
+    return query === undefined ? keys : pageOfKeys(keys, query)
   }
 
   async updateApiKey(keyId: string, patch: ApiKeyPatch): Promise<ApiKeyRecord | undefined> {
@@ -485,7 +495,7 @@ export class RedisStore implements GateStore {
     // the token; an index entry whose token never came to be is dropped when met.
     const filters: AccessTokenFilter[] = [{ userId: record.userId }, { appToken: record.appToken }]
     if (record.codeHash !== null) filters.push({ codeHash: record.codeHash })
-    await Promise.all(filters.map((f) => this.#run(INDEX_ADD, [this.#tokenIndex(f)], [record.createdAt, record.tokenHash, record.expiresAt])))
+    await Promise.all(filters.map((f) => this.#run(INDEX_ADD, [this.#tokenIndex(f).index], [record.createdAt, record.tokenHash, record.expiresAt])))
     const created = await this.#run(CREATE, [this.#tokenKey(record.tokenHash)], [record.expiresAt, ...encode(ACCESS_TOKEN, record)])
     if (created !== 1) throw new Error('an access token with this hash exists')
   }
@@ -503,13 +513,48 @@ export class RedisStore implements GateStore {
    * each token once, and every token inserted before this call is in the index it reads.
    */
   async revokeAccessTokens(filter: AccessTokenFilter, at: number): Promise<number> {
-    const index = this.#tokenIndex(filter)
-    const condition = 'userId' in filter && 'appToken' in filter ? ['appToken', (filter as { appToken: string }).appToken] : []
+    const { index, condition } = this.#tokenIndex(filter)
     const hashes = await this.#call((c) => c.zrange(index, '0', '-1'))
     const results = await Promise.all(hashes.map((hash) => this.#run(SET_ONCE, [this.#tokenKey(hash)], ['revokedAt', at, ...condition])))
     const gone = hashes.filter((_, i) => results[i] === -1)
     if (gone.length > 0) await this.#call((c) => c.zrem(index, ...gone))
     return results.filter((r) => r === 1).length
+  }
+
+  /** A user's live tokens, oldest first: the user's index, each token read in its own slot. */
+  async listAccessTokens(userId: string): Promise<AccessTokenRecord[]> {
+    const hashes = await this.#call((c) => c.zrange(this.#tokenIndex({ userId }).index, '0', '-1'))
+    const now = Date.now()
+    const tokens = await Promise.all(hashes.map((hash) => this.getAccessToken(hash)))
+    return tokens
+      .filter((t): t is AccessTokenRecord => t !== undefined && t.userId === userId && t.revokedAt === null && t.expiresAt > now)
+      .sort((a, b) => a.createdAt - b.createdAt || (a.tokenHash < b.tokenHash ? -1 : a.tokenHash > b.tokenHash ? 1 : 0))
+  }
+
+  // ---- grants ----
+
+  #grantsKey(userId: string): string {
+    return `${this.#p}{u:${userId}}:grants`
+  }
+
+  async recordGrant(userId: string, appToken: string, at: number): Promise<void> {
+    await this.#run(RECORD_GRANT, [this.#grantsKey(userId)], [appToken, at])
+  }
+
+  async getGrant(userId: string, appToken: string): Promise<GrantRecord | undefined> {
+    const value = await this.#call((c) => c.hget(this.#grantsKey(userId), appToken))
+    return value === null ? undefined : grant(userId, appToken, value)
+  }
+
+  async listGrants(userId: string): Promise<GrantRecord[]> {
+    const all = await this.#call((c) => c.hgetall(this.#grantsKey(userId)))
+    return Object.entries(all)
+      .map(([appToken, value]) => grant(userId, appToken, value))
+      .sort((a, b) => a.firstAuthorizedAt - b.firstAuthorizedAt || (a.appToken < b.appToken ? -1 : a.appToken > b.appToken ? 1 : 0))
+  }
+
+  async deleteGrant(userId: string, appToken: string): Promise<boolean> {
+    return (await this.#call((c) => c.hdel(this.#grantsKey(userId), appToken))) === 1
   }
 
   // ---- authorization codes ----
@@ -553,13 +598,6 @@ export class RedisStore implements GateStore {
     return Number(await this.#run(TRIM_SESSIONS, [`${this.#p}{sessions}:u:${userId}`], [keep, `${this.#p}{sessions}:s:`]))
   }
 
-  // ---- grants ----
-
-  /** Records that `userId` authorized `appToken` at `at` (a new grant, or a later use of one). */
-  async recordGrant(userId: string, appToken: string, at: number): Promise<void> {
-    await this.#run(RECORD_GRANT, [`${this.#p}{u:${userId}}:grants`], [appToken, at])
-  }
-
   // ---- rate steps ----
 
   async consumeRate(key: string, limit: number, windowMs: number, cost: number): Promise<RateResult> {
@@ -570,6 +608,22 @@ export class RedisStore implements GateStore {
   async resetRate(key: string): Promise<void> {
     await this.#call((c) => c.del(`${this.#p}rate:{${key}}`))
   }
+}
+
+/** A grant from its stored form, "firstAuthorizedAt:lastUsedAt". */
+function grant(userId: string, appToken: string, value: string): GrantRecord {
+  const [first, last] = value.split(':')
+  return { userId, appToken, firstAuthorizedAt: Number(first), lastUsedAt: Number(last) }
+}
+
+/** One page of a user's keys, as {@link ApiKeyQuery} defines it (the same functions MemoryStore uses). */
+function pageOfKeys(keys: ApiKeyRecord[], query: ApiKeyQuery): ApiKeyRecord[] {
+  const anchor = query.after === undefined ? undefined : keys.find((key) => key.keyId === query.after)
+  if (query.after !== undefined && anchor === undefined) return []
+  return keys
+    .filter((key) => matchesApiKeyQuery(key, query) && (anchor === undefined || compareApiKeys(key, anchor, query) > 0))
+    .sort((a, b) => compareApiKeys(a, b, query))
+    .slice(0, query.limit)
 }
 
 function duplicate(client: RedisClient): RedisClient {
