@@ -168,7 +168,7 @@ describe.skipIf(!available)('RedisStore', () => {
         await store.recordGrant(userId, 'app-a', 5000)
         await store.recordGrant(userId, 'app-a', 3000)
         await Promise.all([store.recordGrant(userId, 'app-c', 9000), store.recordGrant(userId, 'app-c', 8000)])
-        const seen = [await store.listGrants(userId), await store.getGrant(userId, 'app-a'), await store.getGrant(userId, 'nope')]
+        const seen: unknown[] = [await store.listGrants(userId), await store.getGrant(userId, 'app-a'), await store.getGrant(userId, 'nope')]
         seen.push(await store.deleteGrant(userId, 'app-b'), await store.deleteGrant(userId, 'app-b'), await store.listGrants(userId))
         return seen
       })
