@@ -1,6 +1,7 @@
 import { Cluster } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RedisStore, redisClientDefaults } from '../src/store/redis-store.js'
+import { describeSameAsMemoryStore } from './redis/same-as-memory.js'
 import { OwnRedisCluster, randomPrefix, redisBinariesAvailable } from './redis/servers.js'
 import { describeStoreConformance } from './store-conformance.js'
 
@@ -33,6 +34,8 @@ describe.skipIf(!available)('RedisStore on a three-node Redis Cluster', () => {
     const store = new RedisStore({ client, prefix })
     return { store, cleanup: () => store.close() }
   })
+
+  describeSameAsMemoryStore('RedisStore (Cluster)', () => new RedisStore({ client, prefix }))
 
   it('spreads rate keys over the masters, and runs every step as one script on the key’s own node', async () => {
     const store = new RedisStore({ client, prefix })
