@@ -71,9 +71,9 @@ describe.skipIf(!available)('the gate through Redis outages', () => {
     expect(await admin.exists(rateKey)).toBe(1)
   }
 
-  async function request(): Promise<Answer> {
+  async function request(headers: Record<string, string> = {}): Promise<Answer> {
     const started = performance.now()
-    const res = await fetch(`${http.url}/resource/x.json`)
+    const res = await fetch(`${http.url}/resource/x.json`, { headers })
     await res.arrayBuffer()
     return { status: res.status, ms: performance.now() - started, ratelimit: res.headers.get('ratelimit') }
   }
@@ -151,6 +151,27 @@ describe.skipIf(!available)('the gate through Redis outages', () => {
       expect(await msUntilRedisCountsAgain(mode)).toBeLessThan(1000)
       expect(events.storeRecovered).toBe(1)
     })
+  })
+
+  it('serves a known application from its cached record while Redis is down, and counts it in Redis again after', async () => {
+    await start('memory')
+    const { appToken } = await gate.applications.register({ name: 'cached through an outage' })
+    const withToken = { 'x-app-token': appToken }
+    expect((await request(withToken)).ratelimit).toMatch(/^"app";r=\d+/)
+    await redis.kill()
+    for (let i = 0; i < 5; i++) {
+      const answer = await request(withToken)
+      expect(answer).toMatchObject({ status: 200, ratelimit: null })
+      expect(answer.ms).toBeLessThan(STORE_TIMEOUT_MS + 100)
+    }
+    await redis.start()
+    const since = performance.now()
+    while ((await request(withToken)).ratelimit === null) {
+      expect(performance.now() - since).toBeLessThan(1000)
+      await sleep(25)
+    }
+    expect(await admin.exists(`${prefix}rate:{app:${appToken}}`)).toBe(1)
+    expect(events).toEqual({ storeError: 1, storeRecovered: 1 })
   })
 
   it('goes on counting in Redis after SCRIPT FLUSH, with no error', async () => {
