@@ -21,13 +21,15 @@ export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
 /** Whether the shared Redis answers; in CI a missing Redis is an error, not a skip. */
 export async function sharedRedisAvailable(suite: string): Promise<boolean> {
   const client = new Redis(REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 })
-  client.on('error', () => {})
+  let cause: unknown
+  client.on('error', (error: unknown) => (cause ??= error))
   try {
     await client.connect()
     await client.ping()
     return true
   } catch (error) {
-    const message = `no Redis answers at ${REDIS_URL} (${error instanceof Error ? error.message : String(error)})`
+    cause ??= error
+    const message = `no Redis answers at ${REDIS_URL} (${cause instanceof Error ? cause.message : String(cause)})`
     if (process.env.CI === 'true') throw new Error(`${suite}: ${message}; in CI the Redis suites must run`)
     process.stderr.write(`\n[skipped] ${suite}: ${message}. Start redis-server, or set REDIS_URL=redis://host:port to run it.\n`)
     return false
