@@ -10,6 +10,7 @@ export default defineConfig({
     alias: [
       { find: /^open-data-gate$/, replacement: here('./src/index.ts') },
       { find: /^open-data-gate\/(express|koa|node)$/, replacement: here('./adapters/$1.ts') },
+      { find: /^open-data-gate\/redis$/, replacement: here('./src/store/redis-store.ts') },
     ],
   },
   test: {
