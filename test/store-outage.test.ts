@@ -121,6 +121,7 @@ describe('a store outage', () => {
     pass(await request())
     store.modes.set('consumeRate', 'hang')
     await request() // the call that finds the outage, after the timeout
+    await sleep(200) // no probe goes out for as long as the failed call waited
     const before = store.count('consumeRate')
     const started = performance.now()
     const outcomes = await Promise.all(Array.from({ length: 30 }, () => request()))
@@ -129,6 +130,31 @@ describe('a store outage', () => {
     expect(store.count('consumeRate') - before).toBe(1)
     // The probe waits out its timeout; nobody waits longer than that.
     expect(elapsed).toBeLessThan(200 + 150)
+  })
+
+  it('spends one timeout on a request whose store calls all hang, not one per call', async () => {
+    const store = asyncStore()
+    store.modes.set('getAccessToken', 'async')
+    const { gate, appToken, recovered } = await gateOn(store, { storeTimeoutMs: 150 })
+    const ada = await gate.users.create({ username: 'ada', displayName: 'Ada', email: 'ada@example.org' })
+    const { accessToken } = await gate.tokens.issue({ userId: ada.id, appToken })
+    const withToken = () => gate.handle(coreRequest({ headers: { 'x-app-token': appToken, authorization: `OAuth ${accessToken}` } }))
+    expect(pass(await withToken()).context.user?.id).toBe(ada.id)
+    // A paused server: the rate step waits out the timeout and falls back to the local
+    // count; the token lookup that follows is answered at once instead of probing again.
+    store.modes.set('consumeRate', 'hang')
+    store.modes.set('getAccessToken', 'hang')
+    const started = performance.now()
+    const refused = respond(await withToken())
+    expect(refused.status).toBe(503)
+    expect(performance.now() - started).toBeLessThan(150 + 100)
+    expect(store.count('getAccessToken')).toBe(1)
+    // The next probe goes once the store has had as long as the failed call waited.
+    store.modes.set('consumeRate', 'async')
+    store.modes.set('getAccessToken', 'async')
+    await sleep(160)
+    expect(pass(await withToken()).context.user?.id).toBe(ada.id)
+    expect(recovered).toHaveLength(1)
   })
 
   it('sends no RateLimit headers while it counts in this process alone, and says so', async () => {
