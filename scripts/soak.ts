@@ -244,7 +244,8 @@ async function main(): Promise<number> {
     })
     /** Growth of the heap after a full GC, warm-up to the end, that still counts as noise. */
     const MEMORY_NOISE_MB = 16
-    const seconds = timeline(samples.map((s) => ({ ...s, start: s.start - start, end: s.end - start })), end - start)
+    // Whole seconds only: a last partial second would show as a drop in throughput.
+    const seconds = timeline(samples.map((s) => ({ ...s, start: s.start - start, end: s.end - start })), Math.floor((end - start) / 1000) * 1000)
     const relOutages = outages.map((o) => ({ ...o, start: o.start - start, recovered: o.recovered - start, windowEnd: o.windowEnd - start }))
 
     const checks = {
