@@ -107,7 +107,8 @@ export type RedisStoreOptions = RedisStoreUrlOptions | RedisStoreClientOptions
  * The ioredis options under which no request waits on Redis longer than
  * `commandTimeoutMs`: commands fail at once while the client is disconnected (no offline
  * queue), are never sent again after a reconnect (a rate step replayed would count
- * twice), and the client reconnects within a quarter second of Redis answering again.
+ * twice), and the client reconnects within a quarter second of Redis answering again, or
+ * of a restarted Redis finishing loading its data.
  * Use them for a client you hand to the store: `new Redis(url, redisClientDefaults())`, or
  * `new Cluster(nodes, { enableOfflineQueue: false, redisOptions: redisClientDefaults() })`.
  */
@@ -119,6 +120,10 @@ export function redisClientDefaults(commandTimeoutMs = 500): Omit<RedisOptions, 
     maxRetriesPerRequest: 0,
     autoResendUnfulfilledCommands: false,
     retryStrategy: (times) => Math.min(50 * times, 250),
+    // A client that connects while a restarted Redis is still loading its data checks again
+    // after the server's own estimate, at least a second by ioredis's default, so the gate
+    // went on failing for up to seconds after Redis was ready (found by `npm run soak`).
+    maxLoadingRetryTime: 100,
     // Commands of concurrent requests leave in one write and are read by Redis in one
     // read: under load, Redis spends its CPU on the scripts, not on system calls.
     enableAutoPipelining: true,
