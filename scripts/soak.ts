@@ -7,6 +7,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
+import { loadavg } from 'node:os'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
@@ -22,7 +23,7 @@ const { values: args } = parseArgs({
   options: {
     minutes: { type: 'string', default: '3' },
     instances: { type: 'string', default: '3' },
-    workers: { type: 'string', default: '8' },
+    workers: { type: 'string', default: '6' },
     out: { type: 'string', default: 'soak-results' },
   },
 })
@@ -38,8 +39,12 @@ const DURATION_MS = minutes * 60_000
 const RECOVERY_MARGIN_MS = 1000
 /** How long Redis stays down or paused: 2 to 5 s. */
 const DOWN_MS = Math.min(5000, Math.max(2000, DURATION_MS * 0.02))
-const THINK_MS = 40
+/** Each worker's pause between actions, up to: the load stays well below what the machine can take, so latency reflects the outages, not a saturated CPU. */
+const THINK_MS = 60
 const PREFIX = `soak:${process.pid}:`
+
+/** When the run started, in ms since the soak's origin: events are reported relative to it. */
+let runStartMs = 0
 
 const log = (line: string) => process.stdout.write(`[soak ${new Date().toISOString().slice(11, 19)}] ${line}\n`)
 
@@ -72,7 +77,7 @@ async function startChild(redisUrl: string, epoch: number): Promise<Child> {
         clearTimeout(timer)
         resolve({ http: `http://127.0.0.1:${message.http}`, https: `https://127.0.0.1:${message.https}` })
       } else if (message.type === 'event') {
-        events.push({ ...message, name: message.name as string, at: (message.at as number) - epoch })
+        events.push({ ...message, name: message.name as string, at: (message.at as number) - epoch - runStartMs })
       } else if (message.type === 'memory') {
         memory.shift()?.({ usage: message.usage as NodeJS.MemoryUsage, loop: message.loop as Measure['loop'] })
       }
@@ -106,7 +111,7 @@ async function main(): Promise<number> {
   let client: SoakClient | undefined
   try {
     await redis.start()
-    log(`redis-server on ${port} (append-only file, fsync always), ${instanceCount} gate processes, ${minutes} min, scrypt logN ${GATE_SETTINGS.scryptLogN}`)
+    log(`redis-server on ${port} (append-only file), ${instanceCount} gate processes, ${minutes} min, scrypt logN ${GATE_SETTINGS.scryptLogN}`)
 
     // The world: applications, users, keys and tokens, made through a gate of the soak's own.
     const admin = createGate({ store: new RedisStore({ url: redis.url, prefix: PREFIX }), basic: { scrypt: { logN: GATE_SETTINGS.scryptLogN } } })
@@ -147,6 +152,8 @@ async function main(): Promise<number> {
     const traffic = new Traffic(client, world)
     await traffic.touchApplications()
     const start = client.now()
+    runStartMs = start
+    const loadBefore = loadavg()
     log(`gates at ${world.instances.map((i) => `${i.http} ${i.https}`).join(', ')}; warming up`)
 
     // The run: traffic all along; the faults at fixed fractions of it.
@@ -198,7 +205,7 @@ async function main(): Promise<number> {
     const end = client.now()
     log(`run over after ${Math.round((end - start) / 1000)} s; auditing every credential on every instance`)
     const auditFrom = client.samples.length
-    await traffic.audit(8)
+    const audit = await traffic.audit(3, 500)
     const auditSamples = client.samples.slice(auditFrom)
     const endMemory = await Promise.all(children.map(measure))
     stalls.push(...(await redis.stalls()))
@@ -261,7 +268,8 @@ async function main(): Promise<number> {
       'storeError events beyond one per fault per instance': storeEvents.reduce((n, e) => n + Math.max(0, e.storeError - outages.length), 0),
       'instances with storeError and storeRecovered not paired': storeEvents.filter((e) => e.storeError !== e.storeRecovered).length,
       [`instances whose heap grew more than ${MEMORY_NOISE_MB} MB`]: memory.filter((m) => m.heapGrowthMB > MEMORY_NOISE_MB).length,
-      'audit: credentials wrong after the run': auditSamples.filter((s) => s.verdict !== 'ok').length,
+      'audit: credentials wrong after the run (lost or half-written)': audit.wrong,
+      'audit: credentials still unavailable after three retries': audit.unavailable,
     }
     const failed = Object.entries(checks).filter(([, n]) => n !== 0)
     const stamp = new Date(epoch).toISOString().replace(/[:.]/g, '-')
@@ -288,7 +296,18 @@ async function main(): Promise<number> {
       byStatus,
       verdicts,
       latencyMs: { p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)), max: round(latencies.at(-1) ?? 0), slowest },
-      outages: relOutages.map((o) => ({ label: o.label, startS: round(o.start / 1000), downMs: Math.round(o.recovered - o.start) })),
+      outages: relOutages.map((o) => ({
+        label: o.label,
+        startS: round(o.start / 1000),
+        downMs: Math.round(o.recovered - o.start),
+        /** Per instance: from Redis answering PING to the gate's storeRecovered. */
+        recoveryLagMs: children.map((c) => {
+          const event = c.events.find((e) => e.name === 'storeRecovered' && e.at >= o.start)
+          return event === undefined ? null : Math.round(event.at - o.recovered)
+        }),
+      })),
+      /** The machine's load average (1, 5, 15 min) before and after: the soak shares it with whatever else runs. */
+      loadAverage: { before: loadBefore.map(round), after: loadavg().map(round) },
       limits,
       flows: traffic.flows,
       credentials: {
@@ -297,7 +316,7 @@ async function main(): Promise<number> {
         apiKeys: keys.length,
         apiKeysDeleted: keys.filter((k) => k.revokedAt !== null).length,
         unsettled: [...tokens, ...keys].filter((c) => c.revokedAt === null && c.pendingSince !== null).length,
-        auditRequests: auditSamples.length,
+        audit: { ...audit, requests: auditSamples.length },
       },
       memory,
       /** How late each gate process's event loop ran during the run (CPU starvation on a shared machine shows here). */
@@ -322,7 +341,8 @@ async function main(): Promise<number> {
     console.log(`by status:         ${Object.entries(byStatus).map(([s, n]) => `${s}: ${n}`).join(', ')}`)
     console.log(`verdicts:          ${Object.entries(verdicts).map(([s, n]) => `${s}: ${n}`).join(', ')}`)
     console.log(`latency:           p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms, max ${result.latencyMs.max} ms (bound ${LATENCY_BOUND_MS} ms)`)
-    console.log(`outages:           ${result.outages.map((o) => `${o.label} at ${o.startS} s for ${o.downMs} ms`).join('; ')}`)
+    console.log(`outages:           ${result.outages.map((o) => `${o.label} at ${o.startS} s for ${o.downMs} ms (storeRecovered ${o.recoveryLagMs.join('/')} ms after)`).join('; ')}`)
+    console.log(`load average:      ${result.loadAverage.before.join(' ')} before, ${result.loadAverage.after.join(' ')} after`)
     console.log(`hot app limit:     ${limits.admitted} admitted, ${limits.refused} refused; over the limit outside outages ${limits.excessOutsideOutages}, during ${limits.overLimitDuringOutages} (tolerance ${instanceCount + 1}x)`)
     console.log(`memory (heap after GC, MB): ${memory.map((m) => `#${m.instance} ${m.warm.heapUsedMB} -> ${m.end.heapUsedMB}`).join(', ')}`)
     console.log(`event loop delay:  ${result.eventLoopDelay.map((e) => `#${e.instance} p99 ${e.p99Ms} ms, max ${e.maxMs} ms`).join('; ')}`)

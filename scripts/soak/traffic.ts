@@ -72,6 +72,15 @@ export interface FlowFigures {
   replays: number
 }
 
+/** The audit after the run: each credential on each instance. */
+export interface AuditFigures {
+  checks: number
+  /** A live credential refused, or a revoked one accepted: lost or half-written data (must be 0). */
+  wrong: number
+  /** Still a 503 after three retries. */
+  unavailable: number
+}
+
 /** What a kind of request may be answered with, and what it says about its credential. */
 type Expectation = 'live' | 'revoked' | 'unjudged'
 
@@ -97,6 +106,9 @@ export const RECORD_KINDS = new Set([
   'flow-exchange',
   'flow-replay',
   'flow-use',
+  'audit-password',
+  'audit-api-key',
+  'audit-oauth',
 ])
 
 export class Traffic {
@@ -136,22 +148,40 @@ export class Traffic {
   /**
    * After the run, with Redis up and still: every credential on every instance. Live ones
    * must work and revoked ones must be refused: a restart lost nothing and left nothing
-   * half-written.
+   * half-written. Every user, and up to `sample` API keys and `sample` access tokens of
+   * each state (live, revoked), chosen at random, paced like the run's own traffic.
    */
-  async audit(concurrency: number): Promise<void> {
-    const jobs: Array<() => Promise<void>> = []
-    for (const [index, instance] of this.#world.instances.entries()) {
-      for (const user of this.#world.users) jobs.push(() => this.#password(index, instance, user, 'audit-password'))
-      for (const key of this.#world.keys) jobs.push(() => this.#apiKey(index, instance, key, 'audit-api-key'))
-      for (const token of this.#world.tokens) jobs.push(() => this.#oauth(index, instance, token, 'audit-oauth'))
+  async audit(concurrency: number, sample: number): Promise<AuditFigures> {
+    const figures: AuditFigures = { checks: 0, wrong: 0, unavailable: 0 }
+    const jobs: Array<() => Promise<Verdict>> = []
+    const instances = [...this.#world.instances.entries()]
+    const settled = (pool: Credential[]) => {
+      const live = shuffle(pool.filter((c) => c.revokedAt === null && c.pendingSince === null)).slice(0, sample)
+      const revoked = shuffle(pool.filter((c) => c.revokedAt !== null)).slice(0, sample)
+      return [...live, ...revoked]
     }
+    for (const user of this.#world.users) for (const [index, instance] of instances) jobs.push(() => this.#password(index, instance, user, 'audit-password'))
+    for (const key of settled(this.#world.keys)) for (const [index, instance] of instances) jobs.push(() => this.#apiKey(index, instance, key, 'audit-api-key'))
+    for (const token of settled(this.#world.tokens)) for (const [index, instance] of instances) jobs.push(() => this.#oauth(index, instance, token, 'audit-oauth'))
     const next = async () => {
-      for (let job = jobs.shift(); job !== undefined; job = jobs.shift()) await job()
+      for (let job = jobs.shift(); job !== undefined; job = jobs.shift()) {
+        figures.checks++
+        // A 503 says nothing about the data (and is counted as a 5xx all the same): ask again.
+        let verdict = await job()
+        for (let retry = 0; retry < 3 && verdict === 'outage-503'; retry++) {
+          await sleep(250)
+          verdict = await job()
+        }
+        if (verdict === 'outage-503') figures.unavailable++
+        else if (verdict !== 'ok') figures.wrong++
+        await sleep(Math.random() * 10)
+      }
     }
     await Promise.all(Array.from({ length: concurrency }, next))
+    return figures
   }
 
-  async #action(): Promise<void> {
+  async #action(): Promise<unknown> {
     const index = Math.floor(Math.random() * this.#world.instances.length)
     const instance = this.#world.instances[index] as Instance
     const roll = Math.random() * 100
@@ -220,11 +250,11 @@ export class Traffic {
     this.#judge('hot-app', index, answer, ok ? 'ok' : 'unexpected')
   }
 
-  async #password(index: number, instance: Instance, user: SoakUser, kind: string): Promise<void> {
+  async #password(index: number, instance: Instance, user: SoakUser, kind: string): Promise<Verdict> {
     const answer = await this.#client.send(`${instance.https}/resource/soak.json`, {
       headers: { authorization: basic(user.username, user.password), 'x-app-token': pick(this.#world.apps).appToken },
     })
-    this.#judge(kind, index, answer, credentialVerdict(answer, 'live', user.username))
+    return this.#judge(kind, index, answer, credentialVerdict(answer, 'live', user.username))
   }
 
   async #wrongPassword(index: number, instance: Instance): Promise<void> {
@@ -243,16 +273,16 @@ export class Traffic {
     this.#judge('basic-over-http', index, answer, answer.status === 403 && body(answer)?.code === 'https_required' ? 'ok' : 'unexpected')
   }
 
-  async #apiKey(index: number, instance: Instance, key: Credential, kind: string): Promise<void> {
+  async #apiKey(index: number, instance: Instance, key: Credential, kind: string): Promise<Verdict> {
     const answer = await this.#client.send(`${instance.https}/resource/soak.json`, {
       headers: { authorization: basic(key.id, key.secret as string), 'x-app-token': pick(this.#world.apps).appToken },
     })
-    this.#judge(kind, index, answer, credentialVerdict(answer, stateOf(key, answer), key.user.username))
+    return this.#judge(kind, index, answer, credentialVerdict(answer, stateOf(key, answer), key.user.username))
   }
 
-  async #oauth(index: number, instance: Instance, token: Credential, kind: string): Promise<void> {
+  async #oauth(index: number, instance: Instance, token: Credential, kind: string): Promise<Verdict> {
     const answer = await this.#client.send(`${instance.https}/resource/soak.json`, { headers: { authorization: `${Math.random() < 0.5 ? 'OAuth' : 'Bearer'} ${token.id}` } })
-    this.#judge(kind, index, answer, credentialVerdict(answer, stateOf(token, answer), token.user.username))
+    return this.#judge(kind, index, answer, credentialVerdict(answer, stateOf(token, answer), token.user.username))
   }
 
   /** An access token sent over plain http: the gate revokes it and goes on as anonymous. */
@@ -427,6 +457,14 @@ function body(answer: Answer): Record<string, unknown> | undefined {
   } catch {
     return undefined
   }
+}
+
+function shuffle<T>(items: T[]): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1))
+    ;[items[i], items[j]] = [items[j] as T, items[i] as T]
+  }
+  return items
 }
 
 function csrfOf(html: string): string {
