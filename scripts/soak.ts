@@ -13,10 +13,11 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import { createGate } from '../src/index.js'
 import { RedisStore } from '../src/store/redis-store.js'
-import { SoakClient, type Verdict } from './soak/client.js'
+import { type Sample, SoakClient, type Verdict } from './soak/client.js'
 import { freePort, ping, type RedisStall, SoakRedis } from './soak/redis.js'
 import { limitFigures, overlaps, type Outage, percentile, svgPlot, timeline } from './soak/report.js'
 import { GATE_SETTINGS, LATENCY_BOUND_MS, PORT_RANGE } from './soak/settings.js'
+import { type Stall, watchStalls } from './soak/stalls.js'
 import { CALLBACK_PREFIX, type Credential, HOT_LIMIT, type Instance, Traffic, type World } from './soak/traffic.js'
 
 const { values: args } = parseArgs({
@@ -53,6 +54,8 @@ interface Child {
   instance: Instance
   events: Array<{ name: string; at: number; [key: string]: unknown }>
   memory: Array<(measure: Measure) => void>
+  /** Its event loop's stalls, ms since the soak's origin. */
+  stalls: Stall[]
 }
 
 /** A gate process's memory after a full GC, and how late its event loop ran since the last measure. */
@@ -69,6 +72,7 @@ async function startChild(redisUrl: string, epoch: number): Promise<Child> {
   })
   const events: Child['events'] = []
   const memory: Child['memory'] = []
+  const stalls: Stall[] = []
   const instance = await new Promise<Instance>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('a gate process did not start within 20 s')), 20_000)
     child.once('exit', (code) => reject(new Error(`a gate process exited with ${code}`)))
@@ -76,6 +80,9 @@ async function startChild(redisUrl: string, epoch: number): Promise<Child> {
       if (message.type === 'listening') {
         clearTimeout(timer)
         resolve({ http: `http://127.0.0.1:${message.http}`, https: `https://127.0.0.1:${message.https}` })
+      } else if (message.type === 'stall') {
+        const stall = message as unknown as Stall
+        stalls.push({ from: stall.from - epoch, to: stall.to - epoch })
       } else if (message.type === 'event') {
         events.push({ ...message, name: message.name as string, at: (message.at as number) - epoch - runStartMs })
       } else if (message.type === 'memory') {
@@ -83,7 +90,7 @@ async function startChild(redisUrl: string, epoch: number): Promise<Child> {
       }
     })
   })
-  return { process: child, instance, events, memory }
+  return { process: child, instance, events, memory, stalls }
 }
 
 function measure(child: Child): Promise<Measure> {
@@ -145,6 +152,8 @@ async function main(): Promise<number> {
     await admin.close()
 
     const epoch = Date.now()
+    const driverStalls: Stall[] = []
+    const stopWatching = watchStalls(80, (stall) => driverStalls.push({ from: stall.from - epoch, to: stall.to - epoch }))
     const origin = performance.now() - (Date.now() - epoch)
     children.push(...(await Promise.all(Array.from({ length: instanceCount }, () => startChild(redis.url, epoch)))))
     client = new SoakClient(origin)
@@ -211,10 +220,13 @@ async function main(): Promise<number> {
     stalls.push(...(await redis.stalls()))
 
     // A 503 (or temporarily_unavailable) counts as the outage's only when the request overlapped one.
+    stopWatching()
     const outsideOutages: Array<{ kind: string; status: number; instance: number; atS: number }> = []
+    const unavailableOutside = new Set<Sample>()
     for (const sample of client.samples) {
       if (sample.verdict === 'outage-503' && !overlaps(sample, outages)) {
         sample.verdict = 'unexpected'
+        unavailableOutside.add(sample)
         outsideOutages.push({ kind: sample.kind, status: sample.status, instance: sample.instance, atS: round((sample.start - start) / 1000) })
       }
     }
@@ -235,7 +247,15 @@ async function main(): Promise<number> {
       .sort((a, b) => b.end - b.start - (a.end - a.start))
       .slice(0, 8)
       .map((s) => ({ kind: s.kind, status: s.status, instance: s.instance, atS: round((s.start - start) / 1000), ms: Math.round(s.end - s.start) }))
-    const fiveXx = client.samples.filter((s) => s.status >= 500 || s.status === 0)
+    // A request in flight across a stall of the process serving it or of the driver timing it:
+    // the machine did not run the soak for that while (other work on a shared CPU).
+    const across = (s: { start: number; end: number }, stalls: Stall[]) => stalls.some((st) => st.to >= s.start && st.from <= s.end)
+    const stalled = new Set(client.samples.filter((s) => across(s, driverStalls) || across(s, (children[s.instance] as Child).stalls)))
+    /** Excused: a store failure outside the outages, or a request over the bound, in flight across a stall of the machine. */
+    const excused = (s: Sample) => stalled.has(s) && (unavailableOutside.has(s) || s.status === 0 || s.end - s.start > LATENCY_BOUND_MS)
+    const excusedSamples = client.samples.filter(excused)
+    const allStalls = [...driverStalls, ...children.flatMap((c) => c.stalls)]
+    const fiveXx = client.samples.filter((s) => (s.status >= 500 || s.status === 0) && !excused(s))
     const limits = limitFigures(samples, outages, HOT_LIMIT.limit, HOT_LIMIT.windowMs, instanceCount)
     const storeEvents = children.map((c, i) => ({
       instance: i,
@@ -259,13 +279,28 @@ async function main(): Promise<number> {
       'unexpected 5xx (anything but a 503 of a record lookup during an outage)': fiveXx.filter((s) => s.verdict !== 'outage-503').length,
       'tokens that should work and failed': verdicts['should-work-failed'],
       'tokens that should fail and worked': verdicts['should-fail-worked'],
-      'unexpected answers (of any status)': verdicts.unexpected,
-      [`requests over ${LATENCY_BOUND_MS} ms`]: latencies.filter((ms) => ms > LATENCY_BOUND_MS).length,
+      'unexpected answers (of any status)': client.samples.filter((s) => s.verdict === 'unexpected' && !excused(s)).length,
+      [`requests over ${LATENCY_BOUND_MS} ms`]: client.samples.filter((s) => s.end - s.start > LATENCY_BOUND_MS && !excused(s)).length,
+      'requests excused by a stall of the machine, beyond 0.5% of all': excusedSamples.length > client.samples.length * 0.005 ? excusedSamples.length : 0,
       'hot-app limit exceeded outside the outages': Math.max(0, limits.excessOutsideOutages),
       'hot-app limit exceeded beyond the documented tolerance during outages': Math.max(0, limits.excessDuringOutages),
       'flows that failed (not explained by an outage)': traffic.flows.failed,
       'internalError events': storeEvents.reduce((n, e) => n + e.internalError, 0),
-      'storeError events beyond one per fault per instance': storeEvents.reduce((n, e) => n + Math.max(0, e.storeError - outages.length), 0),
+      'storeError events outside the faults, not at a stall of the machine': children.reduce(
+        (n, c) =>
+          n +
+          c.events.filter((e) => {
+            if (e.name !== 'storeError') return false
+            const at = e.at + start
+            if (outages.some((o) => at >= o.start && at <= o.windowEnd)) return false
+            return !across({ start: at - 600, end: at }, [...c.stalls, ...driverStalls])
+          }).length,
+        0,
+      ),
+      [`instances that used Redis again more than ${RECOVERY_MARGIN_MS} ms after it answered`]: relOutages.reduce(
+        (n, o) => n + children.filter((c) => (c.events.find((e) => e.name === 'storeRecovered' && e.at >= o.start)?.at ?? 0) - o.recovered > RECOVERY_MARGIN_MS).length,
+        0,
+      ),
       'instances with storeError and storeRecovered not paired': storeEvents.filter((e) => e.storeError !== e.storeRecovered).length,
       [`instances whose heap grew more than ${MEMORY_NOISE_MB} MB`]: memory.filter((m) => m.heapGrowthMB > MEMORY_NOISE_MB).length,
       'audit: credentials wrong after the run (lost or half-written)': audit.wrong,
@@ -321,6 +356,15 @@ async function main(): Promise<number> {
       memory,
       /** How late each gate process's event loop ran during the run (CPU starvation on a shared machine shows here). */
       eventLoopDelay: endMemory.map((m, i) => ({ instance: i, p99Ms: round(m.loop.p99Ms), maxMs: round(m.loop.maxMs) })),
+      /** Stalls of the machine: event loops (gate processes, the driver) that ran 80 ms or more late, and the requests they excuse. */
+      machineStalls: {
+        driver: driverStalls.length,
+        gates: children.map((c) => c.stalls.length),
+        longestMs: Math.round(Math.max(0, ...allStalls.map((st) => st.to - st.from))),
+        requestsAcross: stalled.size,
+        excused: excusedSamples.length,
+        excusedSamples: excusedSamples.slice(0, 20).map((s) => ({ kind: s.kind, status: s.status, instance: s.instance, atS: round((s.start - start) / 1000), ms: Math.round(s.end - s.start) })),
+      },
       /** Stalls of Redis itself (its latency monitor, events over 25 ms), per server run. */
       redisStalls: stalls,
       storeEvents,
@@ -346,6 +390,7 @@ async function main(): Promise<number> {
     console.log(`hot app limit:     ${limits.admitted} admitted, ${limits.refused} refused; over the limit outside outages ${limits.excessOutsideOutages}, during ${limits.overLimitDuringOutages} (tolerance ${instanceCount + 1}x)`)
     console.log(`memory (heap after GC, MB): ${memory.map((m) => `#${m.instance} ${m.warm.heapUsedMB} -> ${m.end.heapUsedMB}`).join(', ')}`)
     console.log(`event loop delay:  ${result.eventLoopDelay.map((e) => `#${e.instance} p99 ${e.p99Ms} ms, max ${e.maxMs} ms`).join('; ')}`)
+    console.log(`machine stalls:    driver ${driverStalls.length}, gates ${children.map((c) => c.stalls.length).join('/')} (longest ${result.machineStalls.longestMs} ms); ${stalled.size} requests in flight across one, ${excusedSamples.length} of them excused (a store failure outside the outages or over ${LATENCY_BOUND_MS} ms)`)
     console.log(`Redis stalls:      ${stalls.length === 0 ? 'none over 25 ms' : stalls.map((s) => `${s.event} ${s.maxMs} ms`).join(', ')}`)
     console.log(`store events:      ${storeEvents.map((e) => `#${e.instance} storeError ${e.storeError}, storeRecovered ${e.storeRecovered}`).join('; ')}`)
     console.log('checks (must be 0):')

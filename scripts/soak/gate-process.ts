@@ -7,6 +7,7 @@
  * - prints nothing; sends `{ type: 'listening', http, https }` once both servers listen;
  * - sends `{ type: 'event', name, at, ... }` for every storeError, storeRecovered and
  *   internalError the gate emits (at: epoch ms);
+ * - sends `{ type: 'stall', from, to }` when its event loop ran 80 ms or more late;
  * - answers `{ type: 'memory' }` with `{ type: 'memory', usage, loop }` after a full GC, so
  *   the figures compare like with like (loop: its event loop's delay, p99 and max in ms,
  *   since the previous answer);
@@ -23,6 +24,7 @@ import { nodeGate } from '../../adapters/node.js'
 import { createGate } from '../../src/index.js'
 import { RedisStore } from '../../src/store/redis-store.js'
 import type { SoakGateSettings } from './settings.js'
+import { watchStalls } from './stalls.js'
 
 const settings = JSON.parse(process.env.ODG_SOAK ?? '{}') as SoakGateSettings
 const send = (message: object): void => {
@@ -69,6 +71,9 @@ const listen = (server: http.Server): Promise<number> =>
 
 const [httpPort, httpsPort] = await Promise.all([listen(plain), listen(secure)])
 send({ type: 'listening', http: httpPort, https: httpsPort })
+
+// Every stall of this process of 80 ms or more, as it happens.
+watchStalls(80, (stall) => send({ type: 'stall', ...stall }))
 
 // How late this process's event loop ran: a request cannot be answered faster than that.
 const loopDelay = monitorEventLoopDelay({ resolution: 10 })
