@@ -35,7 +35,7 @@ const gate = createGate({
   store: new RedisStore({ url: process.env.REDIS_URL ?? '', prefix: process.env.ODG_PREFIX ?? 'odg:', commandTimeoutMs: settings.commandTimeoutMs }),
   storeTimeoutMs: settings.storeTimeoutMs,
   throttle: {
-    application: { limit: 1_000_000, windowMs: 3_600_000 },
+    application: { limit: 1_000_000, windowMs: settings.applicationWindowMs },
     anonymous: { limit: 1_000_000, windowMs: 3_600_000, scope: 'shared' },
     onStoreError: 'memory',
   },

@@ -6,9 +6,11 @@ export interface SoakGateSettings {
   commandTimeoutMs: number
   /** scrypt cost of the soak's passwords (low, so the soak's CPU is not all scrypt). */
   scryptLogN: number
+  /** The window of every application's limit (the hot application's limit is counted against it). */
+  applicationWindowMs: number
 }
 
-export const GATE_SETTINGS: SoakGateSettings = { storeTimeoutMs: 250, commandTimeoutMs: 200, scryptLogN: 10 }
+export const GATE_SETTINGS: SoakGateSettings = { storeTimeoutMs: 250, commandTimeoutMs: 200, scryptLogN: 10, applicationWindowMs: 10_000 }
 
 /** The latency bound the issue sets: `storeTimeoutMs` + 100 ms. */
 export const LATENCY_BOUND_MS = GATE_SETTINGS.storeTimeoutMs + 100

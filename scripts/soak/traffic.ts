@@ -12,6 +12,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { type Answer, CookieJar, header, type SoakClient, type Verdict } from './client.js'
+import { GATE_SETTINGS } from './settings.js'
 
 export interface Instance {
   http: string
@@ -44,7 +45,7 @@ export interface Credential {
 }
 
 /** A hot application's limit: small, so the soak sees it reached all along. */
-export const HOT_LIMIT = { limit: 40, windowMs: 10_000 }
+export const HOT_LIMIT = { limit: 40, windowMs: GATE_SETTINGS.applicationWindowMs }
 export const REDIRECT_URI = 'https://client.soak.example/cb/done'
 export const CALLBACK_PREFIX = 'https://client.soak.example/cb/'
 
