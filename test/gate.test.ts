@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createGate, GateError, MemoryStore, PlatformError, PLATFORM_ERROR_STATUS, type InternalErrorEvent } from '../src/index.js'
 import { coreRequest } from './support/requests.js'
+import { captureWarnings } from './support/warnings.js'
 
 class BrokenStore extends MemoryStore {
   override consumeRate(): never {
@@ -96,6 +97,15 @@ describe('errors', () => {
     expect(warn.mock.calls[0]?.[0]).toMatch(/'invalidAppToken' listener threw: a bug in the host’s listener/)
   })
 
+  it('says once, in a process warning with a code, when a guard runs without the gate', async () => {
+    const gate = createGate()
+    const guard = gate.guard({ auth: 'required' })
+    const { result, warnings } = await captureWarnings(() => [guard(undefined), guard(undefined)])
+    expect(result[0]).toBeInstanceOf(Error)
+    expect(gate.errorResponse(result[0]).status).toBe(500)
+    expect(warnings).toEqual([expect.objectContaining({ code: 'ODG_GUARD_WITHOUT_GATE', message: expect.stringContaining('mount expressGate/koaGate/nodeGate before the guard') })])
+  })
+
   it('refuses a custom store that lacks part of the contract, naming what is missing', () => {
     const partial = { getApplication: () => undefined, consumeRate: () => ({ allowed: true, remaining: 1, resetMs: 0, retryAfterMs: 0 }) }
     expect(() => createGate({ store: partial as never })).toThrow(/it lacks insertApplication, listApplications/)
@@ -110,5 +120,25 @@ describe('errors', () => {
     await gate.handle(coreRequest({ peerAddress: '10.0.0.2', headers: { 'x-forwarded-for': '1.2.3.4' } }))
     expect(warn).toHaveBeenCalledTimes(1)
     expect(warn.mock.calls[0]?.[0]).toMatch(/trustProxy is false/)
+  })
+})
+
+describe('store reads per request', () => {
+  it('reads an access token once per OAuth request, for its budget and its verification alike', async () => {
+    let reads = 0
+    class CountingStore extends MemoryStore {
+      override getAccessToken(tokenHash: string) {
+        reads++
+        return super.getAccessToken(tokenHash)
+      }
+    }
+    const gate = createGate({ store: new CountingStore() })
+    const { appToken } = await gate.applications.register({ name: 'A' })
+    const user = await gate.users.create({ username: 'ada', displayName: 'A', email: 'a@example.org' })
+    const { accessToken } = await gate.tokens.issue({ userId: user.id, appToken })
+    reads = 0
+    const outcome = await gate.handle(coreRequest({ headers: { authorization: `OAuth ${accessToken}` } }))
+    expect(outcome).toMatchObject({ type: 'next', context: { auth: 'oauth', application: { appToken } } })
+    expect(reads).toBe(1)
   })
 })
