@@ -39,9 +39,10 @@ const gate = createGate({
     anonymous: { limit: 1_000_000, windowMs: 3_600_000, scope: 'shared' },
     onStoreError: 'memory',
   },
-  basic: { scrypt: { logN: settings.scryptLogN } },
-  // Every request of the soak comes from 127.0.0.1: the per-address budget for posts to
-  // the OAuth endpoints would otherwise throttle the sign-in flows themselves.
+  // Every request of the soak comes from 127.0.0.1: the per-address budgets (failed
+  // passwords across usernames, posts to the OAuth endpoints) would otherwise throttle the
+  // soak's own right passwords and sign-in flows once mallory's guesses spent them.
+  basic: { scrypt: { logN: settings.scryptLogN }, addressFailures: false },
   oauth: { throttle: { limit: 1_000_000, windowMs: 60_000 }, issuer: 'https://127.0.0.1' },
 })
 for (const name of ['storeError', 'storeRecovered', 'internalError'] as const) {
