@@ -13,7 +13,7 @@ export class FlakyStore extends MemoryStore {
 
   constructor() {
     super()
-    for (const name of ['getApplication', 'consumeRate', 'getAccessToken'] as const) {
+    for (const name of ['getApplication', 'consumeRate'] as const) {
       const original = this[name].bind(this) as (...args: unknown[]) => unknown
       ;(this as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
         this.calls.set(name, (this.calls.get(name) ?? 0) + 1)
