@@ -9,8 +9,9 @@
  * `it.only(...)` and the like, as written (for it.each, the template with its `%s`; for a
  * template literal, its text between the backquotes, `${...}` included). A
  * string that merely appears in a file (a describe name, a fixture, a comment) does not
- * count. Every row of a table whose last column is headed "test" or "tests" must name at
- * least one test, so a rule cannot sit in the map without one.
+ * count, nor does a test marked `.skip`, `.todo` or `.fails` (it shows nothing). Every
+ * row of a table whose last column is headed "test" or "tests" must name at least one
+ * test, so a rule cannot sit in the map without one.
  *
  * `node scripts/check-security-map.mjs --list test/file.test.ts` prints the test names of a
  * file the way SECURITY.md writes them.
@@ -25,17 +26,22 @@ const root = fileURLToPath(new URL('..', import.meta.url))
 function testTitles(file) {
   const source = ts.createSourceFile(file, readFileSync(`${root}${file}`, 'utf8'), ts.ScriptTarget.Latest, true)
   const titles = new Set()
-  const rootName = (expression) => {
-    // it, it.each(...), it.skipIf(...), it.only, test.concurrent, ...
+  // it, it.each(...), it.skipIf(...), it.only, test.concurrent, ...: the root name, and
+  // whether the chain says the test never runs or is expected to fail (skip, todo, fails).
+  const callee = (expression) => {
+    let inert = false
     while (true) {
-      if (ts.isIdentifier(expression)) return expression.text
-      if (ts.isPropertyAccessExpression(expression)) expression = expression.expression
-      else if (ts.isCallExpression(expression)) expression = expression.expression
-      else return undefined
+      if (ts.isIdentifier(expression)) return { name: expression.text, inert }
+      if (ts.isPropertyAccessExpression(expression)) {
+        if (['skip', 'todo', 'fails'].includes(expression.name.text)) inert = true
+        expression = expression.expression
+      } else if (ts.isCallExpression(expression)) expression = expression.expression
+      else return { name: undefined, inert }
     }
   }
   const visit = (node) => {
-    if (ts.isCallExpression(node) && ['it', 'test'].includes(rootName(node.expression) ?? '')) {
+    const call = ts.isCallExpression(node) ? callee(node.expression) : undefined
+    if (call !== undefined && ['it', 'test'].includes(call.name ?? '') && !call.inert) {
       const [first] = node.arguments
       if (first && (ts.isStringLiteral(first) || ts.isNoSubstitutionTemplateLiteral(first))) titles.add(first.text)
       // A template with substitutions, as written between its backquotes: `runs ${RUNS.core} cases`.
