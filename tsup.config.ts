@@ -1,6 +1,6 @@
 import { defineConfig } from 'tsup'
 
-// One package, four entry points. `splitting` is on for both formats so the core is
+// One package, one entry point per adapter and per store. `splitting` is on for both formats so the core is
 // emitted once per format and shared by the adapters: an error thrown by the core is
 // `instanceof GateError` whichever entry point the user imported it from.
 export default defineConfig({
@@ -9,6 +9,7 @@ export default defineConfig({
     express: 'adapters/express.ts',
     koa: 'adapters/koa.ts',
     node: 'adapters/node.ts',
+    postgres: 'src/store/postgres-store.ts',
   },
   format: ['esm', 'cjs'],
   dts: true,

@@ -22,7 +22,7 @@ try {
   cpSync(join(root, 'scripts', 'package-smoke'), project, { recursive: true })
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'smoke', private: true }))
   run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', tarball,
-    ...['express', 'koa', 'typescript', '@types/express', '@types/koa', '@types/node'].map(pinned)], project)
+    ...['express', 'koa', 'pg', 'typescript', '@types/express', '@types/koa', '@types/node', '@types/pg'].map(pinned)], project)
   run('node', ['esm.mjs'], project)
   run('node', ['cjs.cjs'], project)
   run('npx', ['tsc', '-p', 'tsconfig.json'], project)

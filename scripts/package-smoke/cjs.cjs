@@ -5,6 +5,7 @@ const { createGate, GateError, PlatformError } = require('open-data-gate')
 const { nodeGate } = require('open-data-gate/node')
 const { expressGate } = require('open-data-gate/express')
 const { koaGate } = require('open-data-gate/koa')
+const { PostgresStore } = require('open-data-gate/postgres')
 
 ;(async () => {
   const gate = createGate()
@@ -19,6 +20,10 @@ const { koaGate } = require('open-data-gate/koa')
   assert.equal(await res.text(), 'smoke')
   assert.match(res.headers.get('ratelimit'), /^"app";r=999;t=\d+$/)
   server.close()
+  // The store and its migrations load from the CommonJS build (no connection is made until a query).
+  const store = new PostgresStore({ connectionString: 'postgres://nobody@127.0.0.1:1/none', sweepIntervalMs: 0 })
+  assert.equal(PostgresStore.schemaVersion, 2)
+  await store.close()
   console.log('CJS: ok')
 })().catch((error) => {
   console.error(error)

@@ -6,6 +6,8 @@ import { createGate, type GateContext, type GateStore, type ThrottleInfo } from 
 import { expressGate } from 'open-data-gate/express'
 import { koaGate } from 'open-data-gate/koa'
 import { nodeGate } from 'open-data-gate/node'
+import { PostgresStore } from 'open-data-gate/postgres'
+import pg from 'pg'
 
 const gate = createGate({
   throttle: { application: { limit: 1000, windowMs: 3_600_000 }, anonymous: { limit: 60, windowMs: 3_600_000, scope: 'shared' } },
@@ -30,3 +32,6 @@ koa.use((ctx) => {
 http.createServer(nodeGate(gate, (req, res) => res.end(req.gate.clientIp)))
 
 export const store: GateStore = createGate().store
+
+// A pg.Pool of the user's own fits the store's pool type.
+export const pgStore: GateStore = new PostgresStore({ pool: new pg.Pool(), schema: 'portal' })
