@@ -12,7 +12,11 @@ import { coreRequest } from './support/requests.js'
 import { OwnPostgres, ownPostgresPossible } from './support/postgres-server.js'
 
 const possible = ownPostgresPossible()
-if (!possible) console.warn('PostgreSQL restart tests skipped: no initdb/pg_ctl in /usr/lib/postgresql/15/bin (set POSTGRES_BIN)')
+if (!possible) {
+  const why = 'no initdb/pg_ctl in /usr/lib/postgresql/15/bin (apt-get install postgresql, or set POSTGRES_BIN)'
+  if (process.env.CI === 'true') throw new Error(`PostgreSQL restart tests cannot run: ${why}`)
+  console.warn(`PostgreSQL restart tests skipped: ${why}`)
+}
 
 const WINDOW = 3_600_000
 const status = (outcome: GateOutcome) => (outcome.type === 'next' ? 200 : outcome.response.status)
