@@ -21,7 +21,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
-import { expectedBody, variants } from './variants.mjs'
+import { cleanup, expectedBody, variants } from './variants.mjs'
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)))
 const children = new Set()
@@ -180,6 +180,7 @@ function summarize(selected, samples) {
       serverCpuPct: median(mine.map((s) => s.serverCpuPct)),
       loadCpuPct: median(mine.map((s) => s.loadCpuPct)),
       otherCpuPct: Math.max(...mine.map((s) => Math.max(s.otherOnServerCpuPct, s.otherOnLoadCpuPct))),
+      queriesPerReq: mine[0]?.queriesPerReq === null ? null : median(mine.map((s) => s.queriesPerReq)),
       ...(v.target !== undefined && { target: v.target, pass: ratio >= v.target }),
     }
   })
@@ -188,12 +189,14 @@ function summarize(selected, samples) {
 const signed = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(1)}`
 
 function printTable(rows) {
-  const head = ['variant', 'req/s', '× bare', 'min–max', 'p99 ms', 'CPU µs/req', '+µs/req', 'srv CPU', 'load CPU', 'others max']
+  const withQueries = rows.some((r) => r.queriesPerReq !== null)
+  const head = ['variant', 'req/s', '× bare', 'min–max', 'p99 ms', 'CPU µs/req', '+µs/req', 'srv CPU', 'load CPU', 'others max', ...(withQueries ? ['queries/req'] : [])]
   const body = rows.map((r) => [
     r.name, r.rps.toFixed(0), r.ratio.toFixed(2), `${r.ratioMin.toFixed(2)}–${r.ratioMax.toFixed(2)}`,
     r.p99Ms.toFixed(0), r.cpuUsPerReq.toFixed(1),
     r.name === r.baseline ? '–' : signed(r.extraCpuUsPerReq),
     `${r.serverCpuPct.toFixed(0)}%`, `${r.loadCpuPct.toFixed(0)}%`, `${r.otherCpuPct.toFixed(0)}%`,
+    ...(withQueries ? [r.queriesPerReq === null ? '–' : r.queriesPerReq.toFixed(2)] : []),
   ])
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)))
   const line = (row) => '  ' + row.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')
@@ -280,6 +283,8 @@ async function main() {
         loadCpuPct: r.cpuUs / wallUs * 100,
         otherOnServerCpuPct: others(config.serverCpu, cpuUs),
         otherOnLoadCpuPct: others(config.loadCpu, r.cpuUs),
+        // Statements the store sent per request served, for the variants on a database.
+        queriesPerReq: after.queries === null ? null : (after.queries - before.queries) / served,
       }
       samples.push(sample)
       console.log(`  round ${round}/${config.rounds}  ${server.v.name.padEnd(20)} ${sample.rps.toFixed(0).padStart(6)} req/s  ` +
@@ -318,4 +323,5 @@ try {
   process.exitCode = 1
 } finally {
   stopChildren()
+  await cleanup()
 }
