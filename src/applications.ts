@@ -58,9 +58,12 @@ export function toApplication(record: ApplicationRecord): Application {
 /** `gate.applications`: register and manage applications. */
 export class Applications {
   readonly #store: GateStore
+  /** Tells the gate's per-process cache that a record changed. */
+  readonly #changed: (appToken: string) => void
 
-  constructor(store: GateStore) {
+  constructor(store: GateStore, changed: (appToken: string) => void = () => {}) {
     this.#store = store
+    this.#changed = changed
   }
 
   /**
@@ -85,6 +88,7 @@ export class Applications {
       updatedAt: now,
     }
     await this.#store.insertApplication(record)
+    this.#changed(record.appToken)
     return { appToken: record.appToken, secretToken, application: toApplication(record) }
   }
 
@@ -110,6 +114,7 @@ export class Applications {
     if (changes.callbackPrefix !== undefined) patch.callbackPrefix = checkCallbackPrefix(changes.callbackPrefix)
     if (changes.limit !== undefined) patch.limit = checkLimit(changes.limit)
     const record = await this.#store.updateApplication(appToken, patch)
+    this.#changed(appToken)
     return record === undefined ? undefined : toApplication(record)
   }
 
@@ -120,6 +125,7 @@ export class Applications {
   async rotateSecret(appToken: string): Promise<string | undefined> {
     const secretToken = randomToken(32)
     const record = await this.#store.updateApplication(appToken, { secretHash: sha256(secretToken), updatedAt: Date.now() })
+    this.#changed(appToken)
     return record === undefined ? undefined : secretToken
   }
 
@@ -132,6 +138,7 @@ export class Applications {
   /** Deletes an application; its token is refused and the access tokens issued to it stop working. */
   async delete(appToken: string): Promise<boolean> {
     const deleted = await this.#store.deleteApplication(appToken)
+    this.#changed(appToken)
     if (deleted) await this.#store.revokeAccessTokens({ appToken }, Date.now())
     return deleted
   }

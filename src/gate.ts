@@ -5,6 +5,7 @@
  */
 import { TypedEmitter } from 'tiny-typed-emitter'
 import { AccessTokens } from './access-tokens.js'
+import { ApplicationCache } from './application-cache.js'
 import { ApiKeys } from './api-keys.js'
 import { extractAppToken, isPlausibleAppToken } from './app-token.js'
 import { Applications, toApplication, type Application } from './applications.js'
@@ -12,15 +13,16 @@ import { Authenticator, toGateUser, type Authentication, type AuthMethod, type G
 import { readCredentials, tokensSentIn, type Credentials } from './authorization-header.js'
 import { andThen, isPromiseLike } from './awaitable.js'
 import { currentUserJson, currentUserXml } from './current-user.js'
-import { GateError, PlatformError, StoreError } from './errors.js'
-import type { Emit, GateEvents } from './events.js'
+import { GateError, PlatformError } from './errors.js'
+import type { Emit, GateEvents, StoreErrorEvent } from './events.js'
 import { compileGuard, type Guard, type GuardRule } from './guard.js'
 import { errorResponse, pathOf, platformErrorResponse, type GateRequest, type GateResponse } from './http.js'
 import { OAuthServer, type OAuthEndpoint } from './oauth/server.js'
 import { resolveOptions, type GateOptions, type ResolvedConfig } from './options.js'
 import { resolveClient, type ClientInfo } from './proxy.js'
 import { guardStore } from './store/guarded-store.js'
-import type { ApplicationRecord, Awaitable, GateStore } from './store/store.js'
+import { StoreHealth, type StoreRole } from './store/store-health.js'
+import type { ApplicationRecord, Awaitable, GateStore, StoreEventSink } from './store/store.js'
 import { Throttle, type ThrottleInfo, type ThrottlePass } from './throttle.js'
 import { Users } from './users.js'
 
@@ -84,6 +86,7 @@ export class Gate extends TypedEmitter<GateEvents> {
   readonly #auth: Authenticator
   readonly #oauth: OAuthServer
   readonly #routes = new Map<string, Route>()
+  readonly #applicationCache: ApplicationCache
   readonly #applicationViews = new WeakMap<ApplicationRecord, Application>()
   #warnedAboutProxyHeaders = false
 
@@ -91,14 +94,24 @@ export class Gate extends TypedEmitter<GateEvents> {
     super()
     const config = resolveOptions(options)
     this.#config = config
-    this.store = guardStore(config.store, config.storeTimeoutMs)
     const emit: Emit = (event, ...args) => this.#emitSafely(event, ...args)
-    config.store.attach?.({ rateKeyEvicted: (key) => emit('rateKeyEvicted', { key }) })
-    this.applications = new Applications(this.store)
+    const separateRates = config.rateStore !== config.store
+    const outcome = storeFailureOutcome(config.onStoreError)
+    const recordsRole: StoreRole = separateRates ? 'records' : 'records+rates'
+    this.store = guardStore(config.store, config.storeTimeoutMs, new StoreHealth(recordsRole, emit, outcome))
+    const rateStore = separateRates ? guardStore(config.rateStore, config.storeTimeoutMs, new StoreHealth('rates', emit, outcome)) : this.store
+    this.#applicationCache = new ApplicationCache(this.store, config.applicationCacheMs, STALE_IF_ERROR_MS)
+    const sink: StoreEventSink = {
+      rateKeyEvicted: (key) => emit('rateKeyEvicted', { key }),
+      applicationChanged: (appToken) => this.#applicationCache.forget(appToken),
+    }
+    config.store.attach?.(sink)
+    if (separateRates) config.rateStore.attach?.(sink)
+    this.applications = new Applications(this.store, (appToken) => this.#applicationCache.forget(appToken))
     this.users = new Users(this.store, config.basic.scrypt)
     this.apiKeys = new ApiKeys(this.store)
     this.tokens = new AccessTokens(this.store, config.oauth.accessTokenTtlMs)
-    this.#throttle = new Throttle(config, this.store, emit)
+    this.#throttle = new Throttle(config, rateStore, emit)
     this.#auth = new Authenticator(config, this.store, this.#throttle, emit)
     this.#oauth = new OAuthServer(config, this.store, this.#throttle, this.#auth, this.tokens, emit, (error, request) => this.#report(error, request))
     const routes: Array<[string, Route]> = [
@@ -159,7 +172,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     const token = extractAppToken(request, this.#config.legacyAppTokenParam)
     if (token === undefined) return null
     if (!isPlausibleAppToken(token)) return this.#invalidAppToken(token, client)
-    return andThen(this.store.getApplication(token), (record) => record ?? this.#invalidAppToken(token, client))
+    return andThen(this.#applicationCache.get(token), (record) => record ?? this.#invalidAppToken(token, client))
   }
 
   #invalidAppToken(token: string, client: ClientInfo): never {
@@ -276,11 +289,12 @@ export class Gate extends TypedEmitter<GateEvents> {
     return platformErrorResponse(new PlatformError('internal', 'Internal server error'))
   }
 
-  /** The one place that decides which failures become `storeError` and `internalError` events. */
+  /**
+   * The one place that decides which failures become `internalError` events. (A store's
+   * failures are told once per outage, as `storeError`, by its guard.)
+   */
   #report(error: unknown, request: Pick<GateRequest, 'method' | 'url'> | undefined): void {
-    if (error instanceof StoreError) {
-      this.#emitSafely('storeError', { operation: error.operation, error: error.cause, outcome: 'failed' })
-    } else if (!(error instanceof GateError)) {
+    if (!(error instanceof GateError)) {
       this.#emitSafely('internalError', { error, method: request?.method ?? '', path: request === undefined ? '' : pathOf(request.url) })
     }
   }
@@ -299,9 +313,10 @@ export class Gate extends TypedEmitter<GateEvents> {
     }
   }
 
-  /** Releases the store's connections and timers. */
+  /** Releases the stores' connections and timers. */
   async close(): Promise<void> {
     await this.#config.store.close?.()
+    if (this.#config.rateStore !== this.#config.store) await this.#config.rateStore.close?.()
   }
 
   #client(request: GateRequest): ClientInfo {
@@ -326,6 +341,15 @@ export class Gate extends TypedEmitter<GateEvents> {
       { code: 'ODG_UNTRUSTED_PROXY_HEADERS' },
     )
   }
+}
+
+/** How long past its freshness a cached application still answers while the store is failing. */
+const STALE_IF_ERROR_MS = 300_000
+
+/** What the gate does when a call of this operation fails, as `storeError` reports it. */
+function storeFailureOutcome(mode: ResolvedConfig['onStoreError']): (operation: string) => StoreErrorEvent['outcome'] {
+  const rates = mode === 'fail-open' ? 'allowed' : mode === 'memory' ? 'fallback' : 'failed'
+  return (operation) => (operation === 'consumeRate' ? rates : operation === 'updateApiKey' ? 'ignored' : 'failed')
 }
 
 /**

@@ -26,6 +26,7 @@ export type {
   ThrottledEvent,
   InvalidAppTokenEvent,
   StoreErrorEvent,
+  StoreRecoveredEvent,
   RateKeyEvictedEvent,
   AuthenticationFailedEvent,
   TokenRevokedEvent,
@@ -48,6 +49,7 @@ export {
 export { MemoryStore, type MemoryStoreOptions } from './store/memory-store.js'
 export type {
   GateStore,
+  RateStore,
   ApplicationRecord,
   ApplicationPatch,
   UserRecord,
@@ -58,7 +60,11 @@ export type {
   AccessTokenFilter,
   AuthorizationCodeRecord,
   SessionRecord,
+  GrantRecord,
+  ApiKeyQuery,
+  ApiKeySortField,
   StoreEventSink,
   Awaitable,
 } from './store/store.js'
+export { compareApiKeys, matchesApiKeyQuery } from './store/api-key-query.js'
 export { gcraStep, emissionInterval, type RateResult, type GcraOutcome } from './gcra.js'

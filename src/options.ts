@@ -9,7 +9,7 @@ import { DEFAULT_SCRYPT, type ScryptParams } from './passwords.js'
 import { compileTrustProxy, type ProxyHeadersOption, type TrustProxyOption } from './proxy.js'
 import { STORE_METHODS } from './store/guarded-store.js'
 import { MemoryStore } from './store/memory-store.js'
-import type { Awaitable, GateStore } from './store/store.js'
+import type { Awaitable, GateStore, RateStore } from './store/store.js'
 
 /** `limit` requests per `windowMs`, with a burst of up to `limit`. */
 export interface RatePolicyOptions {
@@ -134,6 +134,19 @@ export interface CurrentUserOptions {
 export interface GateOptions {
   /** Where records and rate counters live. Default: a new {@link MemoryStore}. */
   store?: GateStore
+  /**
+   * Where rate counters live, when not in `store`: for example records in a
+   * `PostgresStore` and rates in a `RedisStore`. Anything with `consumeRate` and
+   * `resetRate`. Default: `store`.
+   */
+  rateStore?: RateStore
+  /**
+   * How long this process may answer from its own copy of an application record, in ms,
+   * before reading it from the store again; 0 reads it on every request. Any change to an
+   * application drops the copy at once, on every instance whose store announces changes
+   * (RedisStore, PostgresStore). Only asynchronous stores are cached. Default 5000.
+   */
+  applicationCacheMs?: number
   /** Throttling; `false` turns it off entirely. */
   throttle?: ThrottleOptions | false
   /** Which peers may speak for the client through proxy headers. Default `false`. */
@@ -165,6 +178,9 @@ export interface ResolvedPolicy {
 /** The configuration a gate runs on. */
 export interface ResolvedConfig {
   readonly store: GateStore
+  /** The store of rate counters: `store` unless `rateStore` was given. */
+  readonly rateStore: RateStore
+  readonly applicationCacheMs: number
   readonly application: ResolvedPolicy | null
   readonly anonymous: (ResolvedPolicy & { readonly scope: 'shared' | 'ip'; readonly ipv6Subnet: number }) | null
   readonly legacyHeaders: boolean
@@ -235,6 +251,14 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   if (typeof store !== 'object' || store === null) throw new TypeError('open-data-gate: store must implement the GateStore interface')
   const missing = STORE_METHODS.filter((name) => typeof (store as unknown as Record<string, unknown>)[name] !== 'function')
   if (missing.length > 0) throw new TypeError(`open-data-gate: store must implement the GateStore interface; it lacks ${missing.join(', ')}`)
+  const rateStore = options.rateStore ?? store
+  if (typeof rateStore !== 'object' || rateStore === null || typeof rateStore.consumeRate !== 'function' || typeof rateStore.resetRate !== 'function') {
+    throw new TypeError('open-data-gate: rateStore must have consumeRate and resetRate (a GateStore, or a store of rate counters only)')
+  }
+  const applicationCacheMs = options.applicationCacheMs ?? 5000
+  if (!Number.isSafeInteger(applicationCacheMs) || applicationCacheMs < 0) {
+    throw new TypeError(`open-data-gate: applicationCacheMs must be 0 or a positive integer, got ${JSON.stringify(applicationCacheMs)}`)
+  }
   const basic = options.basic ?? {}
   const cacheTtlMs = basic.cacheTtlMs ?? 300_000
   if (!Number.isSafeInteger(cacheTtlMs) || cacheTtlMs < 0) throw new TypeError(`open-data-gate: basic.cacheTtlMs must be 0 or a positive integer, got ${JSON.stringify(cacheTtlMs)}`)
@@ -276,6 +300,8 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   if (typeof realm !== 'string' || !/^[\x20-\x7e]*$/.test(realm) || realm.includes('"')) throw new TypeError('open-data-gate: realm must be printable ASCII without quotes')
   return {
     store,
+    rateStore,
+    applicationCacheMs,
     application,
     anonymous,
     legacyHeaders: booleanOption('throttle.legacyHeaders', throttle.legacyHeaders, false),

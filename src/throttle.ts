@@ -17,7 +17,7 @@ import type { RateResult } from './gcra.js'
 import type { ResolvedConfig, ResolvedPolicy } from './options.js'
 import { addressKey, type ClientInfo } from './proxy.js'
 import { MemoryStore } from './store/memory-store.js'
-import type { ApplicationRecord, Awaitable, GateStore } from './store/store.js'
+import type { ApplicationRecord, Awaitable, RateStore } from './store/store.js'
 
 /** The throttle's verdict on a request that passed, as `req.gate.throttle` shows it. */
 export interface ThrottleInfo {
@@ -30,7 +30,16 @@ export interface ThrottleInfo {
   readonly remaining: number
   /** Milliseconds until the whole budget is available again. */
   readonly resetMs: number
+  /**
+   * `'store'` normally; `'local'` while the store is failing and `onStoreError: 'memory'`
+   * counts in this process alone (then no `RateLimit` headers are sent: this process's
+   * count is not the shared budget).
+   */
+  readonly source: 'store' | 'local'
 }
+
+/** A rate step's result, marked when this process's fallback counted it instead of the store. */
+export type CountedRate = RateResult & { readonly local?: true }
 
 /** A passed request's throttle verdict and the headers that announce it. */
 export interface ThrottlePass {
@@ -38,10 +47,12 @@ export interface ThrottlePass {
   readonly headers: Record<string, string>
 }
 
-/** Applies the configured policies through the (guarded) store. */
+const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>
+
+/** Applies the configured policies through the (guarded) rate store. */
 export class Throttle {
   readonly #config: ResolvedConfig
-  readonly #store: GateStore
+  readonly #store: RateStore
   readonly #emit: Emit
   /** Keys known to be over their limit, and until when (ms): a flood costs no store call. */
   readonly #blockedUntil = new LRUCache<string, number>({ max: 10_000 })
@@ -50,7 +61,7 @@ export class Throttle {
   readonly #rateLimitPrefix = { app: '"app";r=', anon: '"anon";r=' } as const
   #fallback: MemoryStore | undefined
 
-  constructor(config: ResolvedConfig, store: GateStore, emit: Emit) {
+  constructor(config: ResolvedConfig, store: RateStore, emit: Emit) {
     this.#config = config
     this.#store = store
     this.#emit = emit
@@ -85,9 +96,9 @@ export class Throttle {
     return this.#verdict(result, chosen, limit, application, client)
   }
 
-  #verdict(result: RateResult | null, policy: ResolvedPolicy, limit: number, application: ApplicationRecord | null, client: ClientInfo): ThrottlePass | null {
+  #verdict(result: CountedRate | null, policy: ResolvedPolicy, limit: number, application: ApplicationRecord | null, client: ClientInfo): ThrottlePass | null {
     if (result === null) return null
-    const headers = this.#headers(policy, limit, result)
+    const headers = result.local === true ? NO_HEADERS : this.#headers(policy, limit, result)
     if (!result.allowed) {
       this.#emit('throttled', {
         policy: application === null ? 'anonymous' : 'application',
@@ -104,6 +115,7 @@ export class Throttle {
         windowMs: policy.windowMs,
         remaining: result.remaining,
         resetMs: result.resetMs,
+        source: result.local === true ? 'local' : 'store',
       },
       headers,
     }
@@ -114,7 +126,7 @@ export class Throttle {
    * brute-force budgets (failed logins, failed client authentication).
    * @returns `null` when the store failed and the mode is `fail-open`
    */
-  consume(key: string, limit: number, windowMs: number, cost: number): Awaitable<RateResult | null> {
+  consume(key: string, limit: number, windowMs: number, cost: number): Awaitable<CountedRate | null> {
     if (this.#blockedUntil.size > 0 && cost > 0) {
       const until = this.#blockedUntil.get(key)
       const now = Date.now()
@@ -135,23 +147,23 @@ export class Throttle {
     )
   }
 
-  #remember(key: string, result: RateResult): RateResult {
+  #remember(key: string, result: CountedRate): CountedRate {
     if (!result.allowed && result.retryAfterMs > 0) {
       this.#blockedUntil.set(key, Date.now() + result.retryAfterMs, { ttl: result.retryAfterMs })
     }
     return result
   }
 
-  /** The store failed: fail closed (throw), open (no verdict) or to this process's memory. */
-  #failed(error: unknown, key: string, limit: number, windowMs: number, cost: number): RateResult | null {
+  /**
+   * The store failed: fail closed (throw), open (no verdict) or to this process's memory.
+   * (The store's guard has told the events about the outage, once.)
+   */
+  #failed(error: unknown, key: string, limit: number, windowMs: number, cost: number): CountedRate | null {
     const mode = this.#config.onStoreError
-    const operation = error instanceof StoreError ? error.operation : 'consumeRate'
-    const cause = error instanceof StoreError ? error.cause : error
-    if (mode === 'fail-closed') throw error instanceof StoreError ? error : new StoreError(operation, error)
-    this.#emit('storeError', { operation, error: cause, outcome: mode === 'fail-open' ? 'allowed' : 'fallback' })
+    if (mode === 'fail-closed') throw error instanceof StoreError ? error : new StoreError('consumeRate', error)
     if (mode === 'fail-open') return null
     this.#fallback ??= new MemoryStore()
-    return this.#remember(key, this.#fallback.consumeRate(key, limit, windowMs, cost))
+    return this.#remember(key, { ...this.#fallback.consumeRate(key, limit, windowMs, cost), local: true })
   }
 
   /** Whether this process saw `key` refused and its wait has not ended yet (no store call). */

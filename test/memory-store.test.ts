@@ -24,7 +24,7 @@ describe('MemoryStore bounds', () => {
     let now = 1_000_000
     const store = new MemoryStore({ maxRateKeys: 1, clock: () => now })
     const evicted: string[] = []
-    store.attach({ rateKeyEvicted: (key) => evicted.push(key) })
+    store.attach({ rateKeyEvicted: (key) => evicted.push(key), applicationChanged: () => {} })
     store.consumeRate('a', 10, 1000, 1)
     now += 5000
     store.consumeRate('b', 10, 1000, 1)

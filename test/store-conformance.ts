@@ -4,7 +4,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { AccessTokenRecord, ApiKeyRecord, ApplicationRecord, AuthorizationCodeRecord, GateStore, UserRecord } from '../src/index.js'
+import type { AccessTokenRecord, ApiKeyQuery, ApiKeyRecord, ApplicationRecord, AuthorizationCodeRecord, GateStore, UserRecord } from '../src/index.js'
 
 export interface StoreFixture {
   store: GateStore
@@ -184,6 +184,39 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         await expect(async () => store.insertApiKey(apiKey(a, userId))).rejects.toThrow()
       })
 
+      it('pages keys in the order asked for, seeking after the last key of the previous page', async () => {
+        const userId = freshKey('u')
+        const keys = [
+          apiKey(freshKey('k'), userId, { name: 'bravo', createdAt: 3_000, lastUsedAt: null }),
+          apiKey(freshKey('k'), userId, { name: 'Alpha', createdAt: 1_000, lastUsedAt: 9_000 }),
+          apiKey(freshKey('k'), userId, { name: 'charlie', createdAt: 2_000, lastUsedAt: 5_000 }),
+          apiKey(freshKey('k'), userId, { name: 'delta', createdAt: 2_000, lastUsedAt: 7_000, revokedAt: 8_000 }),
+        ]
+        for (const key of keys) await store.insertApiKey(key)
+        await store.insertApiKey(apiKey(freshKey('k'), freshKey('u'), { name: 'alpha' }))
+        const ids = (list: ApiKeyRecord[]) => list.map((k) => k.name)
+        const page = (query: Partial<ApiKeyQuery>) =>
+          store.listApiKeys(userId, { limit: 10, sortBy: 'createdAt', order: 'asc', includeRevoked: false, ...query })
+
+        expect(ids(await page({}))).toEqual(['Alpha', 'charlie', 'bravo'])
+        expect(ids(await page({ includeRevoked: true }))).toEqual(
+          // createdAt ties break on keyId, in the same direction
+          ['Alpha', ...[keys[2], keys[3]].sort((a, b) => (a!.keyId < b!.keyId ? -1 : 1)).map((k) => k!.name), 'bravo'],
+        )
+        expect(ids(await page({ sortBy: 'name' }))).toEqual(['Alpha', 'bravo', 'charlie'])
+        expect(ids(await page({ sortBy: 'lastUsedAt', order: 'desc' }))).toEqual(['Alpha', 'charlie', 'bravo'])
+        expect(ids(await page({ sortBy: 'revokedAt', order: 'desc', includeRevoked: true, limit: 1 }))).toEqual(['delta'])
+
+        const first = await page({ sortBy: 'name', limit: 2 })
+        expect(ids(first)).toEqual(['Alpha', 'bravo'])
+        expect(ids(await page({ sortBy: 'name', limit: 2, after: first[1]!.keyId }))).toEqual(['charlie'])
+        expect(await page({ after: freshKey('k') })).toEqual([])
+
+        expect(ids(await page({ nameSearch: 'ALP' }))).toEqual(['Alpha'])
+        expect(ids(await page({ nameSearch: keys[2]!.keyId }))).toEqual(['charlie'])
+        expect(await page({ nameSearch: 'zulu' })).toEqual([])
+      })
+
       it('applies concurrent patches of different fields without losing either', async () => {
         const keyId = freshKey('k')
         await store.insertApiKey(apiKey(keyId, freshKey('u')))
@@ -233,6 +266,91 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         expect((await store.getAccessToken(other))?.revokedAt).toBeNull()
         expect(await store.revokeAccessTokens(filter, 1_900_000_000_000)).toBe(0)
       })
+
+      it("revokes one user's tokens for one application, and not their others nor another user's", async () => {
+        const userId = freshKey('u')
+        const app = freshKey('app')
+        const target = [freshKey('t'), freshKey('t')]
+        const otherApp = freshKey('t')
+        const otherUser = freshKey('t')
+        for (const hash of target) await store.insertAccessToken(accessToken(hash, { userId, appToken: app }))
+        await store.insertAccessToken(accessToken(otherApp, { userId, appToken: freshKey('app') }))
+        await store.insertAccessToken(accessToken(otherUser, { userId: freshKey('u'), appToken: app }))
+        expect(await store.revokeAccessTokens({ userId, appToken: app }, 1_800_000_000_000)).toBe(2)
+        for (const hash of target) expect((await store.getAccessToken(hash))?.revokedAt).toBe(1_800_000_000_000)
+        expect((await store.getAccessToken(otherApp))?.revokedAt).toBeNull()
+        expect((await store.getAccessToken(otherUser))?.revokedAt).toBeNull()
+      })
+
+      it('counts each token once when revocations of one user race', async () => {
+        const userId = freshKey('u')
+        for (let i = 0; i < 10; i++) await store.insertAccessToken(accessToken(freshKey('t'), { userId }))
+        const counts = await Promise.all(Array.from({ length: 10 }, () => store.revokeAccessTokens({ userId }, Date.now())))
+        expect(counts.reduce((a, b) => a + b, 0)).toBe(10)
+        expect(await store.listAccessTokens(userId)).toEqual([])
+      })
+
+      it("lists a user's live tokens oldest first, leaving out revoked and expired ones", async () => {
+        const userId = freshKey('u')
+        const now = Date.now()
+        const older = accessToken(freshKey('t'), { userId, createdAt: now - 2000 })
+        const newer = accessToken(freshKey('t'), { userId, createdAt: now - 1000 })
+        const revoked = freshKey('t')
+        await store.insertAccessToken(newer)
+        await store.insertAccessToken(older)
+        await store.insertAccessToken(accessToken(revoked, { userId }))
+        await store.insertAccessToken(accessToken(freshKey('t'), { userId, createdAt: now - 5000, expiresAt: now - 1 }))
+        await store.insertAccessToken(accessToken(freshKey('t'), { userId: freshKey('u') }))
+        await store.revokeAccessToken(revoked, now)
+        expect(await store.listAccessTokens(userId)).toEqual([older, newer])
+        expect(await store.listAccessTokens(freshKey('u'))).toEqual([])
+      })
+    })
+
+    describe('grants', () => {
+      it('records a grant once and moves only its last use forward', async () => {
+        const userId = freshKey('u')
+        const app = freshKey('app')
+        expect(await store.getGrant(userId, app)).toBeUndefined()
+        await store.recordGrant(userId, app, 1_000)
+        expect(await store.getGrant(userId, app)).toEqual({ userId, appToken: app, firstAuthorizedAt: 1_000, lastUsedAt: 1_000 })
+        await store.recordGrant(userId, app, 5_000)
+        await store.recordGrant(userId, app, 3_000)
+        expect(await store.getGrant(userId, app)).toEqual({ userId, appToken: app, firstAuthorizedAt: 1_000, lastUsedAt: 5_000 })
+      })
+
+      it("lists a user's grants oldest first and no one else's", async () => {
+        const userId = freshKey('u')
+        const [a, b] = [freshKey('app'), freshKey('app')]
+        await store.recordGrant(userId, b, 2_000)
+        await store.recordGrant(userId, a, 1_000)
+        await store.recordGrant(freshKey('u'), a, 500)
+        expect(await store.listGrants(userId)).toEqual([
+          { userId, appToken: a, firstAuthorizedAt: 1_000, lastUsedAt: 1_000 },
+          { userId, appToken: b, firstAuthorizedAt: 2_000, lastUsedAt: 2_000 },
+        ])
+        expect(await store.listGrants(freshKey('u'))).toEqual([])
+      })
+
+      it('forgets a grant once, and a later one starts afresh', async () => {
+        const userId = freshKey('u')
+        const app = freshKey('app')
+        await store.recordGrant(userId, app, 1_000)
+        expect(await store.deleteGrant(userId, app)).toBe(true)
+        expect(await store.deleteGrant(userId, app)).toBe(false)
+        expect(await store.getGrant(userId, app)).toBeUndefined()
+        await store.recordGrant(userId, app, 9_000)
+        expect((await store.getGrant(userId, app))?.firstAuthorizedAt).toBe(9_000)
+      })
+
+      it('keeps one grant when many records of it race', async () => {
+        const userId = freshKey('u')
+        const app = freshKey('app')
+        await Promise.all(Array.from({ length: 20 }, (_, i) => store.recordGrant(userId, app, 1_000 + i)))
+        const grants = await store.listGrants(userId)
+        expect(grants).toHaveLength(1)
+        expect(grants[0]?.lastUsedAt).toBe(1_019)
+      })
     })
 
     describe('authorization codes', () => {
@@ -273,6 +391,22 @@ export function describeStoreConformance(name: string, makeStore: () => Promise<
         const expired = freshKey('s')
         await store.insertSession({ sessionHash: expired, userId: 'u', passwordStamp: 'c'.repeat(64), createdAt: Date.now() - 10_000, expiresAt: Date.now() - 1 })
         expect(await store.getSession(expired)).toBeUndefined()
+      })
+
+      it("keeps only a user's newest sessions when trimmed, and no other user's are touched", async () => {
+        const userId = freshKey('u')
+        const now = Date.now()
+        const hashes = Array.from({ length: 5 }, () => freshKey('s'))
+        for (const [i, hash] of hashes.entries()) {
+          await store.insertSession({ sessionHash: hash, userId, passwordStamp: 'c'.repeat(64), createdAt: now - 5000 + i * 1000, expiresAt: now + 60_000 })
+        }
+        const bystander = freshKey('s')
+        await store.insertSession({ sessionHash: bystander, userId: freshKey('u'), passwordStamp: 'c'.repeat(64), createdAt: now - 99_000, expiresAt: now + 60_000 })
+        expect(await store.trimSessions(userId, 2)).toBe(3)
+        for (const hash of hashes.slice(0, 3)) expect(await store.getSession(hash)).toBeUndefined()
+        for (const hash of hashes.slice(3)) expect(await store.getSession(hash)).toBeDefined()
+        expect(await store.getSession(bystander)).toBeDefined()
+        expect(await store.trimSessions(userId, 2)).toBe(0)
       })
     })
 

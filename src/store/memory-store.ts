@@ -8,8 +8,11 @@
  */
 import { LRUCache } from 'lru-cache'
 import { gcraStep, type RateResult } from '../gcra.js'
+import { compareApiKeys, matchesApiKeyQuery } from './api-key-query.js'
 import type {
   AccessTokenFilter,
+  ApiKeyQuery,
+  GrantRecord,
   AccessTokenRecord,
   AuthorizationCodeRecord,
   ApiKeyPatch,
@@ -51,11 +54,13 @@ export class MemoryStore implements GateStore {
   readonly #tokens = new Map<string, AccessTokenRecord>()
   readonly #codes = new Map<string, AuthorizationCodeRecord>()
   readonly #sessions = new Map<string, SessionRecord>()
+  /** Grants by user id, then app token. */
+  readonly #grants = new Map<string, Map<string, GrantRecord>>()
   #inserts = 0
   /** The arrival time per key, in a box updated in place: one LRU operation per request. */
   readonly #rates: LRUCache<string, { tat: number }>
   readonly #clock: () => number
-  #sink: StoreEventSink | undefined
+  readonly #sinks: StoreEventSink[] = []
 
   constructor(options: MemoryStoreOptions = {}) {
     const maxRateKeys = options.maxRateKeys ?? 100_000
@@ -69,18 +74,24 @@ export class MemoryStore implements GateStore {
       max: maxRateKeys,
       dispose: (box, key, reason) => {
         // Only a key dropped while it still held state is news; a drained one cost nothing.
-        if (reason === 'evict' && box.tat > this.#clock() * 1000) this.#sink?.rateKeyEvicted(key)
+        if (reason === 'evict' && box.tat > this.#clock() * 1000) for (const sink of this.#sinks) sink.rateKeyEvicted(key)
       },
     })
   }
 
+  /** Several gates may share one store: each is told about changes the others make. */
   attach(sink: StoreEventSink): void {
-    this.#sink = sink
+    this.#sinks.push(sink)
+  }
+
+  #applicationChanged(appToken: string): void {
+    for (const sink of this.#sinks) sink.applicationChanged(appToken)
   }
 
   insertApplication(record: ApplicationRecord): void {
     if (this.#applications.has(record.appToken)) throw new Error(`an application with this app token exists`)
     this.#applications.set(record.appToken, record)
+    this.#applicationChanged(record.appToken)
   }
 
   getApplication(appToken: string): ApplicationRecord | undefined {
@@ -92,11 +103,15 @@ export class MemoryStore implements GateStore {
   }
 
   updateApplication(appToken: string, patch: ApplicationPatch): ApplicationRecord | undefined {
-    return patchRecord(this.#applications, appToken, patch)
+    const updated = patchRecord(this.#applications, appToken, patch)
+    if (updated !== undefined) this.#applicationChanged(appToken)
+    return updated
   }
 
   deleteApplication(appToken: string): boolean {
-    return this.#applications.delete(appToken)
+    const deleted = this.#applications.delete(appToken)
+    if (deleted) this.#applicationChanged(appToken)
+    return deleted
   }
 
   insertUser(record: UserRecord): void {
@@ -136,8 +151,10 @@ export class MemoryStore implements GateStore {
     return this.#apiKeys.get(keyId)
   }
 
-  listApiKeys(userId: string): ApiKeyRecord[] {
-    return [...this.#apiKeys.values()].filter((k) => k.userId === userId)
+  listApiKeys(userId: string, query?: ApiKeyQuery): ApiKeyRecord[] {
+    const keys = [...this.#apiKeys.values()].filter((k) => k.userId === userId)
+    if (query === undefined) return keys
+    return pageOfKeys(keys, query)
   }
 
   updateApiKey(keyId: string, patch: ApiKeyPatch): ApiKeyRecord | undefined {
@@ -166,13 +183,45 @@ export class MemoryStore implements GateStore {
     for (const token of this.#tokens.values()) {
       if (token.revokedAt !== null) continue
       const match =
-        'userId' in filter ? token.userId === filter.userId : 'appToken' in filter ? token.appToken === filter.appToken : token.codeHash === filter.codeHash
+        'codeHash' in filter
+          ? token.codeHash === filter.codeHash
+          : (filter.userId === undefined || token.userId === filter.userId) && (filter.appToken === undefined || token.appToken === filter.appToken)
       if (match) {
         this.#tokens.set(token.tokenHash, { ...token, revokedAt: at })
         revoked++
       }
     }
     return revoked
+  }
+
+  listAccessTokens(userId: string): AccessTokenRecord[] {
+    const now = this.#clock()
+    return [...this.#tokens.values()]
+      .filter((t) => t.userId === userId && t.revokedAt === null && t.expiresAt > now)
+      .sort((a, b) => a.createdAt - b.createdAt)
+  }
+
+  recordGrant(userId: string, appToken: string, at: number): void {
+    let byApp = this.#grants.get(userId)
+    if (byApp === undefined) this.#grants.set(userId, (byApp = new Map()))
+    const current = byApp.get(appToken)
+    if (current === undefined) byApp.set(appToken, { userId, appToken, firstAuthorizedAt: at, lastUsedAt: at })
+    else if (at > current.lastUsedAt) byApp.set(appToken, { ...current, lastUsedAt: at })
+  }
+
+  getGrant(userId: string, appToken: string): GrantRecord | undefined {
+    return this.#grants.get(userId)?.get(appToken)
+  }
+
+  listGrants(userId: string): GrantRecord[] {
+    return [...(this.#grants.get(userId)?.values() ?? [])].sort((a, b) => a.firstAuthorizedAt - b.firstAuthorizedAt)
+  }
+
+  deleteGrant(userId: string, appToken: string): boolean {
+    const byApp = this.#grants.get(userId)
+    if (byApp === undefined || !byApp.delete(appToken)) return false
+    if (byApp.size === 0) this.#grants.delete(userId)
+    return true
   }
 
   insertAuthorizationCode(record: AuthorizationCodeRecord): void {
@@ -207,6 +256,16 @@ export class MemoryStore implements GateStore {
     return this.#sessions.delete(sessionHash)
   }
 
+  trimSessions(userId: string, keep: number): number {
+    const mine = [...this.#sessions.values()].filter((s) => s.userId === userId)
+    if (mine.length <= keep) return 0
+    // Newest first; the ones past `keep` go.
+    mine.sort((a, b) => b.createdAt - a.createdAt || (a.sessionHash < b.sessionHash ? 1 : a.sessionHash > b.sessionHash ? -1 : 0))
+    const doomed = mine.slice(Math.max(0, keep))
+    for (const session of doomed) this.#sessions.delete(session.sessionHash)
+    return doomed.length
+  }
+
   /** Every SWEEP_EVERY inserts, drops expired tokens, codes and sessions. */
   #countInsert(): void {
     if (++this.#inserts % SWEEP_EVERY !== 0) return
@@ -229,6 +288,23 @@ export class MemoryStore implements GateStore {
   resetRate(key: string): void {
     this.#rates.delete(key)
   }
+}
+
+/** One page of keys, sorted and sought as {@link ApiKeyQuery} says. */
+function pageOfKeys(keys: ApiKeyRecord[], query: ApiKeyQuery): ApiKeyRecord[] {
+  let page = keys.filter((key) => matchesApiKeyQuery(key, query)).sort((a, b) => compareApiKeys(a, b, query))
+  if (query.after !== undefined) {
+    const index = page.findIndex((key) => key.keyId === query.after)
+    if (index === -1) {
+      // The seek key may be filtered out (revoked since, or not matching): seek by its values.
+      const anchor = keys.find((key) => key.keyId === query.after)
+      if (anchor === undefined) return []
+      page = page.filter((key) => compareApiKeys(key, anchor, query) > 0)
+    } else {
+      page = page.slice(index + 1)
+    }
+  }
+  return page.slice(0, query.limit)
 }
 
 /** A new record with the patch's fields, in one step; records are never changed in place. */

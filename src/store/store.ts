@@ -124,14 +124,72 @@ export interface SessionRecord {
   readonly expiresAt: number
 }
 
-/** Which access tokens {@link GateStore.revokeAccessTokens} revokes: all of one user, one application or one code. */
-export type AccessTokenFilter = { readonly userId: string } | { readonly appToken: string } | { readonly codeHash: string }
+/**
+ * Which access tokens {@link GateStore.revokeAccessTokens} revokes: all of one user, of one
+ * application, of one code, or one user's tokens for one application (a "connected app").
+ */
+export type AccessTokenFilter =
+  | { readonly userId: string; readonly appToken?: undefined }
+  | { readonly appToken: string; readonly userId?: undefined }
+  | { readonly userId: string; readonly appToken: string }
+  | { readonly codeHash: string }
+
+/**
+ * A user's consent to an application: what "connected apps" lists. Created when the user
+ * approves on the consent page (or a token is issued with `gate.tokens.issue`); deleting
+ * it makes the next authorize ask for consent again.
+ */
+export interface GrantRecord {
+  readonly userId: string
+  readonly appToken: string
+  readonly firstAuthorizedAt: number
+  /** The latest approval, token issue or (at most daily) token use. */
+  readonly lastUsedAt: number
+}
+
+/** How {@link GateStore.listApiKeys} sorts: by this field, ties broken by `keyId`, both in `order`. */
+export type ApiKeySortField = 'createdAt' | 'lastUsedAt' | 'revokedAt' | 'name'
+
+/**
+ * One page of a user's API keys, as the platform's `GET /api/api_keys` asks for it.
+ * The store sorts and pages (SQL `ORDER BY ... LIMIT` with a row-comparison seek): it never
+ * loads every key to do so.
+ */
+export interface ApiKeyQuery {
+  /** At most this many keys, 1 to 100. */
+  readonly limit: number
+  /** Sort by this field; a `null` time sorts as 0, `name` compares by UTF-16 code units (SQL `COLLATE "C"`). */
+  readonly sortBy: ApiKeySortField
+  readonly order: 'asc' | 'desc'
+  /**
+   * Keyset pagination: the `keyId` of the last key of the previous page; the page holds
+   * the keys after it in this order. An unknown key id, or another user's, gives `[]`.
+   */
+  readonly after?: string | undefined
+  /** Only keys whose name contains this (case-insensitively), or whose `keyId` equals it. */
+  readonly nameSearch?: string | undefined
+  /** Also list revoked keys. */
+  readonly includeRevoked: boolean
+}
 
 /** Notifications a store gives the gate (wired by {@link GateStore.attach}). */
 export interface StoreEventSink {
   /** A rate key was dropped to make room, before its window ran out: its client starts afresh. */
   rateKeyEvicted(key: string): void
+  /**
+   * An application was inserted, updated or deleted, by this instance or any other: the
+   * gate drops its cached copy. A store shared by several processes calls it for changes
+   * made anywhere (Redis pub/sub, PostgreSQL `LISTEN`/`NOTIFY`); a store only this process
+   * sees calls it for its own changes, or not at all (the gate forgets its own writes).
+   */
+  applicationChanged(appToken: string): void
 }
+
+/**
+ * What the gate needs of a store that only counts requests: the `rateStore` option, for a
+ * deployment that keeps records in one store (PostgreSQL) and rate counters in another (Redis).
+ */
+export type RateStore = Pick<GateStore, 'consumeRate' | 'resetRate'> & Partial<Pick<GateStore, 'attach' | 'close'>>
 
 /**
  * What the gate needs from a backend.
@@ -174,8 +232,11 @@ export interface GateStore {
   insertApiKey(record: ApiKeyRecord): Awaitable<void>
   /** Called on every API-key-authenticated request. */
   getApiKey(keyId: string): Awaitable<ApiKeyRecord | undefined>
-  /** A user's keys, revoked ones included, oldest first. */
-  listApiKeys(userId: string): Awaitable<ApiKeyRecord[]>
+  /**
+   * A user's keys. Without a query: all of them, revoked ones included, oldest first.
+   * With one: the page it asks for (see {@link ApiKeyQuery}).
+   */
+  listApiKeys(userId: string, query?: ApiKeyQuery): Awaitable<ApiKeyRecord[]>
   updateApiKey(keyId: string, patch: ApiKeyPatch): Awaitable<ApiKeyRecord | undefined>
 
   /** @throws when a token with the same hash exists */
@@ -188,10 +249,26 @@ export interface GateStore {
    */
   revokeAccessToken(tokenHash: string, at: number): Awaitable<boolean>
   /**
-   * Atomically revokes every active token of a user, an application or an authorization code.
+   * Atomically revokes every active token of a user, an application, a user for one
+   * application, or an authorization code: when the call returns, none of them works, and
+   * of concurrent calls each token is counted by exactly one.
    * @returns how many tokens this call revoked
    */
   revokeAccessTokens(filter: AccessTokenFilter, at: number): Awaitable<number>
+  /** A user's live tokens (not revoked, not expired), oldest first. */
+  listAccessTokens(userId: string): Awaitable<AccessTokenRecord[]>
+
+  /**
+   * Atomically records a user's consent to an application at `at`: creates the grant with
+   * `firstAuthorizedAt` and `lastUsedAt` both `at`, or, when it exists, sets
+   * `lastUsedAt` to the later of the two (never moves it back).
+   */
+  recordGrant(userId: string, appToken: string, at: number): Awaitable<void>
+  getGrant(userId: string, appToken: string): Awaitable<GrantRecord | undefined>
+  /** A user's grants, oldest `firstAuthorizedAt` first. */
+  listGrants(userId: string): Awaitable<GrantRecord[]>
+  /** Forgets a grant; `false` when there was none. */
+  deleteGrant(userId: string, appToken: string): Awaitable<boolean>
 
   /** @throws when a code with the same hash exists */
   insertAuthorizationCode(record: AuthorizationCodeRecord): Awaitable<void>
@@ -207,6 +284,12 @@ export interface GateStore {
   /** The session, or `undefined` once it has expired (`expiresAt` ≤ now); may drop expired sessions. */
   getSession(sessionHash: string): Awaitable<SessionRecord | undefined>
   deleteSession(sessionHash: string): Awaitable<boolean>
+  /**
+   * Atomically deletes all but the newest `keep` sessions of a user (newest by
+   * `createdAt`, ties by `sessionHash`): the gate caps live sign-ins per user.
+   * @returns how many sessions this call deleted
+   */
+  trimSessions(userId: string, keep: number): Awaitable<number>
 
   /**
    * One atomic throttling step for `key`: `limit` requests per `windowMs`, consuming

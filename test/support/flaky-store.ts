@@ -1,6 +1,6 @@
 import { MemoryStore } from '../../src/index.js'
 
-type Mode = 'ok' | 'throw' | 'reject' | 'hang'
+type Mode = 'ok' | 'async' | 'throw' | 'reject' | 'hang'
 
 /**
  * A real MemoryStore whose methods can be made to fail or hang on demand, and which
@@ -24,6 +24,9 @@ export class FlakyStore extends MemoryStore {
             return Promise.reject(new Error(`${name} connection refused`))
           case 'hang':
             return new Promise(() => {})
+          case 'async':
+            // Answers correctly, a turn later: a store in another process.
+            return Promise.resolve().then(() => original(...args))
           default:
             return original(...args)
         }

@@ -1,0 +1,187 @@
+/**
+ * How the gate lives with a store in another process: its own copy of application
+ * records, one event per outage, one probe at a time while the store is down, honest
+ * headers while it counts on its own, and records and rates in two stores. (The same
+ * behaviour against a real Redis killed, paused and restarted is in the Redis suite.)
+ */
+import { setTimeout as sleep } from 'node:timers/promises'
+import { describe, expect, it } from 'vitest'
+import { createGate, MemoryStore, type GateOptions, type GateOutcome, type StoreErrorEvent, type StoreRecoveredEvent } from '../src/index.js'
+import { FlakyStore } from './support/flaky-store.js'
+import { coreRequest } from './support/requests.js'
+
+function respond(outcome: GateOutcome) {
+  if (outcome.type !== 'respond') throw new Error('expected the gate to answer, it let the request through')
+  return outcome.response
+}
+function pass(outcome: GateOutcome) {
+  if (outcome.type !== 'next') throw new Error(`expected the request through, got ${outcome.response.status} ${outcome.response.body}`)
+  return outcome
+}
+
+function asyncStore(): FlakyStore {
+  const store = new FlakyStore()
+  store.modes.set('getApplication', 'async')
+  store.modes.set('consumeRate', 'async')
+  return store
+}
+
+async function gateOn(store: FlakyStore, options: GateOptions = {}) {
+  const gate = createGate({ store, storeTimeoutMs: 100, throttle: { application: { limit: 100, windowMs: 60_000 } }, ...options })
+  const errors: StoreErrorEvent[] = []
+  const recovered: StoreRecoveredEvent[] = []
+  gate.on('storeError', (e) => errors.push(e))
+  gate.on('storeRecovered', (e) => recovered.push(e))
+  const { appToken } = await gate.applications.register({ name: 'A' })
+  const request = (token = appToken) => gate.handle(coreRequest({ headers: { 'x-app-token': token } }))
+  return { gate, appToken, request, errors, recovered }
+}
+
+describe('application records from a remote store', () => {
+  it('reads an application once, then answers from its own copy', async () => {
+    const store = asyncStore()
+    const { request } = await gateOn(store)
+    await Promise.all(Array.from({ length: 20 }, () => request()))
+    for (let i = 0; i < 20; i++) pass(await request())
+    expect(store.count('getApplication')).toBe(1)
+    expect(store.count('consumeRate')).toBe(40)
+  })
+
+  it('remembers an unknown token too, so made-up tokens do not each cost a read', async () => {
+    const store = asyncStore()
+    const { request } = await gateOn(store)
+    for (let i = 0; i < 10; i++) expect(respond(await request('made-up-token-1')).status).toBe(403)
+    expect(store.count('getApplication')).toBe(1)
+  })
+
+  it('reads it again once its copy is older than applicationCacheMs', async () => {
+    const store = asyncStore()
+    const { request } = await gateOn(store, { applicationCacheMs: 30 })
+    pass(await request())
+    await sleep(50)
+    pass(await request())
+    expect(store.count('getApplication')).toBe(2)
+  })
+
+  it('sees a change it made itself at once', async () => {
+    const store = asyncStore()
+    const { gate, appToken, request } = await gateOn(store, { applicationCacheMs: 60_000 })
+    expect(pass(await request()).context.throttle?.limit).toBe(100)
+    await gate.applications.update(appToken, { limit: 5000 })
+    expect(pass(await request()).context.throttle?.limit).toBe(5000)
+    await gate.applications.delete(appToken)
+    expect(respond(await request()).status).toBe(403)
+  })
+
+  it('drops its copy when the store says another instance changed the application', async () => {
+    const store = asyncStore()
+    const { appToken, request } = await gateOn(store, { applicationCacheMs: 60_000 })
+    const other = createGate({ store })
+    pass(await request())
+    await other.applications.delete(appToken)
+    expect(respond(await request()).status).toBe(403)
+    const { appToken: registeredElsewhere } = await other.applications.register({ name: 'B' })
+    pass(await request(registeredElsewhere))
+  })
+
+  it('keeps serving a known application from its copy while the store is down', async () => {
+    const store = asyncStore()
+    const { request } = await gateOn(store, { applicationCacheMs: 20 })
+    pass(await request())
+    await sleep(40)
+    store.modes.set('getApplication', 'reject')
+    expect(pass(await request()).context.application).not.toBeNull()
+  })
+})
+
+describe('a store outage', () => {
+  it('is one storeError when it starts and one storeRecovered when the store answers again', async () => {
+    const store = asyncStore()
+    const { request, errors, recovered } = await gateOn(store)
+    pass(await request())
+    store.modes.set('consumeRate', 'reject')
+    for (let i = 0; i < 10; i++) pass(await request())
+    expect(errors).toHaveLength(1)
+    expect(errors[0]).toMatchObject({ operation: 'consumeRate', outcome: 'fallback', store: 'records+rates' })
+    expect(recovered).toHaveLength(0)
+    store.modes.set('consumeRate', 'async')
+    pass(await request())
+    pass(await request())
+    expect(recovered).toHaveLength(1)
+    expect(recovered[0]).toMatchObject({ store: 'records+rates', failedCalls: 10 })
+    expect(recovered[0]?.downMs).toBeGreaterThanOrEqual(0)
+    store.modes.set('consumeRate', 'reject')
+    pass(await request())
+    expect(errors).toHaveLength(2)
+  })
+
+  it('sends one probe at a time to a store that does not answer, and answers the others at once', async () => {
+    const store = asyncStore()
+    const { request } = await gateOn(store, { storeTimeoutMs: 200 })
+    pass(await request())
+    store.modes.set('consumeRate', 'hang')
+    await request() // the call that finds the outage, after the timeout
+    const before = store.count('consumeRate')
+    const started = performance.now()
+    const outcomes = await Promise.all(Array.from({ length: 30 }, () => request()))
+    const elapsed = performance.now() - started
+    expect(outcomes.every((o) => o.type === 'next')).toBe(true)
+    expect(store.count('consumeRate') - before).toBe(1)
+    // The probe waits out its timeout; nobody waits longer than that.
+    expect(elapsed).toBeLessThan(200 + 150)
+  })
+
+  it('sends no RateLimit headers while it counts in this process alone, and says so', async () => {
+    const store = asyncStore()
+    const { request } = await gateOn(store)
+    const normal = pass(await request())
+    expect(normal.headers.ratelimit).toBeDefined()
+    expect(normal.context.throttle?.source).toBe('store')
+    store.modes.set('consumeRate', 'reject')
+    const local = pass(await request())
+    expect(local.headers).toEqual({})
+    expect(local.context.throttle?.source).toBe('local')
+    store.modes.set('consumeRate', 'async')
+    expect(pass(await request()).headers.ratelimit).toMatch(/^"app";r=\d+;t=\d+$/)
+  })
+
+  it('refuses with Retry-After while the local count is spent, still without claiming a shared budget', async () => {
+    const store = asyncStore()
+    const { request } = await gateOn(store, { throttle: { application: { limit: 2, windowMs: 60_000 } } })
+    store.modes.set('consumeRate', 'reject')
+    pass(await request())
+    pass(await request())
+    const refused = respond(await request())
+    expect(refused.status).toBe(429)
+    expect(refused.headers['retry-after']).toMatch(/^\d+$/)
+    expect(refused.headers.ratelimit).toBeUndefined()
+  })
+})
+
+describe('records and rates in two stores', () => {
+  it('counts in the rate store and keeps records in the other', async () => {
+    const records = asyncStore()
+    const rates = new FlakyStore()
+    rates.modes.set('consumeRate', 'async')
+    const { request } = await gateOn(records, { rateStore: rates })
+    for (let i = 0; i < 5; i++) pass(await request())
+    expect(rates.count('consumeRate')).toBe(5)
+    expect(records.count('consumeRate')).toBe(0)
+  })
+
+  it('applies the outage mode to the store that failed, and names it', async () => {
+    const records = asyncStore()
+    const rates = new FlakyStore()
+    const { request, errors } = await gateOn(records, { rateStore: rates, throttle: { application: { limit: 100, windowMs: 60_000 }, onStoreError: 'fail-closed' } })
+    rates.modes.set('consumeRate', 'reject')
+    expect(respond(await request()).status).toBe(503)
+    expect(errors).toEqual([expect.objectContaining({ store: 'rates', outcome: 'failed' })])
+  })
+
+  it('takes any object with consumeRate and resetRate as the rate store, and refuses one without', async () => {
+    const rates = new MemoryStore()
+    const gate = createGate({ rateStore: { consumeRate: (...a) => rates.consumeRate(...a), resetRate: (k) => rates.resetRate(k) } })
+    expect(pass(await gate.handle(coreRequest())).context.throttle?.remaining).toBe(59)
+    expect(() => createGate({ rateStore: {} as never })).toThrow(/rateStore must have consumeRate and resetRate/)
+  })
+})
