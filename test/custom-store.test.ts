@@ -6,6 +6,7 @@ import mysql from 'mysql2/promise'
 import { afterAll, beforeAll, describe } from 'vitest'
 import { MariaDbStore } from '../examples/custom-store/mariadb-store.js'
 import { describeStoreConformance } from './store-conformance.js'
+import { describeAgreementWithMemoryStore } from './store-agreement.js'
 import { freshPrefix, MARIADB_URL, mariadbAvailable } from './support/mariadb.js'
 
 const available = await mariadbAvailable()
@@ -26,4 +27,5 @@ describe.skipIf(!available)('examples/custom-store (MariaDB)', () => {
   })
 
   describeStoreConformance('MariaDbStore', () => ({ store }))
+  describeAgreementWithMemoryStore('MariaDbStore', () => store)
 })

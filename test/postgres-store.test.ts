@@ -11,6 +11,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PostgresStore } from '../src/store/postgres-store.js'
 import { describeStoreConformance } from './store-conformance.js'
+import { describeAgreementWithMemoryStore } from './store-agreement.js'
 import { DATABASE_URL, dropSchema, freshSchema, postgresAvailable } from './support/postgres.js'
 
 const available = await postgresAvailable()
@@ -34,6 +35,9 @@ describe.skipIf(!available)('PostgresStore', () => {
     const store = new PostgresStore({ pool, schema, sweepIntervalMs: 0 })
     return { store, cleanup: () => store.close() }
   })
+
+  // No timer and no listener, and the pool is the test's: nothing to close.
+  describeAgreementWithMemoryStore('PostgresStore', () => new PostgresStore({ pool, schema, sweepIntervalMs: 0 }))
 
   describe('migrations', () => {
     /** Every object in a schema, with the transaction that last wrote its catalog row. */

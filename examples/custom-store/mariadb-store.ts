@@ -15,7 +15,7 @@
  * - Patches `UPDATE` only the fields given.
  * - MariaDB has no change notifications: the gate's application cache expires on its own.
  */
-import { gcraStep, type AccessTokenFilter, type AccessTokenRecord, type ApiKeyPatch, type ApiKeyRecord, type ApplicationPatch, type ApplicationRecord, type AuthorizationCodeRecord, type GateStore, type RateResult, type SessionRecord, type UserPatch, type UserRecord } from 'open-data-gate'
+import { gcraStep, type AccessTokenFilter, type AccessTokenRecord, type ApiKeyPatch, type ApiKeyQuery, type ApiKeyRecord, type GrantRecord, type ApplicationPatch, type ApplicationRecord, type AuthorizationCodeRecord, type GateStore, type RateResult, type SessionRecord, type UserPatch, type UserRecord } from 'open-data-gate'
 import type { Pool, RowDataPacket } from 'mysql2/promise'
 
 type Row = RowDataPacket & Record<string, unknown>
@@ -122,8 +122,24 @@ export class MariaDbStore implements GateStore {
   async getApiKey(keyId: string) {
     return (await this.#rows(`SELECT * FROM ${this.#p}api_keys WHERE key_id = ?`, [keyId])).map(toApiKey)[0]
   }
-  async listApiKeys(userId: string) {
-    return (await this.#rows(`SELECT * FROM ${this.#p}api_keys WHERE user_id = ? ORDER BY created_at, key_id`, [userId])).map(toApiKey)
+  /** All of a user's keys, or one page: sorted in SQL, the page found from the `after` key by a row comparison. */
+  async listApiKeys(userId: string, query?: ApiKeyQuery) {
+    if (query === undefined) return (await this.#rows(`SELECT * FROM ${this.#p}api_keys WHERE user_id = ? ORDER BY created_at, key_id`, [userId])).map(toApiKey)
+    const sort = { createdAt: 'created_at', lastUsedAt: 'COALESCE(last_used_at, 0)', revokedAt: 'COALESCE(revoked_at, 0)', name: 'name' }[query.sortBy]
+    const [dir, cmp] = query.order === 'asc' ? ['ASC', '>'] : ['DESC', '<']
+    const where = ['user_id = ?']
+    const values: unknown[] = [userId]
+    if (!query.includeRevoked) where.push('revoked_at IS NULL')
+    if (query.nameSearch) {
+      where.push('(LOCATE(LOWER(?), LOWER(name)) > 0 OR key_id = ?)')
+      values.push(query.nameSearch, query.nameSearch)
+    }
+    if (query.after !== undefined) {
+      where.push(`(${sort}, key_id) ${cmp} (SELECT ${sort}, key_id FROM ${this.#p}api_keys WHERE key_id = ? AND user_id = ?)`)
+      values.push(query.after, userId)
+    }
+    const limit = Math.max(1, Math.min(100, Math.floor(query.limit)))
+    return (await this.#rows(`SELECT * FROM ${this.#p}api_keys WHERE ${where.join(' AND ')} ORDER BY ${sort} ${dir}, key_id ${dir} LIMIT ${limit}`, values)).map(toApiKey)
   }
   updateApiKey(keyId: string, patch: ApiKeyPatch) {
     const columns = { name: 'name', secretHash: 'secret_hash', lastUsedAt: 'last_used_at', revokedAt: 'revoked_at' }
@@ -140,9 +156,28 @@ export class MariaDbStore implements GateStore {
     return (await this.#changed(`UPDATE ${this.#p}access_tokens SET revoked_at = ? WHERE token_hash = ? AND revoked_at IS NULL`, [at, tokenHash])) > 0
   }
   revokeAccessTokens(filter: AccessTokenFilter, at: number) {
-    const [where, values] =
-      'codeHash' in filter ? ['code_hash = ?', [filter.codeHash]] : 'userId' in filter ? ['user_id = ?', [filter.userId]] : ['app_token = ?', [filter.appToken]]
-    return this.#changed(`UPDATE ${this.#p}access_tokens SET revoked_at = ? WHERE ${where} AND revoked_at IS NULL`, [at, ...values])
+    const fields = 'codeHash' in filter ? { code_hash: filter.codeHash } : { user_id: filter.userId, app_token: filter.appToken }
+    const given = Object.entries(fields).filter(([, value]) => value !== undefined)
+    const where = given.map(([column]) => `${column} = ?`).join(' AND ')
+    return this.#changed(`UPDATE ${this.#p}access_tokens SET revoked_at = ? WHERE ${where} AND revoked_at IS NULL`, [at, ...given.map(([, value]) => value)])
+  }
+  async listAccessTokens(userId: string) {
+    const sql = `SELECT * FROM ${this.#p}access_tokens WHERE user_id = ? AND revoked_at IS NULL AND expires_at > ? ORDER BY created_at, token_hash`
+    return (await this.#rows(sql, [userId, Date.now()])).map(toAccessToken)
+  }
+
+  async recordGrant(userId: string, appToken: string, at: number) {
+    const sql = `INSERT INTO ${this.#p}grants (user_id, app_token, first_authorized_at, last_used_at) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE last_used_at = GREATEST(last_used_at, VALUES(last_used_at))`
+    await this.#changed(sql, [userId, appToken, at, at])
+  }
+  async getGrant(userId: string, appToken: string) {
+    return (await this.#rows(`SELECT * FROM ${this.#p}grants WHERE user_id = ? AND app_token = ?`, [userId, appToken])).map(toGrant)[0]
+  }
+  async listGrants(userId: string) {
+    return (await this.#rows(`SELECT * FROM ${this.#p}grants WHERE user_id = ? ORDER BY first_authorized_at, app_token`, [userId])).map(toGrant)
+  }
+  async deleteGrant(userId: string, appToken: string) {
+    return (await this.#changed(`DELETE FROM ${this.#p}grants WHERE user_id = ? AND app_token = ?`, [userId, appToken])) > 0
   }
 
   insertAuthorizationCode(r: AuthorizationCodeRecord) {
@@ -163,6 +198,12 @@ export class MariaDbStore implements GateStore {
   }
   async deleteSession(sessionHash: string) {
     return (await this.#changed(`DELETE FROM ${this.#p}sessions WHERE session_hash = ?`, [sessionHash])) > 0
+  }
+  /** One DELETE joined to the user's sessions past the newest `keep` (a derived table, so MariaDB may read the table it deletes from). */
+  trimSessions(userId: string, keep: number) {
+    const skip = Math.max(0, Math.floor(keep))
+    const older = `SELECT session_hash FROM ${this.#p}sessions WHERE user_id = ? ORDER BY created_at DESC, session_hash DESC LIMIT ${skip}, 18446744073709551615`
+    return this.#changed(`DELETE s FROM ${this.#p}sessions s JOIN (${older}) doomed USING (session_hash)`, [userId])
   }
 
   /**
@@ -219,6 +260,9 @@ function toAccessToken(r: Row): AccessTokenRecord {
 }
 function toCode(r: Row): AuthorizationCodeRecord {
   return { codeHash: r.code_hash as string, appToken: r.app_token as string, userId: r.user_id as string, redirectUri: r.redirect_uri as string, codeChallenge: r.code_challenge as string | null, createdAt: Number(r.created_at), expiresAt: Number(r.expires_at), usedAt: num(r.used_at) }
+}
+function toGrant(r: Row): GrantRecord {
+  return { userId: r.user_id as string, appToken: r.app_token as string, firstAuthorizedAt: Number(r.first_authorized_at), lastUsedAt: Number(r.last_used_at) }
 }
 function toSession(r: Row): SessionRecord {
   return { sessionHash: r.session_hash as string, userId: r.user_id as string, passwordStamp: r.password_stamp as string, createdAt: Number(r.created_at), expiresAt: Number(r.expires_at) }

@@ -16,39 +16,21 @@ import pg from 'pg'
 import { gcraStep, emissionInterval, type RateResult } from '../gcra.js'
 import { MIGRATIONS } from './postgres/migrations/index.js'
 import type {
-  AccessTokenFilter as BaseAccessTokenFilter,
+  AccessTokenFilter,
   AccessTokenRecord,
   ApiKeyPatch,
+  ApiKeyQuery,
   ApiKeyRecord,
   ApplicationPatch,
   ApplicationRecord,
   AuthorizationCodeRecord,
   GateStore,
+  GrantRecord,
   SessionRecord,
+  StoreEventSink,
   UserPatch,
   UserRecord,
 } from './store.js'
-
-// TODO(contract v2): these come from store.ts once the lead lands them on main.
-interface ApiKeyQuery {
-  limit: number
-  sortBy: 'createdAt' | 'lastUsedAt' | 'revokedAt' | 'name'
-  order: 'asc' | 'desc'
-  after?: string
-  nameSearch?: string
-  includeRevoked: boolean
-}
-interface GrantRecord {
-  userId: string
-  appToken: string
-  firstAuthorizedAt: number
-  lastUsedAt: number
-}
-type AccessTokenFilter = BaseAccessTokenFilter | { readonly userId: string; readonly appToken: string }
-interface StoreEventSink {
-  rateKeyEvicted(key: string): void
-  applicationChanged?(appToken: string): void
-}
 
 /** A statement as `pg` takes it; `name` makes it a prepared statement. */
 export interface PostgresQuery {
@@ -362,7 +344,7 @@ export class PostgresStore implements GateStore {
         client.on('error', (error) => this.#listenFailed(client, error))
         client.on('notification', (message) => {
           if (message.channel !== this.#channel || message.payload === undefined) return
-          for (const sink of this.#sinks) sink.applicationChanged?.(message.payload)
+          for (const sink of this.#sinks) sink.applicationChanged(message.payload)
         })
         try {
           await client.query({ text: `LISTEN ${pg.escapeIdentifier(this.#channel)}` })
@@ -623,10 +605,10 @@ export class PostgresStore implements GateStore {
   revokeAccessTokens(filter: AccessTokenFilter, at: number): Promise<number> {
     const table = `${this.#q}.access_tokens`
     if ('codeHash' in filter) return this.#count(`UPDATE ${table} SET revoked_at = $2 WHERE code_hash = $1 AND revoked_at IS NULL`, [filter.codeHash, at])
-    if ('userId' in filter && 'appToken' in filter) {
+    if (filter.userId !== undefined && filter.appToken !== undefined) {
       return this.#count(`UPDATE ${table} SET revoked_at = $3 WHERE user_id = $1 AND app_token = $2 AND revoked_at IS NULL`, [filter.userId, filter.appToken, at])
     }
-    if ('userId' in filter) return this.#count(`UPDATE ${table} SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL`, [filter.userId, at])
+    if (filter.userId !== undefined) return this.#count(`UPDATE ${table} SET revoked_at = $2 WHERE user_id = $1 AND revoked_at IS NULL`, [filter.userId, at])
     return this.#count(`UPDATE ${table} SET revoked_at = $2 WHERE app_token = $1 AND revoked_at IS NULL`, [filter.appToken, at])
   }
 
