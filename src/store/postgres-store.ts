@@ -132,7 +132,7 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,39}$/
 /** A used or expired code is kept this long after it expires, so a late replay still revokes the tokens issued from it. */
 const CODE_RETENTION_MS = 3_600_000
 /** How long a user row read along with a token or key may answer the `getUser` that follows. */
-const PREFETCH_MS = 1000
+const PREFETCH_MS = 100
 const PREFETCH_MAX = 1000
 /** Advisory lock class for migrations (any constant; the second key is the schema's hash). */
 const MIGRATION_LOCK_CLASS = 0x0d6a7e
@@ -476,7 +476,7 @@ export class PostgresStore implements GateStore {
     ])
   }
 
-  /** Answered from the row read with the token or key just before, if there is one (at most a second old, used once). */
+  /** Answered from the row read with the token or key just before, if there is one (at most 100 ms old, used once). */
   getUser(id: string): Promise<UserRecord | undefined> {
     const prefetched = this.#prefetched.get(id)
     if (prefetched !== undefined) {
