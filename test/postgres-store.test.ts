@@ -296,6 +296,19 @@ describe.skipIf(!available)('PostgresStore', () => {
         await b.close()
       }
     })
+    it('hears its own change made right after a gate attached', async () => {
+      const store = new PostgresStore({ pool, schema, sweepIntervalMs: 0 })
+      const heard: string[] = []
+      store.attach({ rateKeyEvicted: () => {}, applicationChanged: (token) => heard.push(token) })
+      const token = `own${Date.now()}`
+      try {
+        await store.insertApplication({ appToken: token, name: 'n', secretHash: 'x', callbackPrefix: null, limit: null, createdAt: 1, updatedAt: 1 })
+        await expect.poll(() => heard, { timeout: 2000 }).toEqual([token])
+      } finally {
+        await store.deleteApplication(token)
+        await store.close()
+      }
+    })
   })
 
   describe('connections', () => {

@@ -204,6 +204,8 @@ export class PostgresStore implements GateStore {
   #sweeping: Promise<SweepResult> | undefined
   #listener: PostgresPoolClient | undefined
   #listenRetry: NodeJS.Timeout | undefined
+  /** While the listening connection is being set up. */
+  #listening: Promise<void> | undefined
   #listenDelayMs = 0
   #closed = false
 
@@ -334,7 +336,7 @@ export class PostgresStore implements GateStore {
 
   #listen(): void {
     if (this.#closed || this.#listener !== undefined) return
-    this.#pool.connect().then(
+    this.#listening = this.#pool.connect().then(
       async (client) => {
         if (this.#closed) {
           client.release()
@@ -355,6 +357,14 @@ export class PostgresStore implements GateStore {
       },
       (error: unknown) => this.#listenFailed(undefined, error),
     )
+    void this.#listening.finally(() => {
+      this.#listening = undefined
+    })
+  }
+
+  /** Lets the listening connection finish subscribing first, so this instance hears its own change. */
+  async #beforeApplicationWrite(): Promise<void> {
+    if (this.#listening !== undefined) await this.#listening
   }
 
   /** The listening connection broke (or never came): report it and try again, backing off up to 30 s. */
@@ -433,6 +443,7 @@ export class PostgresStore implements GateStore {
   // Applications
 
   async insertApplication(record: ApplicationRecord): Promise<void> {
+    await this.#beforeApplicationWrite()
     await this.#run(`INSERT INTO ${this.#q}.applications (${APPLICATION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
       record.appToken,
       record.name,
@@ -452,11 +463,13 @@ export class PostgresStore implements GateStore {
     return this.#all(`SELECT ${APPLICATION_COLUMNS} FROM ${this.#q}.applications ORDER BY created_at, app_token`, [], toApplication)
   }
 
-  updateApplication(appToken: string, patch: ApplicationPatch): Promise<ApplicationRecord | undefined> {
+  async updateApplication(appToken: string, patch: ApplicationPatch): Promise<ApplicationRecord | undefined> {
+    await this.#beforeApplicationWrite()
     return this.#patch('applications', 'app_token', appToken, patch, APPLICATION_PATCH, APPLICATION_COLUMNS, toApplication)
   }
 
   async deleteApplication(appToken: string): Promise<boolean> {
+    await this.#beforeApplicationWrite()
     return (await this.#count(`DELETE FROM ${this.#q}.applications WHERE app_token = $1`, [appToken])) > 0
   }
 
