@@ -9,10 +9,12 @@ import { promisify } from 'node:util'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createGate, MemoryStore } from '../src/index.js'
 import { PostgresStore } from '../src/store/postgres-store.js'
 import { describeStoreConformance } from './store-conformance.js'
 import { describeAgreementWithMemoryStore } from './store-agreement.js'
 import { DATABASE_URL, dropSchema, freshSchema, postgresAvailable } from './support/postgres.js'
+import { coreRequest } from './support/requests.js'
 
 const available = await postgresAvailable()
 const run = promisify(execFile)
@@ -307,6 +309,57 @@ describe.skipIf(!available)('PostgresStore', () => {
       } finally {
         await store.deleteApplication(token)
         await store.close()
+      }
+    })
+  })
+
+  describe('statements per request', () => {
+    /** A gate on the store, counting the statements it sends; rates in memory or in PostgreSQL too. */
+    async function countingGate(rates: 'memory' | 'postgres') {
+      let statements = 0
+      const counting = {
+        query: (config: { name?: string; text: string; values?: unknown[] }) => {
+          statements++
+          return pool.query(config)
+        },
+        connect: () => pool.connect(),
+        end: async () => {},
+      }
+      const store = new PostgresStore({ pool: counting, schema, sweepIntervalMs: 0 })
+      const gate = createGate({ store, ...(rates === 'memory' ? { rateStore: new MemoryStore() } : {}) })
+      const { appToken } = await gate.applications.register({ name: 'counted' })
+      const user = await gate.users.create({ username: `counted${Date.now()}`, displayName: 'C', email: 'c@example.org' })
+      const { accessToken } = await gate.tokens.issue({ userId: user.id, appToken })
+      const appRequest = coreRequest({ headers: { 'x-app-token': appToken } })
+      const oauthRequest = coreRequest({ headers: { 'x-app-token': appToken, authorization: `OAuth ${accessToken}` } })
+      /** Statements sent for one request, after a first one warmed the application cache. */
+      const cost = async (request: typeof appRequest) => {
+        expect((await gate.handle(request)).type).toBe('next')
+        const before = statements
+        const outcome = await gate.handle(request)
+        expect(outcome.type === 'next' ? outcome.context.user?.id ?? null : 'refused').toBe(request === oauthRequest ? user.id : null)
+        return statements - before
+      }
+      return { gate, appRequest, oauthRequest, cost }
+    }
+
+    it('sends nothing for an app-token request and one statement for an OAuth request when rates live elsewhere', async () => {
+      const { gate, appRequest, oauthRequest, cost } = await countingGate('memory')
+      try {
+        expect(await cost(appRequest)).toBe(0)
+        expect(await cost(oauthRequest)).toBe(1)
+      } finally {
+        await gate.close()
+      }
+    })
+
+    it('adds one statement, the rate step, when PostgreSQL keeps the rates too', async () => {
+      const { gate, appRequest, oauthRequest, cost } = await countingGate('postgres')
+      try {
+        expect(await cost(appRequest)).toBe(1)
+        expect(await cost(oauthRequest)).toBe(2)
+      } finally {
+        await gate.close()
       }
     })
   })
