@@ -8,14 +8,14 @@
  *   const gate = createGate({ store })
  *
  * What the contract asks, and how this store does it:
- * - Atomic operations are one statement (`UPDATE ... WHERE used_at IS NULL`, a revocation
- *   `UPDATE ... WHERE revoked_at IS NULL`), or, for the rate step, one transaction that
- *   locks the key's row (`SELECT ... FOR UPDATE`) and computes `gcraStep` on the
- *   database's clock.
+ * - Atomic operations are one statement: `UPDATE ... WHERE used_at IS NULL`, a revocation
+ *   `UPDATE ... WHERE revoked_at IS NULL`, the rate step `INSERT ... ON DUPLICATE KEY
+ *   UPDATE ... RETURNING` on the database's clock, with the exported `gcraStep` for the
+ *   answer.
  * - Patches `UPDATE` only the fields given.
  * - MariaDB has no change notifications: the gate's application cache expires on its own.
  */
-import { gcraStep, type AccessTokenFilter, type AccessTokenRecord, type ApiKeyPatch, type ApiKeyQuery, type ApiKeyRecord, type GrantRecord, type ApplicationPatch, type ApplicationRecord, type AuthorizationCodeRecord, type GateStore, type RateResult, type SessionRecord, type UserPatch, type UserRecord } from 'open-data-gate'
+import { emissionInterval, gcraStep, type AccessTokenFilter, type AccessTokenRecord, type ApiKeyPatch, type ApiKeyQuery, type ApiKeyRecord, type GrantRecord, type ApplicationPatch, type ApplicationRecord, type AuthorizationCodeRecord, type GateStore, type RateResult, type SessionRecord, type UserPatch, type UserRecord } from 'open-data-gate'
 import type { Pool, RowDataPacket } from 'mysql2/promise'
 
 type Row = RowDataPacket & Record<string, unknown>
@@ -44,7 +44,7 @@ export class MariaDbStore implements GateStore {
       `codes (code_hash VARCHAR(255) PRIMARY KEY, app_token VARCHAR(255) NOT NULL, user_id VARCHAR(255) NOT NULL, redirect_uri TEXT NOT NULL, code_challenge VARCHAR(255) NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, used_at BIGINT NULL)`,
       `sessions (session_hash VARCHAR(255) PRIMARY KEY, user_id VARCHAR(255) NOT NULL, password_stamp VARCHAR(255) NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, INDEX (user_id, created_at))`,
       `grants (user_id VARCHAR(255) NOT NULL, app_token VARCHAR(255) NOT NULL, first_authorized_at BIGINT NOT NULL, last_used_at BIGINT NOT NULL, PRIMARY KEY (user_id, app_token))`,
-      `rates (rate_key VARCHAR(255) PRIMARY KEY, tat_us BIGINT NOT NULL)`,
+      `rates (rate_key VARCHAR(255) PRIMARY KEY, tat_us BIGINT NOT NULL, seen_us BIGINT NOT NULL, allowed BOOLEAN NOT NULL, INDEX (tat_us))`,
     ]) {
       await this.#db.query(`CREATE TABLE IF NOT EXISTS ${p}${ddl} ${opts}`)
     }
@@ -207,27 +207,30 @@ export class MariaDbStore implements GateStore {
   }
 
   /**
-   * One GCRA step: the key's row is created if missing (on its own, so concurrent first
-   * steps do not deadlock), then locked, read with the database's clock, and updated in
-   * one transaction.
+   * One GCRA step in one statement on the database's clock (MariaDB 10.5+ for `RETURNING`).
+   * MariaDB applies `ON DUPLICATE KEY UPDATE` assignments left to right, so `allowed` is
+   * decided from the old arrival time, and `tat_us` moves only when it is true: a refused
+   * request costs nothing. `gcraStep` then turns what the statement saw into the answer.
    */
   async consumeRate(key: string, limit: number, windowMs: number, cost: number): Promise<RateResult> {
-    await this.#changed(`INSERT IGNORE INTO ${this.#p}rates (rate_key, tat_us) VALUES (?, 0)`, [key])
-    const connection = await this.#db.getConnection()
-    try {
-      await connection.beginTransaction()
-      const [rows] = await connection.execute<Row[]>(`SELECT tat_us, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) AS now_us FROM ${this.#p}rates WHERE rate_key = ? FOR UPDATE`, [key])
-      const row = rows[0] as Row
-      const step = gcraStep(Number(row.tat_us), Number(row.now_us), limit, windowMs, cost)
-      if (step.tat !== undefined) await connection.execute(`UPDATE ${this.#p}rates SET tat_us = ? WHERE rate_key = ?`, [step.tat, key])
-      await connection.commit()
-      return { allowed: step.allowed, remaining: step.remaining, resetMs: step.resetMs, retryAfterMs: step.retryAfterMs }
-    } catch (error) {
-      await connection.rollback().catch(() => {})
-      throw error
-    } finally {
-      connection.release()
+    const interval = emissionInterval(limit, windowMs)
+    const now = 'CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)'
+    if (cost === 0) {
+      const [row] = await this.#rows(`SELECT ${now} AS now_us, (SELECT tat_us FROM ${this.#p}rates WHERE rate_key = ?) AS tat_us`, [key])
+      return result(gcraStep(num(row?.tat_us) ?? undefined, Number(row?.now_us), limit, windowMs, 0))
     }
+    const [inc, tol] = [cost * interval, limit * interval]
+    const [row] = await this.#rows(
+      `INSERT INTO ${this.#p}rates (rate_key, tat_us, seen_us, allowed) VALUES (?, ${now} + IF(? <= ?, ?, 0), ${now}, ? <= ?)
+       ON DUPLICATE KEY UPDATE
+         allowed = VALUES(seen_us) >= GREATEST(tat_us, VALUES(seen_us)) + ? - ?,
+         tat_us = IF(allowed, GREATEST(tat_us, VALUES(seen_us)) + ?, tat_us),
+         seen_us = VALUES(seen_us)
+       RETURNING tat_us, seen_us, allowed`,
+      [key, inc, tol, inc, inc, tol, inc, tol, inc],
+    )
+    const [tat, seen, allowed] = [Number(row?.tat_us), Number(row?.seen_us), Number(row?.allowed) === 1]
+    return result(gcraStep(allowed ? tat - inc : tat, seen, limit, windowMs, cost))
   }
   async resetRate(key: string) {
     await this.#changed(`DELETE FROM ${this.#p}rates WHERE rate_key = ?`, [key])
@@ -242,6 +245,10 @@ export class MariaDbStore implements GateStore {
 
   /** The pool is yours: end it yourself. */
   close() {}
+}
+
+function result(step: RateResult): RateResult {
+  return { allowed: step.allowed, remaining: step.remaining, resetMs: step.resetMs, retryAfterMs: step.retryAfterMs }
 }
 
 // Rows to records: BIGINT columns come back as numbers or strings depending on the driver's settings.
