@@ -1,11 +1,11 @@
 /**
- * examples/custom-store: a user's own store on MariaDB passes the same conformance suite
- * as the project's stores, on the real server (MARIADB_URL), in tables of its own.
+ * examples/custom-store: a user's own store on MariaDB passes the conformance kit
+ * (`open-data-gate/testing`) like the project's stores, on the real server (MARIADB_URL), in tables of its own.
  */
 import mysql from 'mysql2/promise'
-import { afterAll, beforeAll, describe } from 'vitest'
+import { afterAll, beforeAll, describe, it } from 'vitest'
 import { MariaDbStore } from '../examples/custom-store/mariadb-store.js'
-import { describeStoreConformance } from './store-conformance.js'
+import { describeStore } from 'open-data-gate/testing'
 import { describeAgreementWithMemoryStore } from './store-agreement.js'
 import { freshPrefix, MARIADB_URL, mariadbAvailable } from './support/mariadb.js'
 
@@ -26,6 +26,7 @@ describe.skipIf(!available)('examples/custom-store (MariaDB)', () => {
     await pool?.end()
   })
 
-  describeStoreConformance('MariaDbStore', () => ({ store }))
+  // As a user runs the kit on their own store: the package's published entry point.
+  describeStore('MariaDbStore', () => store, { describe, it })
   describeAgreementWithMemoryStore('MariaDbStore', () => store)
 })

@@ -11,7 +11,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createGate, MemoryStore } from '../src/index.js'
 import { PostgresStore } from '../src/store/postgres-store.js'
-import { describeStoreConformance } from './store-conformance.js'
+import { describeStore } from '../src/testing/index.js'
 import { describeAgreementWithMemoryStore } from './store-agreement.js'
 import { DATABASE_URL, dropSchema, freshSchema, postgresAvailable } from './support/postgres.js'
 import { coreRequest } from './support/requests.js'
@@ -33,9 +33,12 @@ describe.skipIf(!available)('PostgresStore', () => {
     await dropSchema(schema)
   })
 
-  describeStoreConformance('PostgresStore', () => {
-    const store = new PostgresStore({ pool, schema, sweepIntervalMs: 0 })
-    return { store, cleanup: () => store.close() }
+  // The conformance kit, on the shared pool (never ended by the store) in this run's schema.
+  describeStore('PostgresStore', () => new PostgresStore({ pool, schema, sweepIntervalMs: 0 }), {
+    describe,
+    it,
+    after: afterAll,
+    cleanup: (store) => store.close(),
   })
 
   // No timer and no listener, and the pool is the test's: nothing to close.

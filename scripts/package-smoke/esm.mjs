@@ -8,6 +8,7 @@ import { expressGate } from 'open-data-gate/express'
 import { koaGate } from 'open-data-gate/koa'
 import { nodeGate, runGate } from 'open-data-gate/node'
 import { PostgresStore } from 'open-data-gate/postgres'
+import { checkStore } from 'open-data-gate/testing'
 
 const gate = createGate({ store: new MemoryStore() })
 const { appToken } = await gate.applications.register({ name: 'smoke' })
@@ -34,4 +35,8 @@ assert.equal(typeof GateError, 'function')
 const pgStore = new PostgresStore({ connectionString: 'postgres://nobody@127.0.0.1:1/none', sweepIntervalMs: 0 })
 assert.equal(PostgresStore.schemaVersion, 2)
 await pgStore.close()
+// The conformance kit, on the store users get from the main entry point.
+const report = await checkStore(() => new MemoryStore())
+assert.deepEqual(report.failed, [])
+assert.ok(report.passed.length > 40, `the kit ran ${report.passed.length} checks`)
 console.log('ESM: ok')
