@@ -10,7 +10,7 @@ import { ApiKeyEndpoints } from './api-key-endpoints.js'
 import { ApiKeys } from './api-keys.js'
 import { extractAppToken, isPlausibleAppToken } from './app-token.js'
 import { Applications, toApplication, type Application } from './applications.js'
-import { Authenticator, toGateUser, type Authentication, type AuthMethod, type GateUser } from './authenticate.js'
+import { Authenticator, toGateUser, type Authentication, type AuthMethod, type GateUser, type TokenLookup } from './authenticate.js'
 import { readCredentials, tokensSentIn, type Credentials } from './authorization-header.js'
 import { andThen, isPromiseLike } from './awaitable.js'
 import { currentUserJson, currentUserXml } from './current-user.js'
@@ -27,7 +27,7 @@ import { LoginSessions } from './oauth/session.js'
 import { SelfService, type SelfServiceRoute } from './self-service.js'
 import { guardStore } from './store/guarded-store.js'
 import { StoreHealth, type StoreRole } from './store/store-health.js'
-import type { ApplicationRecord, Awaitable, GateStore, StoreEventSink } from './store/store.js'
+import type { AccessTokenRecord, ApplicationRecord, Awaitable, GateStore, StoreEventSink } from './store/store.js'
 import { Throttle, type ThrottleInfo, type ThrottlePass } from './throttle.js'
 import { Users } from './users.js'
 
@@ -279,9 +279,12 @@ export class Gate extends TypedEmitter<GateEvents> {
       throw new PlatformError('app_token_required', 'Requests authenticated with HTTP Basic must include an application token in the X-App-Token header')
     }
     if (credentials.kind === 'token' && (application !== null || this.#config.oauthTokenBudget === 'application')) {
-      return andThen(this.#tokenApplication(credentials.token, application), (budget) => this.#throttleThenVerify(request, client, budget, credentials, route))
+      // One hash and one read serve both the budget and the verification after the throttle.
+      return andThen(this.store.getAccessToken(sha256(credentials.token)), (record) =>
+        andThen(this.#tokenApplication(record, application), (budget) => this.#throttleThenVerify(request, client, budget, credentials, route, { record })),
+      )
     }
-    return this.#throttleThenVerify(request, client, application, credentials, route)
+    return this.#throttleThenVerify(request, client, application, credentials, route, undefined)
   }
 
   #throttleThenVerify(
@@ -290,9 +293,10 @@ export class Gate extends TypedEmitter<GateEvents> {
     application: ApplicationRecord | null,
     credentials: Credentials,
     route: CheckedRoute | undefined,
+    token: TokenLookup | undefined,
   ): Awaitable<GateOutcome> {
     return andThen(this.#throttle.check(application, client), (pass) =>
-      andThen(this.#auth.verify(credentials, client), (authentication) => this.#outcome(request, client, application, pass, authentication, false, route)),
+      andThen(this.#auth.verify(credentials, client, token), (authentication) => this.#outcome(request, client, application, pass, authentication, false, route)),
     )
   }
 
@@ -303,15 +307,13 @@ export class Gate extends TypedEmitter<GateEvents> {
    * the request is counted as it came, and verification refuses it after the throttle.
    * @throws {PlatformError} 403 `app_token_mismatch`
    */
-  #tokenApplication(token: string, sent: ApplicationRecord | null): Awaitable<ApplicationRecord | null> {
-    return andThen(this.store.getAccessToken(sha256(token)), (record) => {
-      if (record === undefined || record.revokedAt !== null || record.expiresAt <= Date.now()) return sent
-      if (sent !== null) {
-        if (sent.appToken === record.appToken) return sent
-        throw new PlatformError('app_token_mismatch', 'The X-App-Token names another application than the one the access token was issued to')
-      }
-      return andThen(this.#applicationCache.get(record.appToken), (found) => found ?? null)
-    })
+  #tokenApplication(record: AccessTokenRecord | undefined, sent: ApplicationRecord | null): Awaitable<ApplicationRecord | null> {
+    if (record === undefined || record.revokedAt !== null || record.expiresAt <= Date.now()) return sent
+    if (sent !== null) {
+      if (sent.appToken === record.appToken) return sent
+      throw new PlatformError('app_token_mismatch', 'The X-App-Token names another application than the one the access token was issued to')
+    }
+    return andThen(this.#applicationCache.get(record.appToken), (found) => found ?? null)
   }
 
   /** A token sent in clear (already revoked by #decide, if it was live): the request goes on unauthenticated. */
