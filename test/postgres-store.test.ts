@@ -316,6 +316,23 @@ describe.skipIf(!available)('PostgresStore', () => {
     })
   })
 
+  describe('rate steps', () => {
+    it('counts on from the latest clock reading on a key when steps take the row lock out of clock order', async () => {
+      // As if a concurrent step had read the clock a second later than this one, taken the
+      // row lock first and used one unit of two per minute: one unit is left, and this
+      // step takes it, whatever its own (earlier) clock reading says.
+      const store = new PostgresStore({ pool, schema, sweepIntervalMs: 0 })
+      const key = `order${Date.now()}`
+      const { rows } = await pool.query(`SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint + 1000000 AS later`)
+      const later = Number(rows[0].later)
+      await pool.query(`INSERT INTO ${pg.escapeIdentifier(schema)}.rates (key, tat_us, seen_us, allowed) VALUES ($1, $2, $3, true)`, [key, later + 30_000_000, later])
+      const step = await store.consumeRate(key, 2, 60_000, 1)
+      expect(step).toMatchObject({ allowed: true, remaining: 0 })
+      expect((await store.consumeRate(key, 2, 60_000, 1)).allowed).toBe(false)
+      await store.close()
+    })
+  })
+
   describe('statements per request', () => {
     /** A gate on the store, counting the statements it sends; rates in memory or in PostgreSQL too. */
     async function countingGate(rates: 'memory' | 'postgres') {

@@ -208,9 +208,11 @@ export class MariaDbStore implements GateStore {
 
   /**
    * One GCRA step in one statement on the database's clock (MariaDB 10.5+ for `RETURNING`).
-   * MariaDB applies `ON DUPLICATE KEY UPDATE` assignments left to right, so `allowed` is
-   * decided from the old arrival time, and `tat_us` moves only when it is true: a refused
-   * request costs nothing. `gcraStep` then turns what the statement saw into the answer.
+   * MariaDB applies `ON DUPLICATE KEY UPDATE` assignments left to right: "now" becomes
+   * the later of this statement's clock and the last step's on the row (the clock is read
+   * before the row lock is granted, and time must not run backwards between steps),
+   * `allowed` is decided from the old arrival time, and `tat_us` moves only when it is
+   * true: a refused request costs nothing. `gcraStep` turns what the statement saw into the answer.
    */
   async consumeRate(key: string, limit: number, windowMs: number, cost: number): Promise<RateResult> {
     const interval = emissionInterval(limit, windowMs)
@@ -223,9 +225,9 @@ export class MariaDbStore implements GateStore {
     const [row] = await this.#rows(
       `INSERT INTO ${this.#p}rates (rate_key, tat_us, seen_us, allowed) VALUES (?, ${now} + IF(? <= ?, ?, 0), ${now}, ? <= ?)
        ON DUPLICATE KEY UPDATE
-         allowed = VALUES(seen_us) >= GREATEST(tat_us, VALUES(seen_us)) + ? - ?,
-         tat_us = IF(allowed, GREATEST(tat_us, VALUES(seen_us)) + ?, tat_us),
-         seen_us = VALUES(seen_us)
+         seen_us = GREATEST(seen_us, VALUES(seen_us)),
+         allowed = seen_us >= GREATEST(tat_us, seen_us) + ? - ?,
+         tat_us = IF(allowed, GREATEST(tat_us, seen_us) + ?, tat_us)
        RETURNING tat_us, seen_us, allowed`,
       [key, inc, tol, inc, inc, tol, inc, tol, inc],
     )

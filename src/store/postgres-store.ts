@@ -739,6 +739,8 @@ export class PostgresStore implements GateStore {
 
 /** The database's clock in integer microseconds. */
 const NOW_US = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`
+/** This step's "now" in the update: never before the last step's on the same row. */
+const MONOTONIC_NOW = 'GREATEST(EXCLUDED.seen_us, r.seen_us)'
 /** The same, fixed for the statement (a stable expression, so a range over it can use an index). */
 const STATEMENT_US = `(extract(epoch FROM statement_timestamp()) * 1000000)::bigint`
 
@@ -746,15 +748,20 @@ const STATEMENT_US = `(extract(epoch FROM statement_timestamp()) * 1000000)::big
  * $1 key, $2 the increment (cost × emission interval, µs), $3 the tolerance (limit ×
  * interval, µs). A step is allowed when now ≥ max(tat, now) + increment − tolerance. Every
  * SET expression sees the row as it was, so `allowed` and `tat_us` agree.
+ *
+ * "Now" is the later of this statement's clock reading and the last step's on the row:
+ * a statement reads the clock before it waits for the row lock, so concurrent steps may
+ * take the lock in another order than they read the clock, and a step must never see time
+ * go backwards (it would be refused, or count a remaining unit twice).
  */
 const RATE_STEP = (q: string) => `WITH c AS (SELECT ${NOW_US} AS now_us)
 INSERT INTO ${q}.rates AS r (key, tat_us, seen_us, allowed)
 SELECT $1, CASE WHEN $2::bigint <= $3::bigint THEN c.now_us + $2::bigint ELSE c.now_us END, c.now_us, $2::bigint <= $3::bigint FROM c
 ON CONFLICT (key) DO UPDATE SET
-  tat_us = CASE WHEN EXCLUDED.seen_us >= GREATEST(r.tat_us, EXCLUDED.seen_us) + $2::bigint - $3::bigint
-    THEN GREATEST(r.tat_us, EXCLUDED.seen_us) + $2::bigint ELSE r.tat_us END,
-  seen_us = EXCLUDED.seen_us,
-  allowed = EXCLUDED.seen_us >= GREATEST(r.tat_us, EXCLUDED.seen_us) + $2::bigint - $3::bigint
+  tat_us = CASE WHEN ${MONOTONIC_NOW} >= GREATEST(r.tat_us, ${MONOTONIC_NOW}) + $2::bigint - $3::bigint
+    THEN GREATEST(r.tat_us, ${MONOTONIC_NOW}) + $2::bigint ELSE r.tat_us END,
+  seen_us = ${MONOTONIC_NOW},
+  allowed = ${MONOTONIC_NOW} >= GREATEST(r.tat_us, ${MONOTONIC_NOW}) + $2::bigint - $3::bigint
 RETURNING tat_us, seen_us, allowed`
 
 function rateResult(step: RateResult): RateResult {
