@@ -182,19 +182,37 @@ export class Gate extends TypedEmitter<GateEvents> {
     // (Cheapest tests first: most requests carry no proxy header and stop at the second.)
     if (!client.secure && hasProxyHeaders(request) && this.#claimsHttpsUntrusted(request, client) && (request.headers.authorization !== undefined || this.#isSecureOnlyRoute(request))) {
       this.#warnOnUntrustedProxy(client, true)
-      throw new PlatformError(
+      const refusal = new PlatformError(
         'proxy_not_trusted',
         'The request came through a proxy that is not trusted: set the gate option trustProxy to the proxy\'s address so the gate can see that the client used https',
       )
+      return this.#refusedBeforeRoute(refusal, request)
     }
     // A token sent in clear is revoked before anything else can refuse the request
     // (an unknown app token, a malformed header, an OAuth endpoint): spec, OAuth 2.0 step 7.
     // Whatever form it came in: a header, malformed or not, the query, a parsed body.
     if (!client.secure) {
       const sent = tokensSentIn(request, request.parsedBody?.())
-      if (sent.length > 0) return this.#auth.revokeInsecure(sent, client).then((revoked) => this.#route(request, client, revoked > 0))
+      if (sent.length > 0) {
+        return this.#auth.revokeInsecure(sent, client).then(
+          (revoked) => this.#route(request, client, revoked > 0),
+          (error: unknown) => this.#refusedBeforeRoute(error, request),
+        )
+      }
     }
     return this.#route(request, client, false)
+  }
+
+  /**
+   * A request refused before it reached its route (a proxy left untrusted, the store failing
+   * while revoking a token sent in clear) is answered in the shape of the endpoint it was
+   * for: a page at authorize and the connected-apps page, RFC 6749 JSON at the token
+   * endpoint; the data API's error everywhere else.
+   */
+  #refusedBeforeRoute(error: unknown, request: GateRequest): GateOutcome {
+    const route = this.#routes.size === 0 ? undefined : this.#routes.get(pathOf(request.url))
+    if (route?.kind !== 'oauth') throw error
+    return respond(this.#oauth.failure(route.endpoint, error, request))
   }
 
   /** The OAuth endpoints and pages and the self-service endpoints: served over https only. */
