@@ -33,20 +33,46 @@ const nodeHandler = (req, res) => {
   res.end(BODY)
 }
 
+/**
+ * Counts the commands an ioredis client sends (what MONITOR would show: a script's inner
+ * calls are not sent, so not counted); the server process reports the count to run.mjs
+ * with its CPU usage.
+ */
+function countRedisCommands(client) {
+  let sent = 0
+  const send = client.sendCommand.bind(client)
+  client.sendCommand = (command, stream) => {
+    sent++
+    return send(command, stream)
+  }
+  globalThis.benchRedisCommands = () => sent
+}
+
+/** The gate's store: in memory, or a RedisStore on the bench's own redis-server (run.mjs starts it). */
+async function benchStore(redis) {
+  if (!redis) return {}
+  const { RedisStore } = await import('../dist/redis.js')
+  const store = new RedisStore({ url: process.env.BENCH_REDIS_URL, prefix: `bench:${process.pid}:` })
+  countRedisCommands(store.client)
+  return { store }
+}
+
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const BENCH_SCHEMA = 'odg_bench'
 
 /**
  * The gate's store options for a layout, and a statement counter for the database ones:
- *   memory     the default MemoryStore
- *   pg         PostgresStore alone (records and rate steps)
- *   pg+memory  PostgresStore records, MemoryStore rates
- *   pg+redis   PostgresStore records, RedisStore rates
+ *   memory (false)  the default MemoryStore
+ *   redis (true)    RedisStore alone
+ *   pg              PostgresStore alone (records and rate steps)
+ *   pg+memory       PostgresStore records, MemoryStore rates
+ *   pg+redis        PostgresStore records, RedisStore rates (the bench's redis-server)
  * Every statement goes through pool.query (a counting wrapper); the LISTEN connection
  * and migrate() check out their own connection and are not counted.
  */
 async function storeLayout(layout) {
-  if (layout === 'memory') return { options: {}, queries: undefined }
+  if (layout === false || layout === 'memory') return { options: {}, queries: undefined }
+  if (layout === true || layout === 'redis') return { options: await benchStore(true), queries: undefined }
   const { default: pg } = await import('pg')
   const { PostgresStore } = await import('../dist/postgres.js')
   const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 10 })
@@ -60,14 +86,9 @@ async function storeLayout(layout) {
     const { MemoryStore } = await import('../dist/index.js')
     options.rateStore = new MemoryStore()
   } else if (layout === 'pg+redis') {
-    options.rateStore = await redisRates()
+    options.rateStore = (await benchStore(true)).store
   }
   return { options, queries: () => queries }
-}
-
-async function redisRates() {
-  const { RedisStore } = await import('../dist/redis.js')
-  return new RedisStore({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix: `odg-bench-${process.pid}:` })
 }
 
 /** Drops what the database variants left: run once at the end of the bench. */
@@ -150,13 +171,14 @@ const userHandler = (req, res) => {
   nodeHandler(req, res)
 }
 
-/** The gate with credentials, as a variant of each framework. */
-function authVariants(framework, baseline, kinds, targets = {}) {
+/** The gate with credentials, as a variant of each framework (on the memory store, or on Redis). */
+function authVariants(framework, baseline, kinds, targets = {}, redis = false) {
   return kinds.map((kind) => ({
-    name: `${framework}-gate-${kind}`, framework, baseline, path: PATH, expectHeaders: AUTH_HEADERS,
+    name: redis ? `${framework}-gate-redis-${kind}` : `${framework}-gate-${kind}`, framework, baseline, path: PATH, expectHeaders: AUTH_HEADERS,
     ...(targets[kind] === undefined ? {} : { target: targets[kind] }),
+    ...(redis && { redis: true }),
     create: async () => {
-      const { gate, headers } = await gateWithCredentials(kind)
+      const { gate, headers } = await gateWithCredentials(kind, redis)
       if (framework === 'node') {
         const { nodeGate } = await import('../dist/node.js')
         return { listener: nodeGate(gate, userHandler), headers }
@@ -370,7 +392,7 @@ for (const [suffix, layout] of [['pg', 'pg'], [PG_RATES === 'pg+redis' ? 'pg-red
   variants.push(
     {
       name: `express-gate-${suffix}`, framework: 'express', baseline: 'express-bare', path: PATH,
-      expectHeaders: GATE_HEADERS,
+      expectHeaders: GATE_HEADERS, ...(layout === 'pg+redis' && { redis: true }),
       create: async () => {
         const { expressGate } = await import('../dist/express.js')
         const { gate, headers, queries } = await gateWithApp(layout)
@@ -379,7 +401,7 @@ for (const [suffix, layout] of [['pg', 'pg'], [PG_RATES === 'pg+redis' ? 'pg-red
     },
     {
       name: `express-gate-${suffix}-oauth`, framework: 'express', baseline: 'express-bare', path: PATH,
-      expectHeaders: AUTH_HEADERS,
+      expectHeaders: AUTH_HEADERS, ...(layout === 'pg+redis' && { redis: true }),
       create: async () => {
         const { expressGate } = await import('../dist/express.js')
         const { gate, headers, queries } = await gateWithCredentials('oauth', layout)
@@ -393,5 +415,70 @@ for (const [suffix, layout] of [['pg', 'pg'], [PG_RATES === 'pg+redis' ? 'pg-red
 // The issue's targets: an OAuth-token request at most 10% below bare Koa, a password
 // request with a warm cache at most 15% below.
 variants.push(...authVariants('koa', 'koa-bare', ['oauth', 'api-key', 'password'], { oauth: 0.9, password: 0.85 }))
+
+// The same gate on RedisStore, on the bench's own redis-server (bench/run.mjs starts it on
+// BENCH_REDIS_PORT and reports the commands each server sends per request and the Redis
+// server's CPU per request), and the off-the-shelf Redis limiter beside it.
+variants.push(
+  {
+    name: 'node-gate-redis', framework: 'node', baseline: 'node-bare', path: PATH, redis: true,
+    expectHeaders: GATE_HEADERS,
+    create: async () => {
+      const { nodeGate } = await import('../dist/node.js')
+      const { gate, headers } = await gateWithApp(true)
+      return { listener: nodeGate(gate, nodeHandler), headers }
+    },
+  },
+  {
+    name: 'express-gate-redis', framework: 'express', baseline: 'express-bare', path: PATH, redis: true,
+    expectHeaders: GATE_HEADERS,
+    create: async () => {
+      const { expressGate } = await import('../dist/express.js')
+      const { gate, headers } = await gateWithApp(true)
+      return { listener: await expressApp(expressGate(gate)), headers }
+    },
+  },
+  {
+    name: 'koa-gate-redis', framework: 'koa', baseline: 'koa-bare', path: PATH, redis: true,
+    expectHeaders: GATE_HEADERS,
+    create: async () => {
+      const { koaGate } = await import('../dist/koa.js')
+      const { gate, headers } = await gateWithApp(true)
+      return { listener: await koaApp(koaGate(gate)), headers }
+    },
+  },
+  ...['node', 'express', 'koa'].flatMap((fw) => authVariants(fw, `${fw}-bare`, ['oauth'], {}, true)),
+  {
+    // express + rate-limiter-flexible's RateLimiterRedis, keyed by the app token, on an
+    // ioredis client with the fail-fast settings its docs recommend, with the same two
+    // RateLimit headers the gate sends.
+    name: 'express-rlflex-redis', framework: 'express', baseline: 'express-bare', path: PATH, redis: true,
+    expectHeaders: { 'ratelimit-policy': /q=1000000000;/, ratelimit: /r=/ },
+    create: async () => {
+      const { Redis } = await import('ioredis')
+      const { RateLimiterRedis } = await import('rate-limiter-flexible')
+      const client = new Redis(process.env.BENCH_REDIS_URL, { enableOfflineQueue: false })
+      await new Promise((resolve) => client.once('ready', resolve))
+      countRedisCommands(client)
+      const limiter = new RateLimiterRedis({ storeClient: client, keyPrefix: `rlflx:${process.pid}`, points: HUGE.limit, duration: HUGE.windowMs / 1000 })
+      const app = await expressApp((req, res, next) => {
+        const token = req.headers['x-app-token']
+        limiter.consume(token ?? req.ip).then(
+          (r) => {
+            res.setHeader('ratelimit-policy', `"app";q=${HUGE.limit};w=${HUGE.windowMs / 1000}`)
+            res.setHeader('ratelimit', `"app";r=${r.remainingPoints};t=${Math.ceil(r.msBeforeNext / 1000)}`)
+            next()
+          },
+          (r) => {
+            if (r instanceof Error) return next(r)
+            res.setHeader('retry-after', String(Math.ceil(r.msBeforeNext / 1000)))
+            res.status(429).end()
+          },
+        )
+      })
+      return { listener: app, headers: { 'x-app-token': 'tok1234567890abcdefghij' } }
+    },
+  },
+)
 
 export const expectedBody = BODY

@@ -594,6 +594,22 @@ describe('token endpoint', () => {
     await exchange({ code }).set('X-Forwarded-For', '203.0.113.10').expect(200)
   })
 
+  it('lets a busy client exchange more codes at once than its failure budget, with the right secret', async () => {
+    // Rate steps answer a turn later, as a shared store's do, so the exchanges interleave.
+    class NetworkedRates extends CodeFailingStore {
+      override consumeRate(...args: Parameters<CodeFailingStore['consumeRate']>) {
+        return new Promise((resolve) => setTimeout(() => resolve(super.consumeRate(...args)), 50)) as never
+      }
+      override resetRate(key: string) {
+        return new Promise<void>((resolve) => setTimeout(() => resolve(super.resetRate(key)), 50)) as never
+      }
+    }
+    const { exchange } = await start({ store: new NetworkedRates(), oauth: { clientFailures: { limit: 3, windowMs: 60_000 }, throttle: false } })
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => exchange({ code: `unknown-${i}` })))
+    // The client authenticated every time: each code is judged, none is refused as invalid_client.
+    expect(answers.map((a) => a.body.error)).toEqual(Array(12).fill('invalid_grant'))
+  })
+
   it('gives made-up client ids no budget at all', async () => {
     const { gate, exchange } = await start()
     const throttled: unknown[] = []

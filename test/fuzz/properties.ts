@@ -10,7 +10,6 @@ import { readCredentials } from '../../src/authorization-header.js'
 import { PlatformError, type GateOutcome } from '../../src/index.js'
 import { redirectUriProblem, withParams } from '../../src/oauth/redirect-uri.js'
 import { anyText, someProxyHeaders, wellFormed, appTokenHeaders, appTokenQuery, authorizationHeaders, callbackPrefix, hostileRequest, redirectUriFor } from './arbitraries.js'
-import { astralCharacterInAuthorizePost } from './known-bugs.js'
 import { checkOutcome, escapesPrefix, normalise, proxyNotTrustedCase, PropertyViolation, requestParams } from './checks.js'
 import { toCoreRequest, type HostileRequest } from './requests.js'
 import { freshWorld, type WorldKind } from './world.js'
@@ -22,7 +21,6 @@ const WORLD = fc.oneof({ weight: 6, arbitrary: fc.constant<WorldKind>('open') },
 
 /** One case: a fresh world, one request through `gate.handle`, every check. */
 export async function runCoreCase(kind: WorldKind, request: HostileRequest, trim: boolean): Promise<GateOutcome | undefined> {
-  if (astralCharacterInAuthorizePost(request.method, request.target)) return undefined
   const world = await freshWorld(kind)
   const core = toCoreRequest(request, trim)
   let outcome: GateOutcome
