@@ -360,14 +360,24 @@ describe.skipIf(!available)('PostgresStore', () => {
         expect(outcome.type === 'next' ? outcome.context.user?.id ?? null : 'refused').toBe(request === oauthRequest ? user.id : null)
         return statements - before
       }
-      return { gate, appRequest, oauthRequest, cost }
+      /** Statements sent for `n` requests of one user at once (warm). */
+      const concurrentCost = async (request: typeof appRequest, n: number) => {
+        await gate.handle(request)
+        const before = statements
+        const outcomes = await Promise.all(Array.from({ length: n }, () => gate.handle(request)))
+        expect(outcomes.every((o) => o.type === 'next')).toBe(true)
+        return statements - before
+      }
+      return { gate, appRequest, oauthRequest, cost, concurrentCost }
     }
 
     it('sends nothing for an app-token request and one statement for an OAuth request when rates live elsewhere', async () => {
-      const { gate, appRequest, oauthRequest, cost } = await countingGate('memory')
+      const { gate, appRequest, oauthRequest, cost, concurrentCost } = await countingGate('memory')
       try {
         expect(await cost(appRequest)).toBe(0)
         expect(await cost(oauthRequest)).toBe(1)
+        // Many requests of one user at once: still one statement each.
+        expect(await concurrentCost(oauthRequest, 20)).toBe(20)
       } finally {
         await gate.close()
       }

@@ -198,7 +198,7 @@ export class PostgresStore implements GateStore {
   readonly #onError: (error: unknown) => void
   readonly #sinks = new Set<StoreEventSink>()
   readonly #statements = new Map<string, string>()
-  /** Users read along with a token or key, for the `getUser` that follows: one query per request. */
+  /** Users read along with a token or key (at most 100 ms ago), for the `getUser` that follows: one query per request. */
   readonly #prefetched = new Map<string, { user: UserRecord | undefined; at: number }>()
   #sweepTimer: NodeJS.Timeout | undefined
   #sweeping: Promise<SweepResult> | undefined
@@ -489,12 +489,15 @@ export class PostgresStore implements GateStore {
     ])
   }
 
-  /** Answered from the row read with the token or key just before, if there is one (at most 100 ms old, used once). */
+  /**
+   * Answered from the row read with a token or key of this user in the last 100 ms, if there
+   * is one: concurrent requests of one user each find it, and none sees a row older than that.
+   */
   getUser(id: string): Promise<UserRecord | undefined> {
     const prefetched = this.#prefetched.get(id)
     if (prefetched !== undefined) {
-      this.#prefetched.delete(id)
       if (Date.now() - prefetched.at <= PREFETCH_MS) return Promise.resolve(prefetched.user)
+      this.#prefetched.delete(id)
     }
     return this.#one(`SELECT ${USER_COLUMNS} FROM ${this.#q}.users WHERE id = $1`, [id], toUser)
   }
