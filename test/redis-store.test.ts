@@ -1,8 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { nodeGate } from '../adapters/node.js'
 import { createGate } from '../src/index.js'
 import { RedisStore } from '../src/store/redis-store.js'
+import { listen } from './adapters/servers.js'
 import { describeSameAsMemoryStore } from './redis/same-as-memory.js'
 import { deletePrefix, randomPrefix, REDIS_URL, sharedRedisAvailable } from './redis/servers.js'
 import { describeStoreConformance } from './store-conformance.js'
@@ -61,6 +63,30 @@ describe.skipIf(!available)('RedisStore', () => {
     } finally {
       monitor.disconnect()
       await store.close()
+    }
+  })
+
+  it('answers a client over its limit without asking Redis until it may retry', async () => {
+    const store = new RedisStore({ url: REDIS_URL, prefix })
+    let sent = 0
+    const send = store.client.sendCommand.bind(store.client)
+    store.client.sendCommand = ((...args: Parameters<typeof send>) => {
+      sent++
+      return send(...args)
+    }) as typeof send
+    const gate = createGate({ store, throttle: { anonymous: { limit: 2, windowMs: 60_000, scope: 'shared' } } })
+    const http = await listen(nodeGate(gate, (_req, res) => res.end('ok')))
+    try {
+      const statuses: number[] = []
+      const get = async () => statuses.push((await fetch(`${http.url}/x`)).status)
+      for (let i = 0; i < 3; i++) await get()
+      const before = sent
+      for (let i = 0; i < 20; i++) await get()
+      expect(statuses).toEqual([200, 200, ...Array.from({ length: 21 }, () => 429)])
+      expect(sent - before).toBe(0)
+    } finally {
+      await http.close()
+      await gate.close()
     }
   })
 
