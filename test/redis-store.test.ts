@@ -69,11 +69,12 @@ describe.skipIf(!available)('RedisStore', () => {
   it('answers a client over its limit without asking Redis until it may retry', async () => {
     const store = new RedisStore({ url: REDIS_URL, prefix })
     let sent = 0
-    const send = store.client.sendCommand.bind(store.client)
-    store.client.sendCommand = ((...args: Parameters<typeof send>) => {
+    const client = store.client as Redis
+    const send = client.sendCommand.bind(client)
+    client.sendCommand = (command, stream) => {
       sent++
-      return send(...args)
-    }) as typeof send
+      return send(command, stream)
+    }
     const gate = createGate({ store, throttle: { anonymous: { limit: 2, windowMs: 60_000, scope: 'shared' } } })
     const http = await listen(nodeGate(gate, (_req, res) => res.end('ok')))
     try {
