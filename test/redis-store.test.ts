@@ -66,25 +66,54 @@ describe.skipIf(!available)('RedisStore', () => {
     }
   })
 
-  it('answers a client over its limit without asking Redis until it may retry', async () => {
-    const store = new RedisStore({ url: REDIS_URL, prefix })
-    let sent = 0
+  /** Counts the commands a store's client sends (what MONITOR shows; a script's inner calls are not sent). */
+  function countCommands(store: RedisStore): { readonly sent: number } {
+    const counter = { sent: 0 }
     const client = store.client as Redis
     const send = client.sendCommand.bind(client)
     client.sendCommand = (command, stream) => {
-      sent++
+      counter.sent++
       return send(command, stream)
     }
+    return counter
+  }
+
+  it('sends Redis one command per app-token request, and three per OAuth request, once the application is cached', async () => {
+    const store = new RedisStore({ url: REDIS_URL, prefix })
+    const counter = countCommands(store)
+    const gate = createGate({ store, trustProxy: 'loopback', throttle: { application: { limit: 1000, windowMs: 60_000 } } })
+    const http = await listen(nodeGate(gate, (_req, res) => res.end('ok')))
+    try {
+      const { appToken } = await gate.applications.register({ name: 'commands' })
+      const user = await gate.users.create({ username: `commands-${Date.now()}`, password: 'correct horse battery staple', displayName: 'A', email: 'a@example.org' })
+      const { accessToken } = await gate.tokens.issue({ userId: user.id, appToken })
+      const perRequest = async (headers: Record<string, string>) => {
+        expect((await fetch(`${http.url}/x`, { headers })).status).toBe(200)
+        const before = counter.sent
+        for (let i = 0; i < 10; i++) expect((await fetch(`${http.url}/x`, { headers })).status).toBe(200)
+        return (counter.sent - before) / 10
+      }
+      expect(await perRequest({ 'x-app-token': appToken })).toBe(1)
+      expect(await perRequest({ 'x-app-token': appToken, 'x-forwarded-proto': 'https', authorization: `OAuth ${accessToken}` })).toBeLessThanOrEqual(3)
+    } finally {
+      await http.close()
+      await gate.close()
+    }
+  })
+
+  it('answers a client over its limit without asking Redis until it may retry', async () => {
+    const store = new RedisStore({ url: REDIS_URL, prefix })
+    const counter = countCommands(store)
     const gate = createGate({ store, throttle: { anonymous: { limit: 2, windowMs: 60_000, scope: 'shared' } } })
     const http = await listen(nodeGate(gate, (_req, res) => res.end('ok')))
     try {
       const statuses: number[] = []
       const get = async () => statuses.push((await fetch(`${http.url}/x`)).status)
       for (let i = 0; i < 3; i++) await get()
-      const before = sent
+      const before = counter.sent
       for (let i = 0; i < 20; i++) await get()
       expect(statuses).toEqual([200, 200, ...Array.from({ length: 21 }, () => 429)])
-      expect(sent - before).toBe(0)
+      expect(counter.sent - before).toBe(0)
     } finally {
       await http.close()
       await gate.close()
