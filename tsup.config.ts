@@ -1,8 +1,9 @@
 import { defineConfig } from 'tsup'
 
-// One package, five entry points. `splitting` is on for both formats so the core is
-// emitted once per format and shared by the adapters: an error thrown by the core is
-// `instanceof GateError` whichever entry point the user imported it from.
+// One package, six entry points: the core, three adapters, the Redis store and the store
+// conformance kit. `splitting` is on for both formats so the core is emitted once per format
+// and shared by the other entries: an error thrown by the core is `instanceof GateError` whichever entry
+// point the user imported it from.
 export default defineConfig({
   entry: {
     index: 'src/index.ts',
@@ -10,6 +11,7 @@ export default defineConfig({
     koa: 'adapters/koa.ts',
     node: 'adapters/node.ts',
     redis: 'src/store/redis-store.ts',
+    testing: 'src/testing/index.ts',
   },
   format: ['esm', 'cjs'],
   dts: true,

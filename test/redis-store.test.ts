@@ -3,11 +3,11 @@ import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { nodeGate } from '../adapters/node.js'
 import { createGate } from '../src/index.js'
+import { describeStore } from '../src/testing/index.js'
 import { RedisStore } from '../src/store/redis-store.js'
 import { listen } from './adapters/servers.js'
 import { describeSameAsMemoryStore } from './redis/same-as-memory.js'
 import { deletePrefix, randomPrefix, REDIS_URL, sharedRedisAvailable } from './redis/servers.js'
-import { describeStoreConformance } from './store-conformance.js'
 
 const available = await sharedRedisAvailable('RedisStore on the shared Redis')
 const prefix = randomPrefix('store')
@@ -22,10 +22,7 @@ describe.skipIf(!available)('RedisStore', () => {
     await admin.quit()
   })
 
-  describeStoreConformance('RedisStore', () => {
-    const store = new RedisStore({ url: REDIS_URL, prefix })
-    return { store, cleanup: () => store.close() }
-  })
+  describeStore('RedisStore', () => new RedisStore({ url: REDIS_URL, prefix }), { describe, it, after: afterAll, cleanup: (store) => store.close() })
 
   it('keeps records as hashes, and lets Redis expire tokens and codes itself', async () => {
     const store = new RedisStore({ url: REDIS_URL, prefix })
