@@ -20,7 +20,7 @@ describe.skipIf(!available)('RedisStore on a three-node Redis Cluster', () => {
       await cluster.stop()
       throw error
     }
-    client = new Cluster(cluster.nodes, { enableOfflineQueue: false, redisOptions: redisClientDefaults() })
+    client = new Cluster(cluster.nodes, { enableOfflineQueue: false, enableAutoPipelining: true, redisOptions: redisClientDefaults() })
     client.on('error', () => {})
     await new Promise<void>((resolve) => client.once('ready', () => resolve()))
   }, 30_000)
