@@ -26,7 +26,8 @@ export async function createPortal(options: PortalOptions) {
       // Low on purpose, so the anonymous limit shows after a few curls.
       anonymous: { limit: 5, windowMs: 60_000, scope: 'ip' },
     },
-    oauth: { issuer: options.origin },
+    // Codes live 10 minutes (the most RFC 6749 allows), time enough to follow the flow by hand.
+    oauth: { issuer: options.origin, codeTtlMs: 600_000, pages: { siteName: 'Example open data portal' } },
   })
   gate.on('throttled', (e) => console.log(`throttled: ${e.policy} ${e.appToken ?? e.ip}, retry in ${Math.ceil(e.retryAfterMs / 1000)} s`))
   gate.on('invalidAppToken', (e) => console.log(`refused an unknown app token ${e.tokenPrefix}… from ${e.ip}`))
@@ -73,6 +74,6 @@ export async function createPortal(options: PortalOptions) {
   return {
     app,
     gate,
-    credentials: { appToken: dashboard.appToken, keyId: key.keyId, keySecret: key.keySecret, ...DEMO_USER },
+    credentials: { appToken: dashboard.appToken, secretToken: dashboard.secretToken, keyId: key.keyId, keySecret: key.keySecret, ...DEMO_USER },
   }
 }
