@@ -122,3 +122,23 @@ describe('errors', () => {
     expect(warn.mock.calls[0]?.[0]).toMatch(/trustProxy is false/)
   })
 })
+
+describe('store reads per request', () => {
+  it('reads an access token once per OAuth request, for its budget and its verification alike', async () => {
+    let reads = 0
+    class CountingStore extends MemoryStore {
+      override getAccessToken(tokenHash: string) {
+        reads++
+        return super.getAccessToken(tokenHash)
+      }
+    }
+    const gate = createGate({ store: new CountingStore() })
+    const { appToken } = await gate.applications.register({ name: 'A' })
+    const user = await gate.users.create({ username: 'ada', displayName: 'A', email: 'a@example.org' })
+    const { accessToken } = await gate.tokens.issue({ userId: user.id, appToken })
+    reads = 0
+    const outcome = await gate.handle(coreRequest({ headers: { authorization: `OAuth ${accessToken}` } }))
+    expect(outcome).toMatchObject({ type: 'next', context: { auth: 'oauth', application: { appToken } } })
+    expect(reads).toBe(1)
+  })
+})
