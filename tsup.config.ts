@@ -9,6 +9,8 @@ export default defineConfig({
     express: 'adapters/express.ts',
     koa: 'adapters/koa.ts',
     node: 'adapters/node.ts',
+    // The `open-data-gate` command (package.json `bin`); its shebang is the source's first line.
+    cli: 'src/cli/index.ts',
   },
   format: ['esm', 'cjs'],
   dts: true,

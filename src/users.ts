@@ -116,6 +116,16 @@ export class Users {
     return record === undefined ? undefined : toUser(record)
   }
 
+  /**
+   * Every account, oldest first, for operators.
+   * @throws {TypeError} when the store cannot list users (it has no `listUsers`)
+   */
+  async list(): Promise<User[]> {
+    if (this.#store.listUsers === undefined) throw new TypeError('open-data-gate: this store cannot list users (it has no listUsers)')
+    const records = await this.#store.listUsers()
+    return records.map(toUser).sort((a, b) => a.createdAt - b.createdAt)
+  }
+
   /** Changes names, email or rights. @returns the user, or `undefined` when there is none */
   async update(id: string, changes: UpdateUser): Promise<User | undefined> {
     const patch: { screenName?: string; displayName?: string; email?: string; rights?: readonly string[]; updatedAt: number } = { updatedAt: Date.now() }

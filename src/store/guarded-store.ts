@@ -24,6 +24,7 @@ export const STORE_METHODS = [
   'getUserByUsername',
   'updateUser',
   'deleteUser',
+  'listUsers',
   'insertApiKey',
   'getApiKey',
   'listApiKeys',
