@@ -25,6 +25,9 @@ try {
     ...['express', 'koa', 'typescript', '@types/express', '@types/koa', '@types/node'].map(pinned)], project)
   run('node', ['esm.mjs'], project)
   run('node', ['cjs.cjs'], project)
+  // The package's bin, as an operator runs it: npx finds it in the installed tarball.
+  const help = execFileSync('npx', ['--no-install', 'open-data-gate', '--help'], { cwd: project }).toString()
+  if (!help.startsWith('Usage: open-data-gate')) throw new Error(`npx open-data-gate --help printed:\n${help}`)
   run('npx', ['tsc', '-p', 'tsconfig.json'], project)
   run('npx', ['tsc', '-p', 'tsconfig.libcheck.json'], project)
   console.log('package: ok')
