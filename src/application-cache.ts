@@ -32,6 +32,8 @@ export class ApplicationCache {
   readonly #pending = new Map<string, Promise<ApplicationRecord | undefined>>()
   /** Bumped by every change: a read that started before a change must not cache what it got. */
   #generation = 0
+  /** The store answered a read synchronously: it is local, and is read directly from then on. */
+  #synchronous = false
 
   constructor(store: GateStore, freshMs: number, staleIfErrorMs: number) {
     this.#store = store
@@ -40,7 +42,7 @@ export class ApplicationCache {
   }
 
   get(appToken: string): Awaitable<ApplicationRecord | undefined> {
-    if (this.#freshMs === 0) return this.#store.getApplication(appToken)
+    if (this.#synchronous || this.#freshMs === 0) return this.#store.getApplication(appToken)
     const entry = this.#known.get(appToken) ?? this.#unknown.get(appToken)
     if (entry !== undefined && Date.now() - entry.fetchedAt < this.#freshMs) return entry.record
     const pending = this.#pending.get(appToken)
@@ -51,7 +53,10 @@ export class ApplicationCache {
     } catch (error) {
       return this.#staleOr(entry, error)
     }
-    if (!isPromiseLike(result)) return result
+    if (!isPromiseLike(result)) {
+      this.#synchronous = true
+      return result
+    }
     const generation = this.#generation
     const read = Promise.resolve(result)
       .then(
