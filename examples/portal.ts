@@ -70,8 +70,11 @@ export async function createPortal(options: PortalOptions) {
       you: { application: req.gate.application?.name ?? null, user: req.gate.user?.displayName ?? null, throttle: req.gate.throttle },
     })
   })
-  app.get('/resource/:id.json', (req, res) => {
-    const dataset = DATASETS[req.params.id]
+  // A private dataset is read at the same path as a public one, as on the platform, by an
+  // authenticated user with the right (soda-js reads it so with an API key).
+  const privateResource = expressGuard(gate, { auth: 'required', rights: ['read_private'] })
+  app.get('/resource/:id.json', (req, res, next) => (PRIVATE_DATASETS[req.params.id] === undefined ? next() : privateResource(req, res, next)), (req, res) => {
+    const dataset = DATASETS[req.params.id] ?? PRIVATE_DATASETS[req.params.id]
     if (dataset === undefined) {
       res.status(404).json({ code: 'not_found', error: true, message: `No dataset ${req.params.id}` })
       return
