@@ -166,7 +166,7 @@ export function developerPages({ gate, sessions, portalAppToken }: DeveloperPage
       res,
       status,
       'Developer settings',
-      `<p>Signed in as <strong>${escape(session.displayName)}</strong>. <form class="inline" method="post" action="/logout"><input type="hidden" name="csrf" value="${escape(session.csrf)}"><button>Sign out</button></form></p>
+      `<div>Signed in as <strong>${escape(session.displayName)}</strong>. <form class="inline" method="post" action="/logout"><input type="hidden" name="csrf" value="${escape(session.csrf)}"><button>Sign out</button></form></div>
 <section><h2>Register an application</h2>
 <p>An application gets an <em>app token</em> (send it as <code>X-App-Token</code>, and as OAuth <code>client_id</code>) and a <em>secret token</em> (OAuth <code>client_secret</code>).</p>
 ${registered}${problem === '' ? '' : `<p class="problem" role="alert">${escape(problem)}</p>`}
