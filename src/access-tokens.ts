@@ -38,12 +38,15 @@ export class AccessTokens {
 
   /**
    * Issues a token for a user and an application. The OAuth token endpoint uses this;
-   * a host can too, for its own first-party tools.
+   * a host can too, for its own first-party tools. A token issued without a code records
+   * (or refreshes) the user's grant to the application, so it shows in connected apps; one
+   * issued from a code was granted on the consent page.
    */
   async issue(input: IssueAccessToken): Promise<IssuedAccessToken> {
     const accessToken = randomToken(32)
     const ttlMs = input.ttlMs ?? this.#defaultTtlMs
     const now = Date.now()
+    if ((input.codeHash ?? null) === null) await this.#store.recordGrant(input.userId, input.appToken, now)
     const record: AccessTokenRecord = {
       tokenHash: sha256(accessToken),
       userId: input.userId,

@@ -50,8 +50,12 @@ interface VerifiedPassword {
   readonly failureKey: string
 }
 
-/** Never store a `lastUsedAt` more often than this per key: it is a write on the hot path. */
-const LAST_USED_RESOLUTION_MS = 60_000
+/**
+ * Never store a `lastUsedAt` (an API key's, a grant's) more often than this: it is a write
+ * on the hot path. A day, as the platform does: a key used at 9:00 on Monday gets a new
+ * value at its first use after 9:00 on Tuesday.
+ */
+const LAST_USED_RESOLUTION_MS = 86_400_000
 
 export class Authenticator {
   readonly #config: ResolvedConfig
@@ -62,6 +66,8 @@ export class Authenticator {
   readonly #verified: LRUCache<string, VerifiedPassword> | undefined
   readonly #inflight = new Map<string, Promise<{ user: UserRecord | undefined; failureKey: string }>>()
   readonly #lastUsedWritten = new LRUCache<string, number>({ max: 10_000 })
+  /** When each user's grant to an application was last known used, by `userId \0 appToken`. */
+  readonly #grantUsed = new LRUCache<string, number>({ max: 10_000 })
   #decoy: Promise<string> | undefined
 
   constructor(config: ResolvedConfig, store: GateStore, throttle: Throttle, emit: Emit) {
@@ -108,6 +114,7 @@ export class Authenticator {
       if (record === undefined || record.revokedAt !== null || record.expiresAt <= Date.now()) throw this.#invalidToken(scheme, client)
       return andThen(this.#store.getUser(record.userId), (user): Authentication => {
         if (user === undefined) throw this.#invalidToken(scheme, client)
+        this.#touchGrant(record)
         return { user, method: 'oauth', apiKeyId: null, token: record }
       })
     })
@@ -222,7 +229,30 @@ export class Authenticator {
     return this.#invalidCredentials()
   }
 
-  /** Records when a key was last used, at most once a minute per key, without holding up the request. */
+  /**
+   * Records when a user's grant to an application was last used, at most daily, in the
+   * background: one store read per user and application per day in this process, a write
+   * only when the stored value is a day old, and never for a grant that is gone (revoked:
+   * its tokens are too, and a grant must not come back by itself).
+   */
+  #touchGrant(token: AccessTokenRecord): void {
+    const key = `${token.userId}\0${token.appToken}`
+    const now = Date.now()
+    const known = this.#grantUsed.get(key)
+    if (known !== undefined && now - known < LAST_USED_RESOLUTION_MS) return
+    this.#grantUsed.set(key, now)
+    Promise.resolve()
+      .then(() => this.#store.getGrant(token.userId, token.appToken))
+      .then((grant) => {
+        if (grant === undefined) return
+        if (now - grant.lastUsedAt < LAST_USED_RESOLUTION_MS) this.#grantUsed.set(key, grant.lastUsedAt)
+        else return this.#store.recordGrant(token.userId, token.appToken, now)
+      })
+      // The store's guard has reported the failure; the request was served all the same.
+      .catch(() => {})
+  }
+
+  /** Records when a key was last used, at most once a day per key, without holding up the request. */
   #touch(keyId: string, lastUsedAt: number | null): void {
     const now = Date.now()
     const written = Math.max(lastUsedAt ?? 0, this.#lastUsedWritten.get(keyId) ?? 0)

@@ -37,6 +37,32 @@ export const PLATFORM_ERROR_STATUS = {
   internal: 500,
   /** The store failed or timed out and the gate could not decide. */
   service_unavailable: 503,
+
+  // The platform's API key endpoints (`/api/api_keys`), with the platform's own codes.
+  /**
+   * The platform's code for a wrong key secret. The gate answers a wrong secret with
+   * `invalid_credentials` on every route, these included, so that one rule covers them all;
+   * the code is here so that clients matching on the platform's list find it.
+   */
+  'API_KEY.INVALID_SECRET': 401,
+  /** The credentials may not manage keys: an API key's own credentials never create or delete one. */
+  'API_KEY.INSUFFICIENT_RIGHTS': 403,
+  /** The create request has no `keyName`. */
+  'API_KEY.MISSING_FIELD': 400,
+  /** The user has an active key with that name. */
+  'API_KEY.NAME_TAKEN': 409,
+  /** `keyName` is longer than 200 characters. */
+  'API_KEY.NAME_TOO_LONG': 400,
+  /** No key with that id among the user's keys. */
+  'API_KEY.NOT_FOUND': 404,
+  /** The key was deleted already. */
+  'API_KEY.TOKEN_DELETED': 410,
+  /** The user has as many active keys as the cap allows (`apiKeyEndpoints.maxActiveKeys`). */
+  'API_KEY.TOKEN_LIMIT_REACHED': 409,
+  /** `limit` is not a whole number from 1 to 100. */
+  'API_KEY.INVALID_PAGE_SIZE': 400,
+  /** `sortBy` is not `last_used_at`, `created_at`, `deleted_at` or `name`. */
+  'API_KEY.INVALID_SORT_COLUMN': 400,
 } as const satisfies Record<string, number>
 
 /** A code of the platform's error body. */

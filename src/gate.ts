@@ -6,6 +6,7 @@
 import { TypedEmitter } from 'tiny-typed-emitter'
 import { AccessTokens } from './access-tokens.js'
 import { ApplicationCache } from './application-cache.js'
+import { ApiKeyEndpoints } from './api-key-endpoints.js'
 import { ApiKeys } from './api-keys.js'
 import { extractAppToken, isPlausibleAppToken } from './app-token.js'
 import { Applications, toApplication, type Application } from './applications.js'
@@ -20,6 +21,9 @@ import { errorResponse, pathOf, platformErrorResponse, type GateRequest, type Ga
 import { OAuthServer, type OAuthEndpoint } from './oauth/server.js'
 import { resolveOptions, type GateOptions, type ResolvedConfig } from './options.js'
 import { resolveClient, type ClientInfo } from './proxy.js'
+import { Grants } from './grants.js'
+import { LoginSessions } from './oauth/session.js'
+import { SelfService, type SelfServiceRoute } from './self-service.js'
 import { guardStore } from './store/guarded-store.js'
 import { StoreHealth, type StoreRole } from './store/store-health.js'
 import type { ApplicationRecord, Awaitable, GateStore, StoreEventSink } from './store/store.js'
@@ -59,7 +63,11 @@ const INVALID_APP_TOKEN = 'Invalid app_token specified'
 
 /** What a path the gate answers itself is. */
 type CurrentUserRoute = { readonly kind: 'current-user'; readonly format: 'json' | 'xml' }
-type Route = { readonly kind: 'oauth'; readonly endpoint: OAuthEndpoint } | CurrentUserRoute
+/** The API key and connected-apps endpoints: answered after the access checks, like the current user. */
+type OwnAccessRoute = { readonly kind: 'self-service'; readonly target: SelfServiceRoute }
+/** A path answered after the gate's access checks. */
+type CheckedRoute = CurrentUserRoute | OwnAccessRoute
+type Route = { readonly kind: 'oauth'; readonly endpoint: OAuthEndpoint } | CheckedRoute
 
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
 const respond = (response: GateResponse): GateOutcome => ({ type: 'respond', response })
@@ -79,12 +87,15 @@ export class Gate extends TypedEmitter<GateEvents> {
   readonly apiKeys: ApiKeys
   /** Issue and revoke OAuth access tokens. */
   readonly tokens: AccessTokens
+  /** Connected apps: the applications a user authorized, and revoking them. */
+  readonly grants: Grants
   /** The store as the gate calls it: with a timeout, failing with `StoreError`. */
   readonly store: GateStore
   readonly #config: ResolvedConfig
   readonly #throttle: Throttle
   readonly #auth: Authenticator
   readonly #oauth: OAuthServer
+  readonly #selfService: SelfService
   readonly #routes = new Map<string, Route>()
   readonly #applicationCache: ApplicationCache
   readonly #applicationViews = new WeakMap<ApplicationRecord, Application>()
@@ -111,15 +122,21 @@ export class Gate extends TypedEmitter<GateEvents> {
     this.users = new Users(this.store, config.basic.scrypt)
     this.apiKeys = new ApiKeys(this.store)
     this.tokens = new AccessTokens(this.store, config.oauth.accessTokenTtlMs)
+    this.grants = new Grants(this.store)
     this.#throttle = new Throttle(config, rateStore, emit)
     this.#auth = new Authenticator(config, this.store, this.#throttle, emit)
-    this.#oauth = new OAuthServer(config, this.store, this.#throttle, this.#auth, this.tokens, emit, (error, request) => this.#report(error, request))
+    const sessions = new LoginSessions(this.store, config.oauth.sessionTtlMs)
+    this.#oauth = new OAuthServer(config, this.store, this.#throttle, this.#auth, this.tokens, this.grants, sessions, emit, (error, request) => this.#report(error, request))
+    const maxActiveKeys = config.apiKeyEndpoints?.maxActiveKeys ?? 0
+    this.#selfService = new SelfService(config, this.store, sessions, new ApiKeyEndpoints(this.store, this.apiKeys, maxActiveKeys), this.grants)
     const routes: Array<[string, Route]> = [
       ...config.currentUser.json.map((path): [string, Route] => [path, { kind: 'current-user', format: 'json' }]),
       ...config.currentUser.xml.map((path): [string, Route] => [path, { kind: 'current-user', format: 'xml' }]),
       ...Object.entries(config.oauth.paths)
         .filter((entry): entry is [OAuthEndpoint, string] => entry[1] !== null)
         .map(([endpoint, path]): [string, Route] => [path, { kind: 'oauth', endpoint }]),
+      ...this.#selfService.collections().map(([path, target]): [string, Route] => [path, { kind: 'self-service', target }]),
+      ...(config.connectedApps.page === null ? [] : [[config.connectedApps.page, { kind: 'oauth', endpoint: 'grants' }] as [string, Route]]),
     ]
     for (const [path, route] of routes) {
       if (this.#routes.has(path)) throw new TypeError(`open-data-gate: the path ${path} is configured for two endpoints`)
@@ -158,13 +175,20 @@ export class Gate extends TypedEmitter<GateEvents> {
   }
 
   #route(request: GateRequest, client: ClientInfo): Awaitable<GateOutcome> {
-    const route = this.#routes.size === 0 ? undefined : this.#routes.get(pathOf(request.url))
+    const path = pathOf(request.url)
+    const route: Route | undefined = this.#routes.get(path) ?? this.#ownAccessItem(path)
     // The OAuth endpoints authenticate clients and users themselves, and need no app token.
     if (route?.kind === 'oauth') return andThen(this.#oauth.handle(route.endpoint, request, client), respond)
     // Spelled out rather than andThen(...): no closure is made when the store answers at once.
     const application = this.#application(request, client)
     if (isPromiseLike(application)) return Promise.resolve(application).then((found) => this.#access(request, client, found, route))
     return this.#access(request, client, application, route)
+  }
+
+  /** `/api/api_keys/<keyId>` and `/api/oauth/grants/<appToken>`, or `undefined`. */
+  #ownAccessItem(path: string): OwnAccessRoute | undefined {
+    const target = this.#selfService.match(path)
+    return target === undefined ? undefined : { kind: 'self-service', target }
   }
 
   /** The application the request names, or `null`; a token nobody registered is a 403. */
@@ -181,7 +205,7 @@ export class Gate extends TypedEmitter<GateEvents> {
   }
 
   /** Throttle, then credentials; most requests carry none and stay synchronous. */
-  #access(request: GateRequest, client: ClientInfo, application: ApplicationRecord | null, route: CurrentUserRoute | undefined): Awaitable<GateOutcome> {
+  #access(request: GateRequest, client: ClientInfo, application: ApplicationRecord | null, route: CheckedRoute | undefined): Awaitable<GateOutcome> {
     const credentials = readCredentials(request, this.#config.oauth.acceptBearer)
     if (credentials !== undefined) return this.#authenticated(request, client, application, credentials, route)
     const pass = this.#throttle.check(application, client)
@@ -199,7 +223,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     client: ClientInfo,
     application: ApplicationRecord | null,
     credentials: Credentials,
-    route: CurrentUserRoute | undefined,
+    route: CheckedRoute | undefined,
   ): Awaitable<GateOutcome> {
     if (!client.secure) {
       if (credentials.kind === 'basic') {
@@ -216,7 +240,7 @@ export class Gate extends TypedEmitter<GateEvents> {
   }
 
   /** A token sent in clear (already revoked by #decide): the request goes on unauthenticated. */
-  #unauthenticated(request: GateRequest, client: ClientInfo, application: ApplicationRecord | null, route: CurrentUserRoute | undefined): Awaitable<GateOutcome> {
+  #unauthenticated(request: GateRequest, client: ClientInfo, application: ApplicationRecord | null, route: CheckedRoute | undefined): Awaitable<GateOutcome> {
     return andThen(this.#throttle.check(application, client), (pass) => this.#outcome(request, client, application, pass, null, true, route))
   }
 
@@ -227,8 +251,8 @@ export class Gate extends TypedEmitter<GateEvents> {
     pass: ThrottlePass | null,
     authentication: Authentication | null,
     revokedInsecureToken: boolean,
-    route: CurrentUserRoute | undefined,
-  ): GateOutcome {
+    route: CheckedRoute | undefined,
+  ): Awaitable<GateOutcome> {
     const token = authentication?.token ?? null
     const context: GateContext = {
       application: application === null ? null : this.#publicApplication(application),
@@ -243,6 +267,9 @@ export class Gate extends TypedEmitter<GateEvents> {
     }
     const headers = pass === null ? NO_HEADERS : pass.headers
     if (route === undefined) return { type: 'next', context, headers }
+    if (route.kind === 'self-service') {
+      return this.#selfService.handle(route.target, request, context).then((response) => ({ type: 'respond', response: { ...response, headers: { ...headers, ...response.headers } } }))
+    }
     const response = this.#currentUser(route.format, request, context)
     return { type: 'respond', response: { ...response, headers: { ...headers, ...response.headers } } }
   }

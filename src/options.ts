@@ -112,6 +112,14 @@ export interface OAuthOptions {
   loginUrl?: string
   /** The host's own login, consent and error pages. */
   pages?: OAuthPages
+  /**
+   * Skip the consent page when the signed-in user has already authorized this application
+   * (a grant that was not revoked since): the user is sent straight back with a code.
+   * Default `false`: the consent page is shown on every authorize. Turn it on only for
+   * applications whose whole Callback Prefix you trust: with it, a redirect_uri under the
+   * prefix receives a code without the user seeing anything (RFC 9700 §4.11).
+   */
+  rememberConsent?: boolean
   /** Budget of client authentication attempts per client and address, given back on success. Default 10 per 15 minutes. */
   clientFailures?: RatePolicyOptions | false
   /**
@@ -128,6 +136,25 @@ export interface CurrentUserOptions {
   json?: readonly string[]
   /** Default `['/users/current.xml']`. */
   xml?: readonly string[]
+}
+
+/**
+ * The platform's API key endpoints: `GET`/`POST <path>` and `GET`/`DELETE <path>/<keyId>`.
+ * @see README "The API key endpoints"
+ */
+export interface ApiKeyEndpointOptions {
+  /** Default `/api/api_keys`. */
+  path?: string
+  /** How many active (not deleted) keys a user may hold; one more is `API_KEY.TOKEN_LIMIT_REACHED`. Default 100. */
+  maxActiveKeys?: number
+}
+
+/** Where the signed-in user sees and revokes the applications they authorized; `false` turns one off. */
+export interface ConnectedAppsOptions {
+  /** The JSON endpoints: `GET <path>`, `DELETE <path>/<appToken>`. Default `/api/oauth/grants`. */
+  path?: string | false
+  /** The HTML page, on the gate's login session. Default `/oauth/grants`. */
+  page?: string | false
 }
 
 /** Options of {@link createGate}. */
@@ -163,6 +190,10 @@ export interface GateOptions {
   oauth?: OAuthOptions
   /** The current-user endpoints; `false` turns them off. */
   currentUser?: CurrentUserOptions | false
+  /** The platform's API key endpoints; `false` turns them off. */
+  apiKeyEndpoints?: ApiKeyEndpointOptions | false
+  /** Connected apps, as JSON and as a page; `false` turns both off. */
+  connectedApps?: ConnectedAppsOptions | false
   /** The realm named in `WWW-Authenticate` challenges. Default `'api'`. */
   realm?: string
 }
@@ -210,8 +241,11 @@ export interface ResolvedConfig {
     readonly pages: OAuthPages
     readonly clientFailures: RatePolicyOptions | null
     readonly throttle: RatePolicyOptions | null
+    readonly rememberConsent: boolean
   }
   readonly currentUser: { readonly json: readonly string[]; readonly xml: readonly string[] }
+  readonly apiKeyEndpoints: { readonly path: string; readonly maxActiveKeys: number } | null
+  readonly connectedApps: { readonly path: string | null; readonly page: string | null }
   readonly realm: string
 }
 
@@ -295,6 +329,8 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
     if (value === undefined) return fallback
     return paths(`oauth.paths.${name}`, [value], [])[0] as string
   }
+  const apiKeyEndpoints = resolveApiKeyEndpoints(options.apiKeyEndpoints)
+  const connectedApps = resolveConnectedApps(options.connectedApps)
   const currentUser = options.currentUser === false ? { json: [], xml: [] } : (options.currentUser ?? {})
   const realm = options.realm ?? 'api'
   if (typeof realm !== 'string' || !/^[\x20-\x7e]*$/.test(realm) || realm.includes('"')) throw new TypeError('open-data-gate: realm must be printable ASCII without quotes')
@@ -336,11 +372,14 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
       pages,
       clientFailures: clientFailures === null ? null : { limit: clientFailures.limit, windowMs: clientFailures.windowMs },
       throttle: oauthThrottle === null ? null : { limit: oauthThrottle.limit, windowMs: oauthThrottle.windowMs },
+      rememberConsent: booleanOption('oauth.rememberConsent', oauth.rememberConsent, false),
     },
     currentUser: {
       json: paths('currentUser.json', currentUser.json, ['/api/users/current.json', '/users/current.json']),
       xml: paths('currentUser.xml', currentUser.xml, ['/users/current.xml']),
     },
+    apiKeyEndpoints,
+    connectedApps,
     realm,
   }
 }
@@ -350,6 +389,34 @@ export function paths(name: string, value: readonly string[] | undefined, fallba
   if (value === undefined) return fallback
   if (!Array.isArray(value) || !value.every((p) => typeof p === 'string' && p.startsWith('/') && !p.includes('?'))) {
     throw new TypeError(`open-data-gate: ${name} must be a list of paths starting with "/"`)
+  }
+  return value
+}
+
+function resolveApiKeyEndpoints(input: ApiKeyEndpointOptions | false | undefined): ResolvedConfig['apiKeyEndpoints'] {
+  if (input === false) return null
+  if (input !== undefined && (typeof input !== 'object' || input === null)) throw new TypeError('open-data-gate: apiKeyEndpoints must be { path, maxActiveKeys } or false')
+  const path = input?.path === undefined ? '/api/api_keys' : singlePath('apiKeyEndpoints.path', input.path)
+  const maxActiveKeys = input?.maxActiveKeys ?? 100
+  positiveInteger('apiKeyEndpoints.maxActiveKeys', maxActiveKeys)
+  return { path, maxActiveKeys }
+}
+
+function resolveConnectedApps(input: ConnectedAppsOptions | false | undefined): ResolvedConfig['connectedApps'] {
+  if (input === false) return { path: null, page: null }
+  if (input !== undefined && (typeof input !== 'object' || input === null)) throw new TypeError('open-data-gate: connectedApps must be { path, page } or false')
+  const one = (name: 'path' | 'page', fallback: string): string | null => {
+    const value = input?.[name]
+    if (value === false) return null
+    return value === undefined ? fallback : singlePath(`connectedApps.${name}`, value)
+  }
+  return { path: one('path', '/api/oauth/grants'), page: one('page', '/oauth/grants') }
+}
+
+/** @throws {TypeError} unless `value` is an absolute path without a query or a trailing slash. */
+function singlePath(name: string, value: unknown): string {
+  if (typeof value !== 'string' || !value.startsWith('/') || value.includes('?') || (value.length > 1 && value.endsWith('/'))) {
+    throw new TypeError(`open-data-gate: ${name} must be a path starting with "/" (no query, no trailing "/"), got ${JSON.stringify(value)}`)
   }
   return value
 }

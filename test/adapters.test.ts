@@ -6,8 +6,9 @@ import { DOMParser } from '@xmldom/xmldom'
 import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createGate, MemoryStore, type GateOptions } from '../src/index.js'
-import { FRAMEWORKS, type DatasetBody } from './adapters/frameworks.js'
+import { FRAMEWORKS, FRAMEWORKS_WITH_BODY_PARSERS, type DatasetBody } from './adapters/frameworks.js'
 import { listen, TEST_CERT, type RunningServer } from './adapters/servers.js'
+import { Browser, csrfOf } from './support/browser.js'
 
 /** A store whose backend is down. */
 class ThrowingStore extends MemoryStore {
@@ -336,5 +337,133 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       expect(res.body).toEqual({ code: 'internal', error: true, message: 'Internal server error' })
       expect(internal).toHaveLength(1)
     })
+  })
+})
+
+/**
+ * The platform's API key endpoints and connected apps, in every mount, those with a body
+ * parser in front of the gate included: who may do what, and the shapes.
+ */
+describe.each([...FRAMEWORKS, ...FRAMEWORKS_WITH_BODY_PARSERS])('$name: API keys and connected apps', (framework) => {
+  const PASSWORD = 'correct horse battery'
+  const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
+  const running: RunningServer[] = []
+  afterEach(async () => {
+    await Promise.all(running.splice(0).map((s) => s.close()))
+  })
+
+  async function start() {
+    const gate = createGate({ throttle: false, basic: { scrypt: { logN: 10 } } })
+    const app = await gate.applications.register({ name: 'Transit dashboard' })
+    const ada = await gate.users.create({ username: 'ada', password: PASSWORD, displayName: 'Ada Lovelace', email: 'ada@example.org' })
+    const key = await gate.apiKeys.create(ada.id, { name: 'etl' })
+    const token = await gate.tokens.issue({ userId: ada.id, appToken: app.appToken })
+    const tls = await listen(framework.listener(gate), true)
+    const plain = await listen(framework.listener(gate))
+    running.push(tls, plain)
+    const api = request(tls.url)
+    const password = { authorization: basic('ada', PASSWORD), 'x-app-token': app.appToken }
+    const apiKey = { authorization: basic(key.keyId, key.keySecret), 'x-app-token': app.appToken }
+    const oauth = { authorization: `OAuth ${token.accessToken}` }
+    /** Signs in on the connected-apps page, as a browser would: the session and CSRF cookies. */
+    const signIn = async () => {
+      const browser = new Browser()
+      const page = await browser.get(`${tls.url}/oauth/grants`)
+      const posted = await browser.post(page.url, { csrf_token: csrfOf(page), username: 'ada', password: PASSWORD, action: 'login' })
+      expect(posted.status).toBe(303)
+      return [...browser.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
+    }
+    return {
+      gate,
+      app,
+      ada,
+      key,
+      token,
+      password,
+      apiKey,
+      oauth,
+      signIn,
+      plain: request(plain.url),
+      get: (path: string, headers: Record<string, string> = {}) => api.get(path).ca(TEST_CERT).set(headers),
+      post: (path: string, headers: Record<string, string> = {}) => api.post(path).ca(TEST_CERT).set(headers),
+      del: (path: string, headers: Record<string, string> = {}) => api.delete(path).ca(TEST_CERT).set(headers),
+    }
+  }
+
+  it('creates a key with a JSON body, lists it, shows it, deletes it, and the key stops working', async () => {
+    const { ada, app, password, get, post, del } = await start()
+    const created = await post('/api/api_keys', password).send({ keyName: 'Nightly ETL' }).expect(200).expect('content-type', /application\/json/)
+    expect(created.body).toMatchObject({ keyName: 'Nightly ETL', owner: { id: ada.id, displayName: 'Ada Lovelace', email: 'ada@example.org' } })
+    const { keyId, keySecret } = created.body as { keyId: string; keySecret: string }
+    const newKey = { authorization: basic(keyId, keySecret), 'x-app-token': app.appToken }
+    await get('/private/abcd-1234.json', newKey).expect(200)
+
+    const listed = await get('/api/api_keys?sortBy=name', password).expect(200)
+    expect((listed.body as Array<Record<string, unknown>>).map((k) => k.keyName)).toEqual(['Nightly ETL', 'etl'])
+    expect(JSON.stringify(listed.body)).not.toMatch(/keySecret/)
+    const shown = await get(`/api/api_keys/${keyId}`, password).expect(200)
+    expect(shown.body).not.toHaveProperty('keySecret')
+
+    const deleted = await del(`/api/api_keys/${keyId}`, password).expect(200)
+    expect((deleted.body as { deletedAtTimestamp: string }).deletedAtTimestamp).toMatch(/Z$/)
+    await get('/private/abcd-1234.json', newKey).expect(401)
+    expect(((await get('/api/api_keys', password).expect(200)).body as unknown[]).length).toBe(1)
+    expect(((await get('/api/api_keys?includeDeleted=true', password).expect(200)).body as unknown[]).length).toBe(2)
+  })
+
+  it('answers a create without keyName with the platform’s error body', async () => {
+    const { oauth, post } = await start()
+    const res = await post('/api/api_keys', oauth).send({ name: 'wrong field' }).expect(400)
+    expect(res.body).toEqual({ code: 'API_KEY.MISSING_FIELD', error: true, message: 'keyName is required' })
+    expect(res.headers['x-error-code']).toBe('API_KEY.MISSING_FIELD')
+  })
+
+  it('lets an API key list keys, but never create or delete one', async () => {
+    const { key, apiKey, oauth, get, post, del } = await start()
+    await get('/api/api_keys', apiKey).expect(200)
+    const minted = await post('/api/api_keys', apiKey).send({ keyName: 'another' }).expect(403)
+    expect(minted.body).toMatchObject({ code: 'API_KEY.INSUFFICIENT_RIGHTS', error: true })
+    const hidden = await del(`/api/api_keys/${key.keyId}`, apiKey).expect(403)
+    expect(hidden.body.code).toBe('API_KEY.INSUFFICIENT_RIGHTS')
+    // Nor revoke a connected app.
+    const app = (await get('/api/oauth/grants', apiKey).expect(200)).body as Array<{ appToken: string }>
+    expect((await del(`/api/oauth/grants/${app[0]?.appToken}`, apiKey).expect(403)).body.code).toBe('permission_denied')
+    // An OAuth token may.
+    await post('/api/api_keys', oauth).send({ keyName: 'from an app' }).expect(200)
+  })
+
+  it('refuses anonymous requests, and anything over plain http', async () => {
+    const { password, get, plain } = await start()
+    const anonymous = await get('/api/api_keys').expect(403)
+    expect(anonymous.body.code).toBe('authentication_required')
+    expect((await get('/api/oauth/grants').expect(403)).body.code).toBe('authentication_required')
+    expect((await plain.get('/api/api_keys').expect(403)).body.code).toBe('https_required')
+    expect((await plain.get('/api/api_keys').set(password).expect(403)).body.code).toBe('https_required')
+  })
+
+  it('takes the gate’s login session, and a change on it only with the CSRF header', async () => {
+    const { signIn, get, post, del, key } = await start()
+    const cookie = await signIn()
+    const listed = await get('/api/api_keys', { cookie }).expect(200)
+    expect(listed.headers.vary).toMatch(/Cookie/)
+    const csrf = listed.headers['x-csrf-token'] as string
+    expect(csrf).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    const forged = await post('/api/api_keys', { cookie }).send({ keyName: 'forged' }).expect(403)
+    expect(forged.body.code).toBe('permission_denied')
+    await post('/api/api_keys', { cookie, 'x-csrf-token': 'not-the-token' }).send({ keyName: 'forged' }).expect(403)
+    await post('/api/api_keys', { cookie, 'x-csrf-token': csrf, 'sec-fetch-site': 'cross-site' }).send({ keyName: 'forged' }).expect(403)
+    await post('/api/api_keys', { cookie, 'x-csrf-token': csrf, 'sec-fetch-site': 'same-origin' }).send({ keyName: 'from the page' }).expect(200)
+    await del(`/api/api_keys/${key.keyId}`, { cookie, 'x-csrf-token': csrf }).expect(200)
+  })
+
+  it('lists connected apps as JSON and revokes one: its token is refused from then on', async () => {
+    const { app, oauth, password, get, del } = await start()
+    const listed = await get('/api/oauth/grants', oauth).expect(200)
+    expect(listed.body).toEqual([{ appToken: app.appToken, name: 'Transit dashboard', firstAuthorizedAt: expect.any(Number), lastUsedAt: expect.any(Number), liveTokens: 1 }])
+    await del(`/api/oauth/grants/${app.appToken}`, password).expect(204)
+    const refused = await get('/api/users/current.json', oauth).expect(401)
+    expect(refused.body.code).toBe('invalid_token')
+    expect((await get('/api/oauth/grants', password).expect(200)).body).toEqual([])
+    expect((await del(`/api/oauth/grants/${app.appToken}`, password).expect(404)).body.code).toBe('not_found')
   })
 })

@@ -12,6 +12,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs'
 import https from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { chromium, type Browser, type Page } from 'playwright-core'
+import type { Gate } from '../src/index.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createPortal, DEMO_USER } from '../examples/portal.js'
 import { tlsCustomFetch } from './support/tls-fetch.js'
@@ -26,13 +27,16 @@ describe.skipIf(!available)('the sign-in and consent pages in Chromium', () => {
   let browser: Browser
   let server: https.Server
   let origin: string
+  let gate: Gate
 
   beforeAll(async () => {
     const tls = new URL('fixtures/tls/', import.meta.url)
     server = https.createServer({ cert: readFileSync(new URL('cert.pem', tls)), key: readFileSync(new URL('key.pem', tls)) })
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     origin = `https://localhost:${(server.address() as AddressInfo).port}`
-    const { app } = await createPortal({ origin, fetch: tlsCustomFetch })
+    const portal = await createPortal({ origin, fetch: tlsCustomFetch })
+    const app = portal.app
+    gate = portal.gate
     server.on('request', app)
     browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -112,5 +116,33 @@ describe.skipIf(!available)('the sign-in and consent pages in Chromium', () => {
     await page.getByRole('button', { name: 'Deny' }).click()
     await page.getByRole('heading', { name: 'Sign-in did not complete' }).waitFor()
     expect(await page.locator('main').textContent()).toContain('access_denied')
+  })
+
+  it('lists the approved app on the connected-apps page, revokes it, and it is gone', async () => {
+    const { page, problems } = await open()
+    await page.goto(`${origin}/demo-app/login`)
+    await page.getByLabel('Username').fill(DEMO_USER.username)
+    await page.getByLabel('Password').fill(DEMO_USER.password)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('button', { name: 'Allow' }).click()
+    await page.getByRole('heading', { name: 'Signed in as Ada Lovelace' }).waitFor()
+
+    // The same login session carries over to the gate's connected-apps page.
+    await page.goto(`${origin}/oauth/grants`)
+    await expect(page.getByRole('heading', { name: 'Connected apps' }).isVisible()).resolves.toBe(true)
+    const app = page.getByRole('region', { name: 'Demo dashboard' })
+    await expect(app.getByText(/active token/).textContent()).resolves.toMatch(/[1-9]\d* active tokens?\./)
+    const button = page.getByRole('button', { name: 'Revoke access for Demo dashboard' })
+    const border = await button.evaluate((b) => window.getComputedStyle(b).borderTopStyle)
+    expect(border).toBe('solid') // the inline stylesheet applies under the page's CSP
+    await page.screenshot({ path: new URL('connected-apps.png', SHOTS).pathname, fullPage: true })
+    await button.click()
+
+    await page.getByText('No application has access to your account.').waitFor()
+    expect(new URL(page.url()).pathname).toBe('/oauth/grants')
+    await expect(app.count()).resolves.toBe(0)
+    const ada = await gate.users.findByUsername(DEMO_USER.username)
+    expect(await gate.grants.list(ada?.id as string)).toEqual([])
+    expect(problems).toEqual([])
   })
 })

@@ -103,9 +103,14 @@ export class AuthorizeEndpoint {
     const back = (code: OAuthErrorCode, description: string) => redirect(withParams(redirectUri, { error: code, error_description: description, state }))
     const error = this.#requestError(params)
     if (error !== undefined) return back(error.code, error.description)
-    if (decision === undefined) return this.#consent(request, application, user, redirectUri)
+    if (decision === undefined) {
+      if (!(await this.#consentRemembered(user, application))) return this.#consent(request, application, user, redirectUri)
+      decision = 'approve'
+    }
     if (decision === 'deny') return back('access_denied', 'The user denied the request')
     try {
+      // The grant before the code: the token endpoint refuses a code whose grant is gone (revoked meanwhile).
+      await this.#store.recordGrant(user.id, application.appToken, Date.now())
       const code = await this.#issueCode(application, user, redirectUri, params.get('code_challenge') ?? null)
       return redirect(withParams(redirectUri, { code, state }))
     } catch (failure) {
@@ -130,6 +135,15 @@ export class AuthorizeEndpoint {
       usedAt: null,
     })
     return code
+  }
+
+  /**
+   * With `oauth.rememberConsent`, a user who authorized this application before (and did
+   * not revoke it since) is not asked again. Off by default: see the option.
+   */
+  async #consentRemembered(user: UserRecord, application: ApplicationRecord): Promise<boolean> {
+    if (!this.#config.oauth.rememberConsent) return false
+    return (await this.#store.getGrant(user.id, application.appToken)) !== undefined
   }
 
   /** The user the host says is signed in, or else the one of the gate's own session. */

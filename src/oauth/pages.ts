@@ -76,7 +76,8 @@ export function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => ESCAPES[c] as string)
 }
 
-function layout(title: string, body: string): string {
+/** A complete page of the gate's own: the title, the inline stylesheet (allowed by its hash), and `body` inside `<main>`. */
+export function layout(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en">
 <head>

@@ -5,6 +5,7 @@
  */
 import type { AccessTokens } from '../access-tokens.js'
 import type { Authenticator } from '../authenticate.js'
+import type { Grants } from '../grants.js'
 import { GateError, OAuthError, PlatformError, retryAfterSeconds, StoreError, ThrottledError } from '../errors.js'
 import type { Emit, ReportFailure } from '../events.js'
 import { errorResponse, type GateRequest, type GateResponse } from '../http.js'
@@ -13,13 +14,17 @@ import { addressKey, type ClientInfo } from '../proxy.js'
 import type { GateStore } from '../store/store.js'
 import type { Throttle } from '../throttle.js'
 import { AuthorizeEndpoint } from './authorize.js'
+import { GrantsPage } from './grants-page.js'
 import { metadataResponse } from './metadata.js'
 import { errorPage, htmlResponse } from './pages.js'
-import { LoginSessions } from './session.js'
+import type { LoginSessions } from './session.js'
 import { TokenEndpoints } from './token.js'
 
-/** The endpoints of the authorization server. */
-export type OAuthEndpoint = 'authorize' | 'token' | 'revoke' | 'metadata'
+/** The endpoints of the authorization server, and the connected-apps page (`grants`). */
+export type OAuthEndpoint = 'authorize' | 'token' | 'revoke' | 'metadata' | 'grants'
+
+/** The endpoints that answer people with pages rather than clients with JSON. */
+const PAGES: ReadonlySet<OAuthEndpoint> = new Set(['authorize', 'grants'])
 
 export class OAuthServer {
   readonly #config: ResolvedConfig
@@ -28,13 +33,25 @@ export class OAuthServer {
   readonly #report: ReportFailure
   readonly #authorize: AuthorizeEndpoint
   readonly #tokens: TokenEndpoints
+  readonly #grantsPage: GrantsPage
 
-  constructor(config: ResolvedConfig, store: GateStore, throttle: Throttle, auth: Authenticator, tokens: AccessTokens, emit: Emit, report: ReportFailure) {
+  constructor(
+    config: ResolvedConfig,
+    store: GateStore,
+    throttle: Throttle,
+    auth: Authenticator,
+    tokens: AccessTokens,
+    grants: Grants,
+    sessions: LoginSessions,
+    emit: Emit,
+    report: ReportFailure,
+  ) {
     this.#config = config
     this.#throttle = throttle
     this.#emit = emit
     this.#report = report
-    this.#authorize = new AuthorizeEndpoint(config, store, auth, new LoginSessions(store, config.oauth.sessionTtlMs), report)
+    this.#authorize = new AuthorizeEndpoint(config, store, auth, sessions, report)
+    this.#grantsPage = new GrantsPage(config, store, auth, sessions, grants)
     const failures = config.oauth.clientFailures
     this.#tokens = new TokenEndpoints(store, tokens, { store, throttle, emit, realm: config.realm, failures }, emit)
   }
@@ -50,6 +67,8 @@ export class OAuthServer {
           return await this.#tokens.token(request, client)
         case 'revoke':
           return await this.#tokens.revoke(request, client)
+        case 'grants':
+          return await this.#grantsPage.handle(request, client)
         case 'metadata':
           if (request.method !== 'GET' && request.method !== 'HEAD') {
             throw new PlatformError('method_not_allowed', 'Use GET', { headers: { allow: 'GET, HEAD' } })
@@ -74,18 +93,19 @@ export class OAuthServer {
 
   #failure(endpoint: OAuthEndpoint, error: unknown, request: GateRequest): GateResponse {
     this.#report(error, request)
+    const page = PAGES.has(endpoint)
     if (error instanceof StoreError) {
-      if (endpoint === 'authorize') return this.#page(503, 'The service is temporarily unavailable', 'Please try again in a moment.')
+      if (page) return this.#page(503, 'The service is temporarily unavailable', 'Please try again in a moment.')
       if (endpoint === 'metadata') return errorResponse(error)
       return errorResponse(new OAuthError('temporarily_unavailable', 'The service is temporarily unavailable, please retry'))
     }
-    if (error instanceof ThrottledError && endpoint === 'authorize') {
+    if (error instanceof ThrottledError && page) {
       return this.#page(429, 'Too many attempts', error.message, error.headers)
     }
     if (error instanceof GateError) {
-      return endpoint === 'authorize' ? this.#page(error.status, 'Request refused', error.message) : errorResponse(error)
+      return page ? this.#page(error.status, 'Request refused', error.message) : errorResponse(error)
     }
-    if (endpoint === 'authorize') return this.#page(500, 'Something went wrong', 'Please try again later.')
+    if (page) return this.#page(500, 'Something went wrong', 'Please try again later.')
     return errorResponse(new OAuthError('server_error', 'Internal server error'))
   }
 

@@ -72,6 +72,13 @@ export class TokenEndpoints {
       // Another exchange of this code won the compare-and-set: this one is a replay.
       throw await this.#replayed(record, client)
     }
+    // The user may have revoked the application since approving (connected apps): the grant
+    // is deleted before the tokens are revoked, and checked here after this token was saved,
+    // so whichever order the two requests run in, no live token is left behind.
+    if ((await this.#store.getGrant(record.userId, application.appToken)) === undefined) {
+      await this.#store.revokeAccessToken(issued.record.tokenHash, Date.now())
+      throw new OAuthError('invalid_grant', 'The user has revoked this application’s access since approving the request')
+    }
     return {
       status: 200,
       headers: { 'content-type': 'application/json; charset=utf-8', ...NO_STORE },
