@@ -180,7 +180,8 @@ ${registered}${problem === '' ? '' : `<p class="problem" role="alert">${escape(p
 <form id="create-key"><label>Key name <input name="keyName" required maxlength="200"></label><button>Create API key</button></form>
 <p id="key-problem" class="problem" role="alert" hidden></p>
 <table id="keys"><thead><tr><th>Name</th><th>Key id</th><th>Created</th><th>Last used</th><th></th></tr></thead><tbody></tbody></table></section>
-<section><h2>Connected apps</h2><p>The applications you allowed to act for you, and revoking them: <a id="connected-apps" href="/oauth/grants">connected apps</a>.</p></section>`,
+<section><h2>Connected apps</h2><p>The applications you allowed to act for you, and revoking them: <a id="connected-apps" href="/oauth/grants">connected apps</a>.</p></section>
+<script src="/assets/developer-settings.js" defer></script>`,
       { 'app-token': portalAppToken },
     )
 

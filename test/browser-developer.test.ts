@@ -61,6 +61,10 @@ describe.skipIf(!available)('the developer settings page in Chromium', () => {
     return { page, problems }
   }
 
+  /** The portal's own app token, which its pages send (the key above needs some app token). */
+  const appTokenOf = (page: Page) => portalAppTokens.get(page) as string
+  const portalAppTokens = new WeakMap<Page, string>()
+
   async function signIn(page: Page): Promise<void> {
     await page.goto(`${origin}/profile/edit/developer_settings`)
     await page.getByRole('heading', { name: 'Sign in to the example portal' }).waitFor()
@@ -70,6 +74,7 @@ describe.skipIf(!available)('the developer settings page in Chromium', () => {
     await page.getByRole('button', { name: 'Sign in' }).click()
     await page.getByRole('heading', { name: 'Developer settings' }).waitFor()
     expect(new URL(page.url()).pathname).toBe('/profile/edit/developer_settings')
+    portalAppTokens.set(page, (await page.locator('body').getAttribute('data-app-token')) as string)
   }
 
   it('registers an application, shows its secret once, and signs in to it through OAuth', async () => {
@@ -105,8 +110,48 @@ describe.skipIf(!available)('the developer settings page in Chromium', () => {
     })
     expect(exchanged.status).toBe(200)
     const { access_token: accessToken } = (await exchanged.json()) as { access_token: string }
-    const me = await tlsFetch(`${origin}/api/users/current.json`, { headers: { authorization: `OAuth ${accessToken}` } })
-    expect(await me.json()).toMatchObject({ email: 'ada@example.org', displayName: 'Ada Lovelace' })
+    const me = () => tlsFetch(`${origin}/api/users/current.json`, { headers: { authorization: `OAuth ${accessToken}` } })
+    expect(await (await me()).json()).toMatchObject({ email: 'ada@example.org', displayName: 'Ada Lovelace' })
+
+    // Connected apps: the user revokes the application, and its token is refused from then on.
+    await page.goto(`${origin}/profile/edit/developer_settings`)
+    await page.getByRole('link', { name: 'connected apps' }).click()
+    await page.getByRole('heading', { name: 'Connected apps' }).waitFor()
+    await expect(page.getByText('Transit dashboard').first().isVisible()).resolves.toBe(true)
+    await shot(page, 'connected-apps')
+    await page.getByRole('button', { name: 'Revoke access for Transit dashboard' }).click()
+    await page.getByRole('heading', { name: 'Connected apps' }).waitFor()
+    await shot(page, 'connected-apps-revoked')
+    expect(await page.getByRole('button', { name: 'Revoke access for Transit dashboard' }).count()).toBe(0)
+    const refused = await me()
+    expect(refused.status).toBe(401)
+    expect(await refused.json()).toMatchObject({ code: 'invalid_token' })
+    expect(problems).toEqual([])
+  })
+
+  it('creates an API key on the page, which a script then uses, and deletes it there', async () => {
+    const { page, problems } = await open()
+    await signIn(page)
+    await page.getByLabel('Key name').fill('Nightly export')
+    await page.getByRole('button', { name: 'Create API key' }).click()
+    await page.locator('#new-key-secret').waitFor()
+    const keyId = (await page.locator('#new-key-id').textContent()) as string
+    const keySecret = (await page.locator('#new-key-secret').textContent()) as string
+    await expect(page.locator(`#keys tr[data-key-id="${keyId}"]`).textContent()).resolves.toContain('Nightly export')
+    await shot(page, 'api-keys')
+
+    // What `curl -u keyId:keySecret` does, from outside the browser.
+    const basic = `Basic ${Buffer.from(`${keyId}:${keySecret}`).toString('base64')}`
+    const read = () => tlsFetch(`${origin}/resource/draft-budget.json`, { headers: { authorization: basic, 'x-app-token': appTokenOf(page) } })
+    const ok = await read()
+    expect(ok.status).toBe(200)
+    expect(await ok.json()).toEqual(PRIVATE_DATASETS['draft-budget']?.rows)
+
+    await page.locator(`#keys tr[data-key-id="${keyId}"]`).getByRole('button', { name: 'Delete' }).click()
+    await page.locator(`#keys tr[data-key-id="${keyId}"]`).waitFor({ state: 'detached' })
+    await shot(page, 'api-keys-deleted')
+    const refused = await read()
+    expect(refused.status).toBe(401)
     expect(problems).toEqual([])
   })
 
@@ -121,9 +166,4 @@ describe.skipIf(!available)('the developer settings page in Chromium', () => {
     expect(await page.locator('#secret-token').count()).toBe(0)
   })
 
-  it('refuses a private dataset without credentials, for comparison with the API key below', async () => {
-    const response = await tlsFetch(`${origin}/resource/draft-budget.json`)
-    expect(response.status).toBe(403)
-    expect(Object.keys(PRIVATE_DATASETS)).toContain('draft-budget')
-  })
 })
