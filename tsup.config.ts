@@ -1,14 +1,16 @@
 import { defineConfig } from 'tsup'
 
-// One package, four entry points. `splitting` is on for both formats so the core is
-// emitted once per format and shared by the adapters: an error thrown by the core is
-// `instanceof GateError` whichever entry point the user imported it from.
+// One package, five entry points: the core, three adapters and the store conformance kit.
+// `splitting` is on for both formats so the core is emitted once per format and shared by
+// the other entries: an error thrown by the core is `instanceof GateError` whichever entry
+// point the user imported it from.
 export default defineConfig({
   entry: {
     index: 'src/index.ts',
     express: 'adapters/express.ts',
     koa: 'adapters/koa.ts',
     node: 'adapters/node.ts',
+    testing: 'src/testing/index.ts',
     // The `open-data-gate` command (package.json `bin`); its shebang is the source's first line.
     cli: 'src/cli/index.ts',
   },

@@ -9,6 +9,7 @@ export default defineConfig({
     // never on a stale dist/.
     alias: [
       { find: /^open-data-gate$/, replacement: here('./src/index.ts') },
+      { find: /^open-data-gate\/testing$/, replacement: here('./src/testing/index.ts') },
       { find: /^open-data-gate\/(express|koa|node)$/, replacement: here('./adapters/$1.ts') },
     ],
   },

@@ -1,8 +1,8 @@
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { createGate, MemoryStore } from '../src/index.js'
-import { describeStoreConformance } from './store-conformance.js'
+import { describeStore } from '../src/testing/index.js'
 
-describeStoreConformance('MemoryStore', () => ({ store: new MemoryStore() }))
+describeStore('MemoryStore', () => new MemoryStore(), { describe, it, after: afterAll })
 
 describe('MemoryStore bounds', () => {
   it('drops the least recently used rate key when full and the gate reports it', async () => {

@@ -7,6 +7,7 @@ import { createGate, GateError, MemoryStore } from 'open-data-gate'
 import { expressGate } from 'open-data-gate/express'
 import { koaGate } from 'open-data-gate/koa'
 import { nodeGate, runGate } from 'open-data-gate/node'
+import { checkStore } from 'open-data-gate/testing'
 
 const gate = createGate({ store: new MemoryStore() })
 const { appToken } = await gate.applications.register({ name: 'smoke' })
@@ -29,4 +30,8 @@ for (const [name, listener] of [['express', expressApp], ['koa', koaApp.callback
 }
 await assert.rejects(gate.applications.register({ name: 'x', callbackPrefix: 'http://insecure' }), TypeError)
 assert.equal(typeof GateError, 'function')
+// The conformance kit, on the store users get from the main entry point.
+const report = await checkStore(() => new MemoryStore())
+assert.deepEqual(report.failed, [])
+assert.ok(report.passed.length > 40, `the kit ran ${report.passed.length} checks`)
 console.log('ESM: ok')

@@ -1,11 +1,13 @@
 // Type-checked against the installed tarball: the public types, and req.gate / ctx.state.gate.
 import http from 'node:http'
+import { after, describe, it } from 'node:test'
 import express from 'express'
 import Koa from 'koa'
-import { createGate, type GateContext, type GateStore, type ThrottleInfo } from 'open-data-gate'
+import { createGate, MemoryStore, type GateContext, type GateStore, type ThrottleInfo } from 'open-data-gate'
 import { expressGate } from 'open-data-gate/express'
 import { koaGate } from 'open-data-gate/koa'
 import { nodeGate } from 'open-data-gate/node'
+import { checkStore, describeStore, type StoreReport } from 'open-data-gate/testing'
 
 const gate = createGate({
   throttle: { application: { limit: 1000, windowMs: 3_600_000 }, anonymous: { limit: 60, windowMs: 3_600_000, scope: 'shared' } },
@@ -30,3 +32,9 @@ koa.use((ctx) => {
 http.createServer(nodeGate(gate, (req, res) => res.end(req.gate.clientIp)))
 
 export const store: GateStore = createGate().store
+
+// The conformance kit's types, with node:test's describe, it and after.
+
+describeStore('MemoryStore', () => new MemoryStore(), { describe, it, after, cleanup: async (store: MemoryStore) => void store })
+const pending: Promise<StoreReport> = checkStore(async () => new MemoryStore(), { timeoutMs: 5_000 })
+void pending

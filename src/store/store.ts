@@ -14,8 +14,8 @@
  * update such as SQL `UPDATE ... SET` or Redis `HSET`, never a read-merge-write): the gate
  * writes an API key's `lastUsedAt` in the background while an operator may revoke it.
  *
- * Run `test/store-conformance.ts` against a new backend: it is the definition of
- * "implements the contract".
+ * Run the conformance kit, `open-data-gate/testing` (`checkStore`, `describeStore`),
+ * against a new backend: it is the definition of "implements the contract".
  */
 import type { RateResult } from '../gcra.js'
 

@@ -1,0 +1,70 @@
+/**
+ * What a conformance check is, and how a list of them runs against one store: each in
+ * turn, each with a time limit, each failure caught and named.
+ */
+import type { Awaitable, GateStore } from '../store/store.js'
+
+/** One check of the contract: a named behaviour, run against a store. */
+export interface StoreCheck {
+  /** The part of the contract, such as `authorization codes`. */
+  readonly group: string
+  /** The behaviour, such as `lets exactly one of 50 concurrent consumers win`. */
+  readonly name: string
+  /** Resolves when the store behaves; rejects (an `AssertionError`) when it does not. */
+  readonly run: (store: GateStore) => Promise<void>
+}
+
+/** The name a check is reported under: `group: name`. */
+export const fullName = (check: StoreCheck): string => `${check.group}: ${check.name}`
+
+/** Builds the checks of one group. */
+export function group(name: string, checks: ReadonlyArray<readonly [string, (store: GateStore) => Promise<void>]>): StoreCheck[] {
+  return checks.map(([check, run]) => ({ group: name, name: check, run }))
+}
+
+/** How long one check may take before it fails as hung, by default. */
+export const DEFAULT_CHECK_TIMEOUT_MS = 10_000
+
+/** Runs one check, failing it when it takes longer than `timeoutMs` (a store that never answers). */
+export async function runCheck(check: StoreCheck, store: GateStore, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const hung = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`did not finish within ${timeoutMs} ms: a store call never answered`)), timeoutMs)
+  })
+  try {
+    await Promise.race([check.run(store), hung])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** What {@link checkStore} found. */
+export interface StoreReport {
+  /** The names of the checks the store passed, in the order they ran. */
+  readonly passed: string[]
+  /** The checks it failed, each with the reason (the assertion's message). */
+  readonly failed: Array<{ readonly name: string; readonly error: string }>
+}
+
+/** Runs `checks` one after the other against the store `factory` makes once, then calls `cleanup`. */
+export async function runChecks<S extends GateStore>(
+  checks: readonly StoreCheck[],
+  factory: () => Awaitable<S>,
+  options: { cleanup?: ((store: S) => Awaitable<void>) | undefined; timeoutMs?: number | undefined },
+): Promise<StoreReport> {
+  const report: { passed: string[]; failed: Array<{ name: string; error: string }> } = { passed: [], failed: [] }
+  const store = await factory()
+  try {
+    for (const check of checks) {
+      try {
+        await runCheck(check, store, options.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS)
+        report.passed.push(fullName(check))
+      } catch (error) {
+        report.failed.push({ name: fullName(check), error: error instanceof Error ? error.message : String(error) })
+      }
+    }
+  } finally {
+    await options.cleanup?.(store)
+  }
+  return report
+}

@@ -1,0 +1,297 @@
+/**
+ * Checks that drive a real gate over the store, through its public API and
+ * `gate.handle(...)` requests as an adapter would send them: the whole sign-in, consent,
+ * code, token, Basic and API-key path, with every call the gate makes to the store
+ * recorded, so that the check can say no plaintext secret ever reached it.
+ */
+import assert from 'node:assert/strict'
+import { randomInt } from 'node:crypto'
+import { createGate, type Gate, type GateOutcome } from '../gate.js'
+import type { GateRequest, GateResponse } from '../http.js'
+import type { GateOptions } from '../options.js'
+import { randomToken } from '../secrets.js'
+import type { GateStore } from '../store/store.js'
+import { group, type StoreCheck } from './check.js'
+
+/** Makes the gate a check drives; the kit's own tests pass a deliberately leaky one. */
+export type MakeGate = (options: GateOptions) => Gate
+
+const CALLBACK_PREFIX = 'https://client.example/oauth/'
+const REDIRECT_URI = `${CALLBACK_PREFIX}callback?tab=1`
+
+/** One call the gate made to the store. */
+interface StoreCall {
+  readonly method: string
+  readonly args: readonly unknown[]
+}
+
+/**
+ * The store behind a Proxy that records every argument of every call, then calls the
+ * store itself (with the store as `this`, so private fields keep working).
+ */
+export function recordingStore(store: GateStore): { store: GateStore; calls: StoreCall[] } {
+  const calls: StoreCall[] = []
+  const proxy = new Proxy(store, {
+    get(target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver)
+      if (typeof value !== 'function') return value
+      return (...args: unknown[]) => {
+        calls.push({ method: String(property), args })
+        return (value as (...a: unknown[]) => unknown).apply(target, args)
+      }
+    },
+  })
+  return { store: proxy, calls }
+}
+
+/** Every string inside a value (records, arrays, buffers), for the plaintext search. */
+function stringsIn(value: unknown, out: string[], seen = new Set<unknown>()): string[] {
+  if (typeof value === 'string') out.push(value)
+  else if (typeof value === 'number' || typeof value === 'bigint') out.push(String(value))
+  else if (Buffer.isBuffer(value) || value instanceof Uint8Array) {
+    const bytes = Buffer.from(value)
+    out.push(bytes.toString('utf8'), bytes.toString('hex'), bytes.toString('base64'))
+  } else if (typeof value === 'object' && value !== null && !seen.has(value)) {
+    seen.add(value)
+    for (const key of Object.keys(value)) {
+      out.push(key)
+      stringsIn((value as Record<string, unknown>)[key], out, seen)
+    }
+    if (value instanceof Map || value instanceof Set) for (const entry of value) stringsIn(entry, out, seen)
+  }
+  return out
+}
+
+/** The forms a secret could travel in: as is, base64, base64url, hex of its text, and of its bytes when it is base64url. */
+function formsOf(secret: string): string[] {
+  const text = Buffer.from(secret, 'utf8')
+  const forms = [secret, text.toString('base64'), text.toString('base64url'), text.toString('hex')]
+  if (/^[A-Za-z0-9_-]{16,}$/.test(secret)) {
+    const bytes = Buffer.from(secret, 'base64url')
+    forms.push(bytes.toString('hex'), bytes.toString('base64'))
+  }
+  return forms.map((form) => form.toLowerCase())
+}
+
+/**
+ * Which of `secrets` (name → plaintext) appear in any argument of `calls`, in any form
+ * {@link formsOf} lists, case-insensitively. @returns a line per leak: which secret, which method
+ */
+export function findPlaintexts(calls: readonly StoreCall[], secrets: Readonly<Record<string, string>>): string[] {
+  const leaks: string[] = []
+  for (const { method, args } of calls) {
+    const haystack = stringsIn(args, []).map((s) => s.toLowerCase())
+    for (const [name, secret] of Object.entries(secrets)) {
+      const forms = formsOf(secret)
+      if (haystack.some((s) => forms.some((form) => s.includes(form)))) leaks.push(`the ${name} reached the store in ${method}()`)
+    }
+  }
+  return [...new Set(leaks)]
+}
+
+/** A client of the gate that keeps cookies, as a browser would, from one address of its own. */
+class KitClient {
+  readonly #gate: Gate
+  readonly #ip: string
+  readonly #cookies = new Map<string, string>()
+  readonly #headers: Readonly<Record<string, string>>
+
+  /** @param headers sent with every request */
+  constructor(gate: Gate, headers: Readonly<Record<string, string>> = {}) {
+    this.#gate = gate
+    this.#headers = headers
+    // A private address of its own: the gate's per-address budgets of one run never meet another's.
+    this.#ip = `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 255)}`
+  }
+
+  cookie(name: string): string | undefined {
+    return this.#cookies.get(name)
+  }
+
+  async send(method: string, url: string, options: { headers?: Record<string, string>; form?: Record<string, string>; cookies?: boolean } = {}): Promise<GateOutcome> {
+    const headers: Record<string, string> = { ...this.#headers, ...options.headers }
+    if (options.cookies !== false && this.#cookies.size > 0) headers.cookie = [...this.#cookies].map(([k, v]) => `${k}=${v}`).join('; ')
+    let readBody: GateRequest['readBody']
+    if (options.form !== undefined) {
+      const bytes = Buffer.from(new URLSearchParams(options.form).toString())
+      headers['content-type'] = 'application/x-www-form-urlencoded'
+      readBody = async (limit) => (bytes.length > limit ? { kind: 'too-large' } : { kind: 'raw', bytes })
+    }
+    const outcome = await this.#gate.handle({ method, url, headers, peerAddress: this.#ip, tls: true, readBody })
+    if (outcome.type === 'respond') this.#keepCookies(outcome.response)
+    return outcome
+  }
+
+  #keepCookies(response: GateResponse): void {
+    const header = response.headers['set-cookie']
+    for (const line of header === undefined ? [] : typeof header === 'string' ? [header] : header) {
+      const pair = line.split(';')[0] ?? ''
+      const eq = pair.indexOf('=')
+      const [name, value] = [pair.slice(0, eq), pair.slice(eq + 1)]
+      if (/max-age=0(;|$)/i.test(line)) this.#cookies.delete(name)
+      else this.#cookies.set(name, value)
+    }
+  }
+}
+
+function responded(outcome: GateOutcome, status: number, what: string): GateResponse {
+  assert.equal(outcome.type, 'respond', `${what}: the gate let the request through instead of answering ${status}`)
+  const { response } = outcome as Extract<GateOutcome, { type: 'respond' }>
+  assert.equal(response.status, status, `${what}: expected ${status}, got ${response.status} ${response.body.slice(0, 200)}`)
+  return response
+}
+
+function passed(outcome: GateOutcome, what: string): Extract<GateOutcome, { type: 'next' }> {
+  if (outcome.type === 'respond') assert.fail(`${what}: the gate answered ${outcome.response.status} ${outcome.response.body.slice(0, 200)}`)
+  return outcome
+}
+
+const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
+
+/** A gate over the recorded store, with budgets high enough that only the check decides what is refused. */
+function kitGate(makeGate: MakeGate, store: GateStore, extra: Partial<GateOptions> = {}): Gate {
+  return makeGate({
+    store,
+    storeTimeoutMs: 5_000,
+    basic: { scrypt: { logN: 10 }, cacheTtlMs: 0 },
+    ...extra,
+    oauth: { throttle: { limit: 1_000, windowMs: 60_000 }, clientFailures: { limit: 1_000, windowMs: 60_000 }, ...extra.oauth },
+  })
+}
+
+/** Signs `client` in on the gate's login page and approves; @returns the code from the redirect. */
+async function codeThroughPages(client: KitClient, appToken: string, login?: { username: string; password: string }): Promise<string> {
+  const authorize = `/oauth/authorize?${new URLSearchParams({ client_id: appToken, response_type: 'code', redirect_uri: REDIRECT_URI, state: 'kit' })}`
+  const first = responded(await client.send('GET', authorize), 200, 'the authorize page')
+  const csrf = client.cookie('__Host-odg-csrf')
+  assert.ok(csrf !== undefined, 'the authorize page sets the CSRF cookie')
+  if (login !== undefined) {
+    assert.match(first.body, /password/i, 'the authorize page asks to sign in')
+    const wrong = await client.send('POST', authorize, { form: { csrf_token: csrf, action: 'login', username: login.username, password: `${login.password}-wrong` } })
+    responded(wrong, 401, 'signing in with a wrong password')
+    const signedIn = responded(await client.send('POST', authorize, { form: { csrf_token: csrf, action: 'login', ...login } }), 303, 'signing in on the login page')
+    assert.ok(client.cookie('__Host-odg-session') !== undefined, `signing in sets the session cookie (got ${String(signedIn.headers['set-cookie'])})`)
+    responded(await client.send('GET', authorize), 200, 'the consent page after signing in')
+  }
+  const approved = responded(await client.send('POST', authorize, { form: { csrf_token: csrf, action: 'approve' } }), 303, 'approving on the consent page')
+  const location = new URL(String(approved.headers.location))
+  const code = location.searchParams.get('code')
+  assert.ok(code !== null, `approving redirects with a code (got ${location.href})`)
+  return code
+}
+
+const exchange = (client: KitClient, appToken: string, secretToken: string, code: string) =>
+  client.send('POST', '/oauth/access_token', {
+    form: { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, client_id: appToken, client_secret: secretToken },
+    cookies: false,
+  })
+
+/** The gate-driven checks, over gates `makeGate` makes. */
+export function gateChecks(makeGate: MakeGate = createGate): StoreCheck[] {
+  return group('a gate over the store', [
+    [
+      'never hands the store a plaintext password, key secret, client secret, code, access token or session cookie',
+      async (store) => {
+        const recorded = recordingStore(store)
+        const gate = kitGate(makeGate, recorded.store)
+        const client = new KitClient(gate)
+        const secrets: Record<string, string> = {}
+
+        const app = await gate.applications.register({ name: 'Conformance kit', callbackPrefix: CALLBACK_PREFIX })
+        secrets['client secret'] = app.secretToken
+        const username = `kit-${randomToken(9).toLowerCase()}`
+        secrets.password = `kit password ${randomToken(12)}`
+        secrets['wrong password'] = `${secrets.password}-wrong`
+        const user = await gate.users.create({ username, password: secrets.password, displayName: 'Kit User', email: `${username}@kit.example` })
+        const key = await gate.apiKeys.create(user.id, { name: 'kit key' })
+        secrets['API key secret'] = key.keySecret
+
+        const withApp = (authorization: string) => ({ headers: { authorization, 'x-app-token': app.appToken } })
+        const byPassword = passed(await client.send('GET', '/resource/kit.json', withApp(basic(username, secrets.password))), 'a request with the password')
+        assert.equal(byPassword.context.user?.id, user.id, 'the password authenticates the user')
+        const byKey = passed(await client.send('GET', '/resource/kit.json', withApp(basic(key.keyId, key.keySecret))), 'a request with the API key')
+        assert.equal(byKey.context.auth, 'api-key')
+
+        const code = await codeThroughPages(client, app.appToken, { username, password: secrets.password })
+        secrets['authorization code'] = code
+        secrets['session cookie'] = client.cookie('__Host-odg-session') ?? assert.fail('no session cookie')
+        const tokenResponse = responded(await exchange(client, app.appToken, app.secretToken, code), 200, 'exchanging the code')
+        const accessToken = (JSON.parse(tokenResponse.body) as { access_token: string }).access_token
+        secrets['access token'] = accessToken
+        const byToken = passed(await client.send('GET', '/resource/kit.json', { headers: { authorization: `OAuth ${accessToken}` } }), 'a request with the access token')
+        assert.equal(byToken.context.user?.id, user.id)
+
+        // The self-service endpoints: a key made over HTTP, the connected app the consent recorded.
+        const made = responded(
+          await client.send('POST', '/api/api_keys', { headers: { authorization: `OAuth ${accessToken}` }, form: { keyName: 'kit endpoint key' }, cookies: false }),
+          200,
+          'creating an API key through /api/api_keys',
+        )
+        const endpointKey = JSON.parse(made.body) as { keyId: string; keySecret: string }
+        secrets['API key secret made over HTTP'] = endpointKey.keySecret
+        passed(await client.send('GET', '/resource/kit.json', withApp(basic(endpointKey.keyId, endpointKey.keySecret))), 'a request with the key made over HTTP')
+        const grants = responded(await client.send('GET', '/api/oauth/grants', { ...withApp(basic(username, secrets.password)), cookies: false }), 200, 'listing connected apps')
+        assert.ok(grants.body.includes(app.appToken), 'the approved application is listed as a connected app')
+        responded(await client.send('DELETE', `/api/api_keys/${endpointKey.keyId}`, { ...withApp(basic(username, secrets.password)), cookies: false }), 200, 'deleting the key made over HTTP')
+        responded(await client.send('GET', '/resource/kit.json', withApp(basic(endpointKey.keyId, endpointKey.keySecret))), 401, 'a request with the deleted key')
+
+        const revoked = await client.send('POST', '/oauth/revoke', { form: { token: accessToken, client_id: app.appToken, client_secret: app.secretToken }, cookies: false })
+        responded(revoked, 200, 'revoking the access token')
+        responded(await client.send('GET', '/resource/kit.json', { headers: { authorization: `OAuth ${accessToken}` } }), 401, 'a request with the revoked token')
+
+        const issued = await gate.tokens.issue({ userId: user.id, appToken: app.appToken })
+        secrets['issued access token'] = issued.accessToken
+        passed(await client.send('GET', '/resource/kit.json', { headers: { authorization: `Bearer ${issued.accessToken}` } }), 'a request with an issued token')
+
+        secrets['new password'] = `kit new password ${randomToken(12)}`
+        await gate.users.setPassword(user.id, secrets['new password'])
+        passed(await client.send('GET', '/resource/kit.json', withApp(basic(username, secrets['new password']))), 'a request with the new password')
+        const rotatedKey = await gate.apiKeys.rotate(key.keyId)
+        secrets['rotated API key secret'] = rotatedKey?.keySecret ?? assert.fail('rotating the API key failed')
+        passed(await client.send('GET', '/resource/kit.json', withApp(basic(key.keyId, secrets['rotated API key secret']))), 'a request with the rotated key')
+        secrets['rotated client secret'] = (await gate.applications.rotateSecret(app.appToken)) ?? assert.fail('rotating the client secret failed')
+        assert.equal(await gate.applications.verifySecret(app.appToken, secrets['rotated client secret']), true)
+
+        // What was revoked or replaced is refused from the moment the call returns.
+        responded(await client.send('GET', '/resource/kit.json', withApp(basic(username, secrets.password))), 401, 'a request with the old password')
+        responded(await client.send('GET', '/resource/kit.json', withApp(basic(key.keyId, key.keySecret))), 401, 'a request with the replaced key secret')
+        assert.equal(await gate.apiKeys.revoke(key.keyId), true)
+        responded(await client.send('GET', '/resource/kit.json', withApp(basic(key.keyId, secrets['rotated API key secret']))), 401, 'a request with the revoked key')
+        assert.equal(await gate.applications.delete(app.appToken), true)
+        responded(await client.send('GET', '/resource/kit.json', { headers: { 'x-app-token': app.appToken } }), 403, 'a request with the deleted app token')
+
+        const called = new Set(recorded.calls.map((call) => call.method))
+        for (const method of ['insertUser', 'insertApiKey', 'insertSession', 'insertAuthorizationCode', 'insertAccessToken', 'consumeAuthorizationCode', 'recordGrant']) {
+          assert.ok(called.has(method), `the gate called ${method} on the store`)
+        }
+        const leaks = findPlaintexts(recorded.calls, secrets)
+        assert.deepEqual(leaks, [], `plaintext secrets reached the store:\n${leaks.join('\n')}`)
+      },
+    ],
+    [
+      'answers 50 concurrent exchanges of one code with exactly one token, and revokes it as a replay',
+      async (store) => {
+        const gate = kitGate(makeGate, store, {
+          oauth: { authenticateUser: (request) => (request.headers['x-kit-user'] as string | undefined) ?? null },
+        })
+        const client = new KitClient(gate)
+        const app = await gate.applications.register({ name: 'Conformance kit', callbackPrefix: CALLBACK_PREFIX })
+        const user = await gate.users.create({ username: `kit-${randomToken(9).toLowerCase()}`, displayName: 'Kit User', email: 'kit@kit.example' })
+        // Signed in by the host (oauth.authenticateUser): no password to hash.
+        const code = await codeThroughPages(new KitClient(gate, { 'x-kit-user': user.id }), app.appToken)
+        const outcomes = await Promise.all(Array.from({ length: 50 }, () => exchange(client, app.appToken, app.secretToken, code)))
+        const statuses = outcomes.map((o) => (o.type === 'respond' ? o.response.status : 0))
+        assert.equal(statuses.filter((s) => s === 200).length, 1, `exchanges answered with a token (statuses: ${[...new Set(statuses)].join(', ')})`)
+        for (const outcome of outcomes) {
+          if (outcome.type === 'respond' && outcome.response.status !== 200) {
+            assert.equal((JSON.parse(outcome.response.body) as { error: string }).error, 'invalid_grant', 'every other exchange is invalid_grant')
+          }
+        }
+        const winner = outcomes.find((o) => o.type === 'respond' && o.response.status === 200) as Extract<GateOutcome, { type: 'respond' }>
+        const token = (JSON.parse(winner.response.body) as { access_token: string }).access_token
+        responded(await client.send('GET', '/resource/kit.json', { headers: { authorization: `OAuth ${token}` } }), 401, 'the winning token, once the code was replayed')
+        assert.deepEqual(await store.listAccessTokens(user.id), [], 'no token issued from the replayed code is live')
+      },
+    ],
+  ])
+}

@@ -1,0 +1,130 @@
+/**
+ * Stores for testing the conformance kit itself: MemoryStore answering asynchronously,
+ * as a networked store does, and the same with one operation deliberately broken in the
+ * ways real backends get them wrong.
+ */
+import { setImmediate as tick } from 'node:timers/promises'
+import { gcraStep, MemoryStore, type AccessTokenFilter, type AccessTokenRecord, type ApiKeyPatch, type ApplicationPatch, type GateStore, type RateResult, type StoreEventSink } from '../../src/index.js'
+
+/** Every method of `inner` answering after a macrotask; `overrides` replace some of them. */
+export function asyncStore(inner: MemoryStore = new MemoryStore(), overrides: Partial<GateStore> = {}): GateStore {
+  return new Proxy(inner, {
+    get(target, property) {
+      if (Object.hasOwn(overrides, property)) return overrides[property as keyof GateStore]
+      const value: unknown = Reflect.get(target, property, target)
+      if (typeof value !== 'function' || property === 'attach') return typeof value === 'function' ? value.bind(target) : value
+      return async (...args: unknown[]) => {
+        await tick()
+        return (value as (...a: unknown[]) => unknown).apply(target, args)
+      }
+    },
+  }) as unknown as GateStore
+}
+
+/** Consumes a code by reading it, then writing it: every consumer that read it unused wins. */
+export function readThenWriteConsume(): GateStore {
+  const inner = new MemoryStore()
+  return asyncStore(inner, {
+    async consumeAuthorizationCode(codeHash: string, at: number) {
+      const current = inner.getAuthorizationCode(codeHash)
+      await tick()
+      if (current === undefined || current.usedAt !== null) return false
+      inner.consumeAuthorizationCode(codeHash, at)
+      return true
+    },
+  })
+}
+
+/** A rate step that reads the arrival time, then writes the new one: concurrent steps overwrite each other. */
+export function nonAtomicRateStep(): GateStore {
+  const tats = new Map<string, number>()
+  return asyncStore(new MemoryStore(), {
+    async consumeRate(key: string, limit: number, windowMs: number, cost: number): Promise<RateResult> {
+      const stored = tats.get(key)
+      await tick()
+      const step = gcraStep(stored, Date.now() * 1000, limit, windowMs, cost)
+      if (step.tat !== undefined) tats.set(key, step.tat)
+      return step
+    },
+    async resetRate(key: string) {
+      tats.delete(key)
+    },
+  })
+}
+
+/** An application patch that replaces the record's changeable fields: what the patch leaves out is lost. */
+export function patchDropsFields(): GateStore {
+  const inner = new MemoryStore()
+  return asyncStore(inner, {
+    async updateApplication(appToken: string, patch: ApplicationPatch) {
+      await tick()
+      return inner.updateApplication(appToken, { name: '', secretHash: '', callbackPrefix: null, limit: null, updatedAt: 0, ...patch })
+    },
+  })
+}
+
+/** An API key patch as read, merge, write: of two concurrent patches, the later write loses the earlier one's field. */
+export function readMergeWritePatch(): GateStore {
+  const inner = new MemoryStore()
+  return asyncStore(inner, {
+    async updateApiKey(keyId: string, patch: ApiKeyPatch) {
+      const current = inner.getApiKey(keyId)
+      await tick()
+      if (current === undefined) return undefined
+      const { name, secretHash, lastUsedAt, revokedAt } = current
+      return inner.updateApiKey(keyId, { name, secretHash, lastUsedAt, revokedAt, ...patch })
+    },
+  })
+}
+
+/** Revokes by counting the matching live tokens, then revoking them: concurrent calls count the same token twice. */
+export function countThenRevoke(): GateStore {
+  const inner = new MemoryStore()
+  const hashes: string[] = []
+  const matches = (token: AccessTokenRecord, filter: AccessTokenFilter) =>
+    'codeHash' in filter
+      ? token.codeHash === filter.codeHash
+      : (filter.userId === undefined || token.userId === filter.userId) && (filter.appToken === undefined || token.appToken === filter.appToken)
+  return asyncStore(inner, {
+    async insertAccessToken(record: AccessTokenRecord) {
+      await tick()
+      inner.insertAccessToken(record)
+      hashes.push(record.tokenHash)
+    },
+    async revokeAccessTokens(filter: AccessTokenFilter, at: number) {
+      const live = hashes.map((hash) => inner.getAccessToken(hash)!).filter((token) => token.revokedAt === null && matches(token, filter))
+      await tick()
+      for (const token of live) inner.revokeAccessToken(token.tokenHash, at)
+      return live.length
+    },
+  })
+}
+
+/** Drops a code, token or session once less than a second of its life is left: a TTL rounded down to whole seconds. */
+export function expiresEarly(): GateStore {
+  const inner = new MemoryStore()
+  const alive = <T extends { expiresAt: number }>(record: T | undefined) => (record !== undefined && record.expiresAt - Date.now() < 1000 ? undefined : record)
+  return asyncStore(inner, {
+    async getAuthorizationCode(hash: string) {
+      return alive(inner.getAuthorizationCode(hash))
+    },
+    async getAccessToken(hash: string) {
+      return alive(inner.getAccessToken(hash))
+    },
+    async getSession(hash: string) {
+      return alive(inner.getSession(hash))
+    },
+  })
+}
+
+/** Keeps only the last sink attached: a second gate on the store never hears of application changes. */
+export function keepsOneSink(): GateStore {
+  const inner = new MemoryStore()
+  let last: StoreEventSink | undefined
+  inner.attach({ rateKeyEvicted: (key) => last?.rateKeyEvicted(key), applicationChanged: (appToken) => last?.applicationChanged(appToken) })
+  return asyncStore(inner, {
+    attach(sink: StoreEventSink) {
+      last = sink
+    },
+  })
+}
