@@ -54,6 +54,24 @@ export function demoClient(options: DemoClientOptions): Router {
     res.redirect(303, url.href)
   })
 
+  // The OAuth flow by hand (npm run demo prints the steps): this page only shows the code
+  // and the curl that exchanges it; it never exchanges it itself.
+  router.get('/by-hand', (req, res) => {
+    const url = new URL(req.originalUrl, options.origin)
+    const code = url.searchParams.get('code')
+    if (code === null) {
+      const error = url.searchParams.get('error') ?? 'no code'
+      res.status(400).send(page('No code', `<p>The portal answered <code>${escape(error)}</code>: ${escape(url.searchParams.get('error_description') ?? '')}</p>`))
+      return
+    }
+    res.send(
+      page(
+        'Your authorization code',
+        `<p>The portal sent back <code id="code">${escape(code)}</code> (state <code>${escape(url.searchParams.get('state') ?? '')}</code>). It is valid for 10 minutes, once. Exchange it from a terminal in the project directory:</p><pre>${escape(exchangeCommand(options, code))}</pre>`,
+      ),
+    )
+  })
+
   router.get('/callback', async (req, res) => {
     const url = new URL(req.originalUrl, options.origin)
     const state = url.searchParams.get('state') ?? ''
@@ -80,4 +98,25 @@ export function demoClient(options: DemoClientOptions): Router {
     }
   })
   return router
+}
+
+/** Where the by-hand flow sends the browser back to. */
+export const byHandRedirectUri = (origin: string) => `${origin}/demo-app/by-hand`
+
+/** The authorize URL to open in a browser for the by-hand flow. */
+export function byHandAuthorizeUrl(origin: string, appToken: string): string {
+  const query = new URLSearchParams({ client_id: appToken, response_type: 'code', redirect_uri: byHandRedirectUri(origin), state: 'by-hand' })
+  return `${origin}/oauth/authorize?${query}`
+}
+
+/** The curl that exchanges a code for an access token, as a user pastes it. */
+export function exchangeCommand(options: Pick<DemoClientOptions, 'origin' | 'appToken' | 'secretToken'>, code: string): string {
+  return [
+    `curl --cacert examples/tls/cert.pem ${options.origin}/oauth/access_token`,
+    '-d grant_type=authorization_code',
+    `-d client_id=${options.appToken}`,
+    `-d client_secret=${options.secretToken}`,
+    `--data-urlencode redirect_uri=${byHandRedirectUri(options.origin)}`,
+    `-d code=${code}`,
+  ].join(' ')
 }

@@ -5,13 +5,19 @@
  *
  * Public data over http and https; private data, the current user and OAuth sign-in over
  * https only, as the platform requires, with a demo-only self-signed certificate. It
- * prints its addresses, the demo credentials and curl lines to try.
+ * prints its addresses, the demo credentials and curl lines to try, and the OAuth flow
+ * step by step, to follow by hand.
+ *
+ * `npm run demo` runs `node --import tsx`, so this process is the one serving (no tsx
+ * child holds the ports): stopping it by its process id (SIGTERM), stopping the npm that
+ * started it, or Ctrl-C closes both servers. PORT=0 and HTTPS_PORT=0 pick free ports.
  */
 import { readFileSync } from 'node:fs'
 import http from 'node:http'
 import https from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { Agent } from 'undici'
+import { byHandAuthorizeUrl, exchangeCommand } from './demo-client.js'
 import { demoOptions } from './demo-options.js'
 import { createPortal } from './portal.js'
 
@@ -50,6 +56,24 @@ const { app, credentials: c, provisioned } = await createPortal({
 plain.on('request', app)
 secure.on('request', app)
 
+/** Closes both servers, so the ports are free the moment the process is gone. */
+function stop(reason: string): void {
+  console.log(`\n${reason}: stopping the example portal`)
+  for (const server of [plain, secure]) {
+    server.close()
+    server.closeAllConnections()
+  }
+  process.exit(0)
+}
+process.once('SIGINT', stop)
+process.once('SIGTERM', stop)
+// `npm run demo` starts this process through a shell, and a shell killed by its parent npm
+// does not pass the signal on: when the process that started this one is gone, stop too.
+const parent = process.ppid
+setInterval(() => {
+  if (process.ppid !== parent) stop('the process that started the portal is gone')
+}, 500).unref()
+
 const base = `http://localhost:${httpPort}`
 const tls = `curl --cacert examples/tls/cert.pem`
 console.log(`
@@ -57,7 +81,8 @@ open-data-gate example portal
   ${base}   public data
   ${origin}  everything, including private data and OAuth sign-in
 
-  App token of "Demo dashboard": ${c.appToken}
+  App token of "Demo dashboard":    ${c.appToken}
+  Secret token of "Demo dashboard": ${c.secretToken}
   User: ${c.username} / ${c.password}
   API key of ${c.username}: ${c.keyId} / ${c.keySecret}
 
@@ -77,14 +102,22 @@ Who am I, in JSON and XML:
   ${tls} -u '${c.username}:${c.password}' -H 'X-App-Token: ${c.appToken}' ${origin}/api/users/current.json
   ${tls} -u '${c.username}:${c.password}' -H 'X-App-Token: ${c.appToken}' ${origin}/users/current.xml
 
-OAuth: open ${origin}/demo-app/ in a browser (accept the demo certificate once),
-sign in as ${c.username} and allow "Demo dashboard".
+OAuth, with a real client: open ${origin}/demo-app/ in a browser (accept the demo
+certificate once), sign in as ${c.username} and allow "Demo dashboard".
+
+OAuth by hand, as the README describes the flow:
+1. Open this authorize URL in a browser, sign in as ${c.username} / ${c.password} and press Allow:
+  ${byHandAuthorizeUrl(origin, c.appToken)}
+2. The page you land on shows the code. Exchange it within 10 minutes (replace CODE):
+  ${exchangeCommand({ origin, appToken: c.appToken, secretToken: c.secretToken }, 'CODE')}
+3. Call the API with the access_token from the answer (replace TOKEN):
+  ${tls} -H 'Authorization: OAuth TOKEN' ${origin}/api/users/current.json
 
 Developer settings (register an application, API keys, connected apps): sign in as
 ${c.username} at ${origin}/profile/edit/developer_settings
 
 Store: ${chosen.describe}.
-Ctrl-C stops it.`)
+Ctrl-C (or kill ${process.pid}) stops it.`)
 // What --config provisioned; a secret shows only when the file gave it or it is new.
 if (chosen.config !== undefined) console.log('\nProvisioned from the file:')
 for (const a of provisioned.applications) console.log(`  app ${JSON.stringify(a.name)}: ${a.appToken}${a.secretToken === null ? '' : ` / secret ${a.secretToken}`}${a.created ? '' : ' (existed)'}`)

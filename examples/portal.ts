@@ -36,7 +36,8 @@ export async function createPortal(options: PortalOptions) {
       // Low on purpose, so the anonymous limit shows after a few curls.
       anonymous: { limit: 5, windowMs: 60_000, scope: 'ip' },
     },
-    oauth: { issuer: options.origin, authenticateUser: sessions.userOf },
+    // Codes live 10 minutes (the most RFC 6749 allows), time enough to follow the flow by hand.
+    oauth: { issuer: options.origin, codeTtlMs: 600_000, pages: { siteName: 'Example open data portal' }, authenticateUser: sessions.userOf },
   })
   gate.on('throttled', (e) => console.log(`throttled: ${e.policy} ${e.appToken ?? e.ip}, retry in ${Math.ceil(e.retryAfterMs / 1000)} s`))
   gate.on('invalidAppToken', (e) => console.log(`refused an unknown app token ${e.tokenPrefix}… from ${e.ip}`))
@@ -99,6 +100,6 @@ export async function createPortal(options: PortalOptions) {
     app,
     gate,
     provisioned,
-    credentials: { appToken: dashboard.appToken, keyId: key.keyId, keySecret: key.keySecret, ...DEMO_USER },
+    credentials: { appToken: dashboard.appToken, secretToken: dashboard.secretToken, keyId: key.keyId, keySecret: key.keySecret, ...DEMO_USER },
   }
 }

@@ -4,8 +4,11 @@
  *
  * @see spec "OAuth 2.0" 5-7
  */
+import { NotFoundError } from './errors.js'
+import { optionsObject, positiveInteger } from './options.js'
 import { randomToken, sha256 } from './secrets.js'
 import type { AccessTokenRecord, GateStore } from './store/store.js'
+import { noSuchUser } from './users.js'
 
 /** What {@link AccessTokens.issue} takes. */
 export interface IssueAccessToken {
@@ -41,10 +44,19 @@ export class AccessTokens {
    * a host can too, for its own first-party tools. A token issued without a code records
    * (or refreshes) the user's grant to the application, so it shows in connected apps; one
    * issued from a code was granted on the consent page.
+   * @throws {NotFoundError} `not_found` when there is no such user or application
+   * @throws {TypeError} for a bad `ttlMs` or an unknown field
+   * @example
+   * const { accessToken } = await gate.tokens.issue({ userId: ada.id, appToken })
    */
   async issue(input: IssueAccessToken): Promise<IssuedAccessToken> {
-    const accessToken = randomToken(32)
+    optionsObject('tokens.issue() input', input, ['userId', 'appToken', 'ttlMs', 'codeHash'])
     const ttlMs = input.ttlMs ?? this.#defaultTtlMs
+    positiveInteger('tokens.issue() ttlMs', ttlMs)
+    const [user, application] = await Promise.all([this.#store.getUser(input.userId), this.#store.getApplication(input.appToken)])
+    if (user === undefined) throw noSuchUser(String(input.userId))
+    if (application === undefined) throw new NotFoundError(`No application has the app token ${JSON.stringify(String(input.appToken).slice(0, 40))}`)
+    const accessToken = randomToken(32)
     const now = Date.now()
     if ((input.codeHash ?? null) === null) await this.#store.recordGrant(input.userId, input.appToken, now)
     const record: AccessTokenRecord = {
@@ -70,7 +82,11 @@ export class AccessTokens {
     return this.#store.revokeAccessTokens({ userId }, Date.now())
   }
 
-  /** Revokes every token issued to an application. @returns how many */
+  /**
+   * Revokes every token issued to an application, for example after its secret leaked
+   * (deleting the application does this too).
+   * @returns how many were revoked
+   */
   async revokeAllForApplication(appToken: string): Promise<number> {
     return this.#store.revokeAccessTokens({ appToken }, Date.now())
   }

@@ -5,10 +5,11 @@
  *
  * @see spec "HTTP Basic" 2-3; socrata-behaviour.md "API keys"
  */
-import { PlatformError } from './errors.js'
 import { checkImportedSecret } from './applications.js'
+import { NotFoundError, PlatformError } from './errors.js'
+import { optionsObject } from './options.js'
 import { randomId, randomToken, sha256 } from './secrets.js'
-import { API_KEY_ID } from './users.js'
+import { API_KEY_ID, noSuchUser } from './users.js'
 import type { ApiKeyRecord, GateStore } from './store/store.js'
 
 /** An API key as the gate shows it: everything but the secret's hash. */
@@ -62,20 +63,22 @@ export class ApiKeys {
 
   /**
    * Creates a key for a user. One key per app or job lets each be revoked or rotated alone.
-   * @throws {TypeError} for a bad name, or an imported `keyId`/`keySecret` of the wrong form
-   * @throws {PlatformError} `not_found` when there is no such user; `conflict` when an imported `keyId` is taken
+   * @throws {TypeError} for a bad name, an unknown field, or an imported `keyId`/`keySecret` of the wrong form
+   * @throws {NotFoundError} `not_found` when there is no such user
+   * @throws {PlatformError} `conflict` when an imported `keyId` is taken
    * @example
    * const { keyId, keySecret } = await gate.apiKeys.create(user.id, { name: 'nightly ETL' })
    * // curl -u "$keyId:$keySecret" -H "X-App-Token: $APP_TOKEN" https://data.example/resource/abcd-1234.json
    */
   async create(userId: string, input: CreateApiKey): Promise<IssuedApiKey> {
+    if (typeof input === 'object' && input !== null) optionsObject('apiKeys.create() input', input, ['name', 'keyId', 'keySecret'])
     const name = typeof input?.name === 'string' ? input.name.trim() : ''
     if (name === '' || name.length > 200) throw new TypeError('open-data-gate: an API key name must be a non-empty string of at most 200 characters')
     if (input.keyId !== undefined && (typeof input.keyId !== 'string' || !API_KEY_ID.test(input.keyId))) {
       throw new TypeError('open-data-gate: an imported keyId must be 25 characters of 2-9 and a-z without l and o (how Basic credentials tell a key from a username)')
     }
     const keySecret = input.keySecret === undefined ? randomToken(32) : checkImportedSecret('keySecret', input.keySecret)
-    if ((await this.#store.getUser(userId)) === undefined) throw new PlatformError('not_found', `No user ${userId}`)
+    if ((await this.#store.getUser(userId)) === undefined) throw noSuchUser(userId)
     if (input.keyId !== undefined && (await this.#store.getApiKey(input.keyId)) !== undefined) {
       throw new PlatformError('conflict', `An API key with the id ${input.keyId} exists`)
     }
@@ -98,6 +101,7 @@ export class ApiKeys {
     return records.map(toApiKey).sort((a, b) => a.createdAt - b.createdAt)
   }
 
+  /** The key with this id, revoked or not, or `undefined`. */
   async find(keyId: string): Promise<ApiKey | undefined> {
     const record = await this.#store.getApiKey(keyId)
     return record === undefined ? undefined : toApiKey(record)
@@ -116,13 +120,19 @@ export class ApiKeys {
 
   /**
    * Gives a key a new secret; the old secret stops working at once, the key id stays.
-   * @returns the new credentials, or `undefined` when there is no such active key
+   * @returns the new credentials
+   * @throws {NotFoundError} `not_found` when there is no such key, or it is revoked (a revoked key stays revoked)
    */
-  async rotate(keyId: string): Promise<IssuedApiKey | undefined> {
+  async rotate(keyId: string): Promise<IssuedApiKey> {
     const record = await this.#store.getApiKey(keyId)
-    if (record === undefined || record.revokedAt !== null) return undefined
+    if (record === undefined || record.revokedAt !== null) throw noSuchKey(keyId)
     const keySecret = randomToken(32)
     const updated = await this.#store.updateApiKey(keyId, { secretHash: sha256(keySecret) })
-    return updated === undefined ? undefined : { keyId, keySecret, apiKey: toApiKey(updated) }
+    if (updated === undefined) throw noSuchKey(keyId)
+    return { keyId, keySecret, apiKey: toApiKey(updated) }
   }
+}
+
+function noSuchKey(keyId: string): NotFoundError {
+  return new NotFoundError(`No active API key has the id ${JSON.stringify(keyId.slice(0, 40))}`)
 }

@@ -6,8 +6,8 @@
  * @see spec "Resources and their fields", "OAuth 2.0" step 1
  */
 import { isPlausibleAppToken, MAX_APP_TOKEN_LENGTH } from './app-token.js'
-import { PlatformError } from './errors.js'
-import { positiveInteger } from './options.js'
+import { NotFoundError, PlatformError } from './errors.js'
+import { optionsObject, positiveInteger } from './options.js'
 import { randomToken, secretMatches, sha256 } from './secrets.js'
 import type { ApplicationRecord, GateStore } from './store/store.js'
 
@@ -72,15 +72,18 @@ export class Applications {
   readonly #store: GateStore
   /** Tells the gate's per-process cache that a record changed. */
   readonly #changed: (appToken: string) => void
+  readonly #allowLoopback: boolean
 
-  constructor(store: GateStore, changed: (appToken: string) => void = () => {}) {
+  /** @param allowLoopback `oauth.allowLoopbackCallbacks`: also accept http loopback Callback Prefixes */
+  constructor(store: GateStore, changed: (appToken: string) => void = () => {}, allowLoopback = false) {
     this.#store = store
     this.#changed = changed
+    this.#allowLoopback = allowLoopback
   }
 
   /**
    * Registers an application.
-   * @throws {TypeError} for a missing name, a callback prefix that is not an absolute https URL, a bad limit,
+   * @throws {TypeError} for a missing name, a callback prefix that is not an absolute https URL, a bad limit, an unknown field,
    *   an imported `appToken` or `secretToken` of the wrong form
    * @throws {PlatformError} `conflict` when an imported `appToken` is taken
    * @example
@@ -92,10 +95,11 @@ export class Applications {
    */
   async register(input: RegisterApplication): Promise<RegisteredApplication> {
     if (typeof input !== 'object' || input === null) throw new TypeError('open-data-gate: register() takes { name, callbackPrefix?, limit? }')
+    optionsObject('register()', input, REGISTER_FIELDS)
     const now = Date.now()
     const secretToken = input.secretToken === undefined ? randomToken(32) : checkImportedSecret('secretToken', input.secretToken)
     const appToken = input.appToken === undefined ? randomToken(18) : checkImportedAppToken(input.appToken)
-    const fields = { name: checkName(input.name), callbackPrefix: checkCallbackPrefix(input.callbackPrefix ?? null), limit: checkLimit(input.limit ?? null) }
+    const fields = { name: checkName(input.name), callbackPrefix: checkCallbackPrefix(input.callbackPrefix ?? null, this.#allowLoopback), limit: checkLimit(input.limit ?? null) }
     if (input.appToken !== undefined && (await this.#store.getApplication(appToken)) !== undefined) {
       throw new PlatformError('conflict', `An application with the app token ${appToken} exists`)
     }
@@ -126,28 +130,33 @@ export class Applications {
 
   /**
    * Changes an application's name, callback prefix or limit.
-   * @returns the updated application, or `undefined` when there is none with this token
+   * @returns the updated application
+   * @throws {NotFoundError} `not_found` when no application has this token
    * @throws {TypeError} for invalid values, as {@link register}
    */
-  async update(appToken: string, changes: UpdateApplication): Promise<Application | undefined> {
+  async update(appToken: string, changes: UpdateApplication): Promise<Application> {
+    optionsObject('applications.update() changes', changes, APPLICATION_FIELDS)
     const patch: { name?: string; callbackPrefix?: string | null; limit?: number | null; updatedAt: number } = { updatedAt: Date.now() }
     if (changes.name !== undefined) patch.name = checkName(changes.name)
-    if (changes.callbackPrefix !== undefined) patch.callbackPrefix = checkCallbackPrefix(changes.callbackPrefix)
+    if (changes.callbackPrefix !== undefined) patch.callbackPrefix = checkCallbackPrefix(changes.callbackPrefix, this.#allowLoopback)
     if (changes.limit !== undefined) patch.limit = checkLimit(changes.limit)
     const record = await this.#store.updateApplication(appToken, patch)
     this.#changed(appToken)
-    return record === undefined ? undefined : toApplication(record)
+    if (record === undefined) throw noSuchApplication(appToken)
+    return toApplication(record)
   }
 
   /**
    * Issues a new secret token; the old one stops working at once.
-   * @returns the new secret, or `undefined` when there is no such application
+   * @returns the new secret
+   * @throws {NotFoundError} `not_found` when no application has this token
    */
-  async rotateSecret(appToken: string): Promise<string | undefined> {
+  async rotateSecret(appToken: string): Promise<string> {
     const secretToken = randomToken(32)
     const record = await this.#store.updateApplication(appToken, { secretHash: sha256(secretToken), updatedAt: Date.now() })
     this.#changed(appToken)
-    return record === undefined ? undefined : secretToken
+    if (record === undefined) throw noSuchApplication(appToken)
+    return secretToken
   }
 
   /** Whether `secretToken` is this application's secret, compared in constant time. */
@@ -156,13 +165,24 @@ export class Applications {
     return record !== undefined && secretMatches(secretToken, record.secretHash)
   }
 
-  /** Deletes an application; its token is refused and the access tokens issued to it stop working. */
+  /**
+   * Deletes an application; its token is refused and the access tokens issued to it stop working.
+   * @returns `false` when there was no such application
+   */
   async delete(appToken: string): Promise<boolean> {
     const deleted = await this.#store.deleteApplication(appToken)
     this.#changed(appToken)
     if (deleted) await this.#store.revokeAccessTokens({ appToken }, Date.now())
     return deleted
   }
+}
+
+const APPLICATION_FIELDS = ['name', 'callbackPrefix', 'limit']
+/** Registration also takes credentials to import. */
+const REGISTER_FIELDS = [...APPLICATION_FIELDS, 'appToken', 'secretToken']
+
+function noSuchApplication(appToken: string): NotFoundError {
+  return new NotFoundError(`No application has the app token ${JSON.stringify(appToken.slice(0, 40))}`)
 }
 
 function checkImportedAppToken(token: unknown): string {
@@ -200,20 +220,28 @@ function checkLimit(limit: unknown): number | null {
 /**
  * A Callback Prefix must be an absolute https URL without credentials, query or
  * fragment: redirect URIs are matched against its origin exactly and its path by prefix.
+ * With `allowLoopback` (`oauth.allowLoopbackCallbacks`), `http://localhost`,
+ * `http://127.0.0.1` and `http://[::1]` on any port are accepted too (RFC 8252 §7.3).
  */
-export function checkCallbackPrefix(prefix: unknown): string | null {
+export function checkCallbackPrefix(prefix: unknown, allowLoopback = false): string | null {
   if (prefix === null) return null
-  const reason = typeof prefix !== 'string' ? 'it is not a string' : callbackPrefixProblem(prefix)
+  const reason = typeof prefix !== 'string' ? 'it is not a string' : callbackPrefixProblem(prefix, allowLoopback)
   if (reason !== undefined) {
-    throw new TypeError(`open-data-gate: callbackPrefix must be an absolute https URL (like https://app.example/oauth/); ${JSON.stringify(prefix)} is not: ${reason}`)
+    const expected = allowLoopback ? 'an absolute https URL, or http on localhost, 127.0.0.1 or [::1]' : 'an absolute https URL'
+    throw new TypeError(`open-data-gate: callbackPrefix must be ${expected} (like https://app.example/oauth/); ${JSON.stringify(prefix)} is not: ${reason}`)
   }
   return prefix as string
 }
 
-function callbackPrefixProblem(prefix: string): string | undefined {
+/** Whether `url` is plain http to a loopback host, the one exception `oauth.allowLoopbackCallbacks` makes. */
+export function isLoopbackHttp(url: URL): boolean {
+  return url.protocol === 'http:' && (url.hostname === 'localhost' || url.hostname === '127.0.0.1' || url.hostname === '[::1]')
+}
+
+function callbackPrefixProblem(prefix: string, allowLoopback: boolean): string | undefined {
   if (!URL.canParse(prefix)) return 'it is not an absolute URL'
   const url = new URL(prefix)
-  if (url.protocol !== 'https:') return 'it does not use https'
+  if (url.protocol !== 'https:' && !(allowLoopback && isLoopbackHttp(url))) return 'it does not use https'
   if (url.username !== '' || url.password !== '') return 'it holds credentials'
   if (url.search !== '' || prefix.includes('?')) return 'it has a query'
   if (url.hash !== '' || prefix.includes('#')) return 'it has a fragment'

@@ -25,6 +25,9 @@ export const PLATFORM_ERROR_STATUS = {
   https_required: 403,
   /** An authenticated request without the application token the gate requires. */
   app_token_required: 403,
+  /** An `X-App-Token` naming another application than the one the OAuth access token was issued to. */
+  app_token_mismatch: 403,
+  /** (Management API) the record to change does not exist: {@link NotFoundError}. */
   not_found: 404,
   method_not_allowed: 405,
   /** A record that must be unique already exists (a taken username). */
@@ -35,6 +38,13 @@ export const PLATFORM_ERROR_STATUS = {
   too_many_requests: 429,
   /** Anything unexpected. The wire never carries the cause. */
   internal: 500,
+  /**
+   * A deployment mistake: a loopback or private peer says the client used https
+   * (`X-Forwarded-Proto`, `Forwarded: proto=`) but no proxy is trusted (`trustProxy`), so
+   * the gate cannot tell whether credentials travelled safely and refuses rather than
+   * revoke them or blame the client.
+   */
+  proxy_not_trusted: 500,
   /** The store failed or timed out and the gate could not decide. */
   service_unavailable: 503,
 
@@ -141,6 +151,23 @@ export class ThrottledError extends PlatformError {
   constructor(message: string, retryAfterMs: number, headers: Record<string, string> = {}) {
     super('too_many_requests', message, { headers: { ...headers, 'retry-after': String(retryAfterSeconds(retryAfterMs)) } })
     this.retryAfterMs = retryAfterMs
+  }
+}
+
+/**
+ * A management call named a record that does not exist. The one rule of the management
+ * API: calls that change a record (`update`, `rotateSecret`, `setPassword`,
+ * `apiKeys.create` for a user, `apiKeys.rotate`) throw this for an unknown id; lookups
+ * (`find`) answer `undefined`; removals (`delete`, `revoke`) answer `false`, since
+ * removing what is not there leaves the state asked for.
+ *
+ * @example
+ * try { await gate.applications.update(appToken, { limit: 10_000 }) }
+ * catch (error) { if (error instanceof NotFoundError) console.log('no such application') }
+ */
+export class NotFoundError extends PlatformError {
+  constructor(message: string) {
+    super('not_found', message)
   }
 }
 

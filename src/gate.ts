@@ -20,7 +20,8 @@ import { compileGuard, type Guard, type GuardRule } from './guard.js'
 import { errorResponse, pathOf, platformErrorResponse, type GateRequest, type GateResponse } from './http.js'
 import { OAuthServer, type OAuthEndpoint } from './oauth/server.js'
 import { resolveOptions, type GateOptions, type ResolvedConfig } from './options.js'
-import { resolveClient, type ClientInfo } from './proxy.js'
+import { claimsHttps, hasProxyHeaders, isPrivateAddress, resolveClient, type ClientInfo } from './proxy.js'
+import { sha256 } from './secrets.js'
 import { Grants } from './grants.js'
 import { LoginSessions } from './oauth/session.js'
 import { SelfService, type SelfServiceRoute } from './self-service.js'
@@ -32,7 +33,11 @@ import { Users } from './users.js'
 
 /** What the gate found out about a request: `req.gate` in Express and node:http, `ctx.state.gate` in Koa. */
 export interface GateContext {
-  /** The application whose token the request carried, or `null` for an anonymous request. */
+  /**
+   * The application the request counted against: the one its app token names, or, for an
+   * OAuth request without one, the application its access token was issued to (unless
+   * `throttle.oauthTokenBudget` is `'anonymous'`); `null` for an anonymous request.
+   */
   readonly application: Application | null
   /** The throttle's verdict, or `null` when no policy applied. */
   readonly throttle: ThrottleInfo | null
@@ -118,7 +123,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     }
     config.store.attach?.(sink)
     if (separateRates) config.rateStore.attach?.(sink)
-    this.applications = new Applications(this.store, (appToken) => this.#applicationCache.forget(appToken))
+    this.applications = new Applications(this.store, (appToken) => this.#applicationCache.forget(appToken), config.oauth.allowLoopbackCallbacks)
     this.users = new Users(this.store, config.basic.scrypt)
     this.apiKeys = new ApiKeys(this.store)
     this.tokens = new AccessTokens(this.store, config.oauth.accessTokenTtlMs)
@@ -141,6 +146,12 @@ export class Gate extends TypedEmitter<GateEvents> {
     for (const [path, route] of routes) {
       if (this.#routes.has(path)) throw new TypeError(`open-data-gate: the path ${path} is configured for two endpoints`)
       this.#routes.set(path, route)
+    }
+    if (config.oauth.allowLoopbackCallbacks) {
+      process.emitWarning(
+        'open-data-gate: oauth.allowLoopbackCallbacks is on, so applications may register http://localhost, http://127.0.0.1 and http://[::1] Callback Prefixes. For local development only: turn it off in production.',
+        { code: 'ODG_LOOPBACK_CALLBACKS' },
+      )
     }
   }
 
@@ -165,6 +176,17 @@ export class Gate extends TypedEmitter<GateEvents> {
 
   #decide(request: GateRequest): Awaitable<GateOutcome> {
     const client = this.#client(request)
+    // A private peer vouching for https while no proxy is trusted is a proxy the operator
+    // forgot to configure: the gate cannot know how the credentials travelled, so it neither
+    // revokes them nor tells a client who used https that it used http.
+    // (Cheapest tests first: most requests carry no proxy header and stop at the second.)
+    if (!client.secure && hasProxyHeaders(request) && this.#claimsHttpsUntrusted(request, client) && (request.headers.authorization !== undefined || this.#isSecureOnlyRoute(request))) {
+      this.#warnOnUntrustedProxy(client, true)
+      throw new PlatformError(
+        'proxy_not_trusted',
+        'The request came through a proxy that is not trusted: set the gate option trustProxy to the proxy\'s address so the gate can see that the client used https',
+      )
+    }
     // A token sent in clear is revoked before anything else can refuse the request
     // (an unknown app token, a malformed header, an OAuth endpoint): spec, OAuth 2.0 step 7.
     if (!client.secure && request.headers.authorization !== undefined) {
@@ -172,6 +194,18 @@ export class Gate extends TypedEmitter<GateEvents> {
       if (sent.length > 0) return this.#auth.revokeInsecure(sent, client).then(() => this.#route(request, client))
     }
     return this.#route(request, client)
+  }
+
+  /** The OAuth endpoints and pages and the self-service endpoints: served over https only. */
+  #isSecureOnlyRoute(request: GateRequest): boolean {
+    const path = pathOf(request.url)
+    const kind = this.#routes.get(path)?.kind ?? this.#ownAccessItem(path)?.kind
+    return kind === 'oauth' || kind === 'self-service'
+  }
+
+  /** Whether a loopback or private peer says the client used https while no proxy is trusted. */
+  #claimsHttpsUntrusted(request: GateRequest, client: ClientInfo): boolean {
+    return !this.#config.trustsAnyProxy && isPrivateAddress(client.ip) && claimsHttps(request)
   }
 
   #route(request: GateRequest, client: ClientInfo): Awaitable<GateOutcome> {
@@ -234,9 +268,40 @@ export class Gate extends TypedEmitter<GateEvents> {
     if (credentials.kind === 'basic' && application === null && this.#config.basic.requireAppToken) {
       throw new PlatformError('app_token_required', 'Requests authenticated with HTTP Basic must include an application token in the X-App-Token header')
     }
+    if (credentials.kind === 'token' && (application !== null || this.#config.oauthTokenBudget === 'application')) {
+      return andThen(this.#tokenApplication(credentials.token, application), (budget) => this.#throttleThenVerify(request, client, budget, credentials, route))
+    }
+    return this.#throttleThenVerify(request, client, application, credentials, route)
+  }
+
+  #throttleThenVerify(
+    request: GateRequest,
+    client: ClientInfo,
+    application: ApplicationRecord | null,
+    credentials: Credentials,
+    route: CheckedRoute | undefined,
+  ): Awaitable<GateOutcome> {
     return andThen(this.#throttle.check(application, client), (pass) =>
       andThen(this.#auth.verify(credentials, client), (authentication) => this.#outcome(request, client, application, pass, authentication, false, route)),
     )
+  }
+
+  /**
+   * The application an OAuth-authenticated request counts against: the one its access
+   * token was issued to (a store read by the token's hash, no scrypt), which an
+   * `X-App-Token` must not contradict. A token that does not verify changes nothing here:
+   * the request is counted as it came, and verification refuses it after the throttle.
+   * @throws {PlatformError} 403 `app_token_mismatch`
+   */
+  #tokenApplication(token: string, sent: ApplicationRecord | null): Awaitable<ApplicationRecord | null> {
+    return andThen(this.store.getAccessToken(sha256(token)), (record) => {
+      if (record === undefined || record.revokedAt !== null || record.expiresAt <= Date.now()) return sent
+      if (sent !== null) {
+        if (sent.appToken === record.appToken) return sent
+        throw new PlatformError('app_token_mismatch', 'The X-App-Token names another application than the one the access token was issued to')
+      }
+      return andThen(this.#applicationCache.get(record.appToken), (found) => found ?? null)
+    })
   }
 
   /** A token sent in clear (already revoked by #decide): the request goes on unauthenticated. */
@@ -348,7 +413,9 @@ export class Gate extends TypedEmitter<GateEvents> {
 
   #client(request: GateRequest): ClientInfo {
     const client = resolveClient(request, this.#config.trust, this.#config.proxyHeaders)
-    if (!this.#config.trustsAnyProxy && !this.#warnedAboutProxyHeaders) this.#warnOnUntrustedProxy(request, client)
+    if (!this.#config.trustsAnyProxy && !this.#warnedAboutProxyHeaders && hasProxyHeaders(request) && isPrivateAddress(client.ip)) {
+      this.#warnOnUntrustedProxy(client, false)
+    }
     return client
   }
 
@@ -357,14 +424,13 @@ export class Gate extends TypedEmitter<GateEvents> {
    * is trusted usually mean a reverse proxy the operator forgot to configure, and then
    * every client shares the proxy's address and looks insecure.
    */
-  #warnOnUntrustedProxy(request: GateRequest, client: ClientInfo): void {
-    const headers = request.headers
-    if (headers['x-forwarded-for'] === undefined && headers.forwarded === undefined) return
-    if (!/^(127\.|10\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.|::1$|f[cd])/.test(client.ip)) return
+  #warnOnUntrustedProxy(client: ClientInfo, refused: boolean): void {
+    if (this.#warnedAboutProxyHeaders) return
     this.#warnedAboutProxyHeaders = true
     process.emitWarning(
-      `open-data-gate: a request from ${client.ip} carries proxy headers, but trustProxy is false, so they are ignored. ` +
-        'If the app runs behind a reverse proxy, set trustProxy to its address.',
+      `open-data-gate: a request from ${client.ip} carries proxy headers, but trustProxy is false, so they are ignored` +
+        (refused ? ' (and a request that says the client used https is refused with 500 proxy_not_trusted rather than treated as plain http)' : '') +
+        '. If the app runs behind a reverse proxy, set trustProxy to its address.',
       { code: 'ODG_UNTRUSTED_PROXY_HEADERS' },
     )
   }

@@ -6,6 +6,7 @@
  */
 import { PlatformError } from './errors.js'
 import type { GateContext } from './gate.js'
+import { rejectUnknownKeys } from './options.js'
 
 /** What a route requires. */
 export interface GuardRule {
@@ -22,7 +23,8 @@ export interface GuardRule {
  * A compiled rule: the error to answer with, or `undefined` to let the request through.
  * Answer the error with `gate.errorResponse(error)`: a `PlatformError` is the client's
  * (403), a plain `Error` (the gate was not mounted first) becomes a 500 and an
- * `internalError` event.
+ * `internalError` event, and the guard says what is wrong once with a process warning
+ * (`ODG_GUARD_WITHOUT_GATE`), whether or not anyone listens to the event.
  */
 export type Guard = (context: GateContext | undefined) => Error | undefined
 
@@ -34,12 +36,20 @@ export function compileGuard(rule: GuardRule): Guard {
   if (typeof rule !== 'object' || rule === null || (rule.auth !== 'required' && rule.auth !== 'user-or-app-token')) {
     throw new TypeError(`open-data-gate: a guard rule is { auth: 'required' | 'user-or-app-token', rights?: string[] }`)
   }
+  rejectUnknownKeys('guard rule', rule, ['auth', 'rights'])
   const rights = rule.rights ?? []
   if (!Array.isArray(rights) || !rights.every((r) => typeof r === 'string')) throw new TypeError('open-data-gate: guard rights must be a list of strings')
   const userOrApp = rule.auth === 'user-or-app-token'
+  let warned = false
   return (context) => {
     if (context === undefined) {
-      return new Error('open-data-gate: the gate must run before a guard (mount expressGate/koaGate/nodeGate first)')
+      const message = 'open-data-gate: a guard ran on a request the gate has not seen: mount expressGate/koaGate/nodeGate before the guard, on the same path'
+      // A misuse of the library is the developer's to see, where developers look: once per guard.
+      if (!warned) {
+        warned = true
+        process.emitWarning(message, { code: 'ODG_GUARD_WITHOUT_GATE' })
+      }
+      return new Error(message)
     }
     const user = context.user
     if (user === null) {

@@ -41,6 +41,7 @@ export {
   OAuthError,
   ThrottledError,
   StoreError,
+  NotFoundError,
   PLATFORM_ERROR_STATUS,
   OAUTH_ERROR_STATUS,
   statusOf,

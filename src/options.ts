@@ -49,6 +49,14 @@ export interface ThrottleOptions {
   legacyHeaders?: boolean
   /** Default `'memory'`. */
   onStoreError?: StoreFailureMode
+  /**
+   * Which budget a request authenticated with an OAuth access token, and without an
+   * `X-App-Token`, counts against. `'application'` (the default): the application the
+   * token was issued to, since the token is that application's credential (the spec counts
+   * usage "for that application"). `'anonymous'`: the anonymous budget, the literal reading
+   * (no application token, no application).
+   */
+  oauthTokenBudget?: 'application' | 'anonymous'
 }
 
 /** HTTP Basic authentication (usernames and passwords, API keys). */
@@ -99,6 +107,14 @@ export interface OAuthOptions {
   paths?: OAuthPaths
   /** How long a sign-in on the gate's own login page lasts, in ms. Default 1 hour. */
   sessionTtlMs?: number
+  /**
+   * Also allow Callback Prefixes (and redirect URIs) on `http://localhost`,
+   * `http://127.0.0.1` and `http://[::1]`, any port, as RFC 8252 §7.3 does for loopback
+   * redirects, so a developer can try sign-in on a laptop without a certificate. Nothing
+   * else relaxes: every other prefix must still be https. The gate warns at startup
+   * (`ODG_LOOPBACK_CALLBACKS`) while this is on. Default `false`; never in production.
+   */
+  allowLoopbackCallbacks?: boolean
   /**
    * Tells the gate who is signed in to the host application, from the host's own session:
    * return the gate user id, or nothing. When it returns nothing the gate's own sign-in
@@ -216,6 +232,7 @@ export interface ResolvedConfig {
   readonly anonymous: (ResolvedPolicy & { readonly scope: 'shared' | 'ip'; readonly ipv6Subnet: number }) | null
   readonly legacyHeaders: boolean
   readonly onStoreError: StoreFailureMode
+  readonly oauthTokenBudget: 'application' | 'anonymous'
   readonly trust: (address: string, hop: number) => boolean
   readonly trustsAnyProxy: boolean
   readonly proxyHeaders: ProxyHeadersOption
@@ -236,6 +253,7 @@ export interface ResolvedConfig {
     readonly issuer: string | null
     readonly paths: { readonly [K in keyof OAuthPaths]-?: string | null }
     readonly sessionTtlMs: number
+    readonly allowLoopbackCallbacks: boolean
     readonly authenticateUser: OAuthOptions['authenticateUser'] | null
     readonly loginUrl: string | null
     readonly pages: OAuthPages
@@ -249,19 +267,37 @@ export interface ResolvedConfig {
   readonly realm: string
 }
 
+/** The names of an options type, checked complete by the compiler: a new option cannot be forgotten here. */
+function optionNames<T>(names: Record<keyof T, true>): readonly string[] {
+  return Object.keys(names)
+}
+const GATE_OPTION_NAMES = optionNames<GateOptions>({
+  store: true, rateStore: true, applicationCacheMs: true, apiKeyEndpoints: true, connectedApps: true, throttle: true, trustProxy: true, proxyHeaders: true, legacyAppTokenParam: true, storeTimeoutMs: true,
+  basic: true, oauth: true, currentUser: true, realm: true,
+})
+const THROTTLE_OPTION_NAMES = optionNames<ThrottleOptions>({ application: true, anonymous: true, legacyHeaders: true, onStoreError: true, oauthTokenBudget: true })
+const BASIC_OPTION_NAMES = optionNames<BasicOptions>({ requireAppToken: true, challenge: true, cacheTtlMs: true, failures: true, scrypt: true })
+const OAUTH_OPTION_NAMES = optionNames<OAuthOptions>({
+  acceptBearer: true, accessTokenTtlMs: true, codeTtlMs: true, requirePkce: true, issuer: true, paths: true, sessionTtlMs: true,
+  allowLoopbackCallbacks: true, rememberConsent: true, authenticateUser: true, loginUrl: true, pages: true, clientFailures: true, throttle: true,
+})
+
 const DEFAULT_APPLICATION = { limit: 1000, windowMs: 3_600_000 }
 const DEFAULT_ANONYMOUS = { limit: 60, windowMs: 3_600_000 }
 
 /** Resolves and validates the options. @throws {TypeError} naming the bad option. */
 export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   if (typeof options !== 'object' || options === null) throw new TypeError('open-data-gate: options must be an object')
+  rejectUnknownKeys('', options, GATE_OPTION_NAMES)
   const throttle = options.throttle === false ? { application: false as const, anonymous: false as const } : (options.throttle ?? {})
+  if (options.throttle !== false) optionsObject('throttle', throttle, THROTTLE_OPTION_NAMES)
   const application = resolvePolicy('throttle.application', throttle.application, DEFAULT_APPLICATION, 'app')
   const anonymousInput = throttle.anonymous
   const anonymousBase = resolvePolicy('throttle.anonymous', anonymousInput, DEFAULT_ANONYMOUS, 'anon')
   let anonymous: ResolvedConfig['anonymous'] = null
   if (anonymousBase !== null) {
     const input: Partial<AnonymousPolicyOptions> = anonymousInput === undefined || anonymousInput === false ? {} : anonymousInput
+    rejectUnknownKeys('throttle.anonymous', input, optionNames<AnonymousPolicyOptions>({ limit: true, windowMs: true, scope: true, ipv6Subnet: true }))
     const scope = input.scope ?? 'ip'
     if (scope !== 'shared' && scope !== 'ip') throw new TypeError(`open-data-gate: throttle.anonymous.scope must be 'shared' or 'ip', got ${JSON.stringify(scope)}`)
     const ipv6Subnet = input.ipv6Subnet ?? 56
@@ -273,6 +309,10 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   const onStoreError = throttle.onStoreError ?? 'memory'
   if (!['fail-open', 'fail-closed', 'memory'].includes(onStoreError)) {
     throw new TypeError(`open-data-gate: throttle.onStoreError must be 'fail-open', 'fail-closed' or 'memory', got ${JSON.stringify(onStoreError)}`)
+  }
+  const oauthTokenBudget = throttle.oauthTokenBudget ?? 'application'
+  if (oauthTokenBudget !== 'application' && oauthTokenBudget !== 'anonymous') {
+    throw new TypeError(`open-data-gate: throttle.oauthTokenBudget must be 'application' or 'anonymous', got ${JSON.stringify(oauthTokenBudget)}`)
   }
   const proxyHeaders = options.proxyHeaders ?? 'x-forwarded'
   if (proxyHeaders !== 'x-forwarded' && proxyHeaders !== 'forwarded') {
@@ -293,15 +333,16 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   if (!Number.isSafeInteger(applicationCacheMs) || applicationCacheMs < 0) {
     throw new TypeError(`open-data-gate: applicationCacheMs must be 0 or a positive integer, got ${JSON.stringify(applicationCacheMs)}`)
   }
-  const basic = options.basic ?? {}
+  const basic = optionsObject('basic', options.basic ?? {}, BASIC_OPTION_NAMES)
   const cacheTtlMs = basic.cacheTtlMs ?? 300_000
   if (!Number.isSafeInteger(cacheTtlMs) || cacheTtlMs < 0) throw new TypeError(`open-data-gate: basic.cacheTtlMs must be 0 or a positive integer, got ${JSON.stringify(cacheTtlMs)}`)
   const failures = resolvePolicy('basic.failures', basic.failures, { limit: 10, windowMs: 900_000 }, 'app')
+  if (basic.scrypt !== undefined) optionsObject('basic.scrypt', basic.scrypt, optionNames<ScryptParams>({ logN: true, blockSize: true, parallelization: true }))
   const scrypt = { ...DEFAULT_SCRYPT, ...basic.scrypt }
   if (!Number.isInteger(scrypt.logN) || scrypt.logN < 10 || scrypt.logN > 22) throw new TypeError(`open-data-gate: basic.scrypt.logN must be an integer from 10 to 22, got ${JSON.stringify(scrypt.logN)}`)
   positiveInteger('basic.scrypt.blockSize', scrypt.blockSize)
   positiveInteger('basic.scrypt.parallelization', scrypt.parallelization)
-  const oauth = options.oauth ?? {}
+  const oauth = optionsObject('oauth', options.oauth ?? {}, OAUTH_OPTION_NAMES)
   const accessTokenTtlMs = oauth.accessTokenTtlMs ?? 86_400_000
   positiveInteger('oauth.accessTokenTtlMs', accessTokenTtlMs)
   const codeTtlMs = oauth.codeTtlMs ?? 60_000
@@ -316,13 +357,16 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   if (oauth.loginUrl !== undefined && (typeof oauth.loginUrl !== 'string' || !(oauth.loginUrl.startsWith('/') || URL.canParse(oauth.loginUrl)))) {
     throw new TypeError('open-data-gate: oauth.loginUrl must be a path or an absolute URL')
   }
-  const pages = oauth.pages ?? {}
+  const pages = optionsObject('oauth.pages', oauth.pages ?? {}, optionNames<OAuthPages>({ siteName: true, login: true, consent: true, error: true }))
   for (const name of ['login', 'consent', 'error'] as const) {
     if (pages[name] !== undefined && typeof pages[name] !== 'function') throw new TypeError(`open-data-gate: oauth.pages.${name} must be a function returning HTML`)
   }
+  if (pages.siteName !== undefined && (typeof pages.siteName !== 'string' || pages.siteName.trim() === '' || pages.siteName.length > 100)) {
+    throw new TypeError('open-data-gate: oauth.pages.siteName must be a non-empty string of at most 100 characters')
+  }
   const clientFailures = resolvePolicy('oauth.clientFailures', oauth.clientFailures, { limit: 10, windowMs: 900_000 }, 'app')
   const oauthThrottle = resolvePolicy('oauth.throttle', oauth.throttle, { limit: 60, windowMs: 60_000 }, 'anon')
-  const oauthPaths = oauth.paths ?? {}
+  const oauthPaths = optionsObject('oauth.paths', oauth.paths ?? {}, optionNames<OAuthPaths>({ authorize: true, token: true, revoke: true, metadata: true }))
   const endpointPath = (name: keyof OAuthPaths, fallback: string): string | null => {
     const value = oauthPaths[name]
     if (value === false) return null
@@ -331,7 +375,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   }
   const apiKeyEndpoints = resolveApiKeyEndpoints(options.apiKeyEndpoints)
   const connectedApps = resolveConnectedApps(options.connectedApps)
-  const currentUser = options.currentUser === false ? { json: [], xml: [] } : (options.currentUser ?? {})
+  const currentUser = options.currentUser === false ? { json: [], xml: [] } : optionsObject('currentUser', options.currentUser ?? {}, optionNames<CurrentUserOptions>({ json: true, xml: true }))
   const realm = options.realm ?? 'api'
   if (typeof realm !== 'string' || !/^[\x20-\x7e]*$/.test(realm) || realm.includes('"')) throw new TypeError('open-data-gate: realm must be printable ASCII without quotes')
   return {
@@ -342,6 +386,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
     anonymous,
     legacyHeaders: booleanOption('throttle.legacyHeaders', throttle.legacyHeaders, false),
     onStoreError,
+    oauthTokenBudget,
     trust: compileTrustProxy(trustProxy),
     trustsAnyProxy: trustProxy !== false,
     proxyHeaders,
@@ -367,6 +412,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
         metadata: endpointPath('metadata', '/.well-known/oauth-authorization-server'),
       },
       sessionTtlMs,
+      allowLoopbackCallbacks: booleanOption('oauth.allowLoopbackCallbacks', oauth.allowLoopbackCallbacks, false),
       authenticateUser: oauth.authenticateUser ?? null,
       loginUrl: oauth.loginUrl ?? null,
       pages,
@@ -384,6 +430,16 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   }
 }
 
+/**
+ * `value` if it is a plain options object with only `known` keys.
+ * @throws {TypeError} naming the option, or the unknown key and the nearest valid one
+ */
+export function optionsObject<T extends object>(name: string, value: T, known: readonly string[]): T {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TypeError(`open-data-gate: ${name} must be an object`)
+  rejectUnknownKeys(name, value, known)
+  return value
+}
+
 /** @throws {TypeError} unless every entry is an absolute path. */
 export function paths(name: string, value: readonly string[] | undefined, fallback: readonly string[]): readonly string[] {
   if (value === undefined) return fallback
@@ -396,6 +452,7 @@ export function paths(name: string, value: readonly string[] | undefined, fallba
 function resolveApiKeyEndpoints(input: ApiKeyEndpointOptions | false | undefined): ResolvedConfig['apiKeyEndpoints'] {
   if (input === false) return null
   if (input !== undefined && (typeof input !== 'object' || input === null)) throw new TypeError('open-data-gate: apiKeyEndpoints must be { path, maxActiveKeys } or false')
+  if (input !== undefined) rejectUnknownKeys('apiKeyEndpoints', input, optionNames<ApiKeyEndpointOptions>({ path: true, maxActiveKeys: true }))
   const path = input?.path === undefined ? '/api/api_keys' : singlePath('apiKeyEndpoints.path', input.path)
   const maxActiveKeys = input?.maxActiveKeys ?? 100
   positiveInteger('apiKeyEndpoints.maxActiveKeys', maxActiveKeys)
@@ -405,6 +462,7 @@ function resolveApiKeyEndpoints(input: ApiKeyEndpointOptions | false | undefined
 function resolveConnectedApps(input: ConnectedAppsOptions | false | undefined): ResolvedConfig['connectedApps'] {
   if (input === false) return { path: null, page: null }
   if (input !== undefined && (typeof input !== 'object' || input === null)) throw new TypeError('open-data-gate: connectedApps must be { path, page } or false')
+  if (input !== undefined) rejectUnknownKeys('connectedApps', input, optionNames<ConnectedAppsOptions>({ path: true, page: true }))
   const one = (name: 'path' | 'page', fallback: string): string | null => {
     const value = input?.[name]
     if (value === false) return null
@@ -437,6 +495,7 @@ function resolvePolicy(
   if (input !== undefined && (typeof input !== 'object' || input === null)) {
     throw new TypeError(`open-data-gate: ${name} must be { limit, windowMs } or false`)
   }
+  if (input !== undefined && !name.endsWith('anonymous')) rejectUnknownKeys(name, input, optionNames<RatePolicyOptions>({ limit: true, windowMs: true }))
   const limit = input?.limit ?? defaults.limit
   const windowMs = input?.windowMs ?? defaults.windowMs
   positiveInteger(`${name}.limit`, limit)
@@ -455,4 +514,59 @@ function booleanOption(name: string, value: unknown, fallback: boolean): boolean
   if (value === undefined) return fallback
   if (typeof value !== 'boolean') throw new TypeError(`open-data-gate: ${name} must be true or false, got ${JSON.stringify(value)}`)
   return value
+}
+
+/**
+ * Refuses keys an options object does not know, so a misspelt option fails loudly instead
+ * of leaving a default in place (`{ anonymous: { limt: 5 } }` would otherwise run with
+ * the default limit).
+ * @param name where the object sits (`throttle.anonymous`), or `''` for the top level
+ * @throws {TypeError} naming the unknown key and the nearest valid one
+ */
+export function rejectUnknownKeys(name: string, value: object, known: readonly string[]): void {
+  for (const key of Object.keys(value)) {
+    if (known.includes(key)) continue
+    const path = name === '' ? key : `${name}.${key}`
+    const nearest = nearestName(key, known)
+    const hint = nearest === undefined ? `valid names are ${known.map((k) => `\`${k}\``).join(', ')}` : `did you mean \`${nearest}\`?`
+    throw new TypeError(`open-data-gate: unknown option \`${path}\`; ${hint}`)
+  }
+}
+
+/** The known name closest to `key` by edit distance, if it is close enough to be a typo. */
+function nearestName(key: string, known: readonly string[]): string | undefined {
+  let best: string | undefined
+  let bestDistance = Infinity
+  const lower = key.toLowerCase()
+  for (const candidate of known) {
+    const name = candidate.toLowerCase()
+    // A name with a part left out (`oauthBudget` for `oauthTokenBudget`) counts as a typo too.
+    const distance = lower.length >= 4 && lower.length * 2 >= name.length && isSubsequence(lower, name) ? 1 : editDistance(lower, name)
+    if (distance < bestDistance) {
+      best = candidate
+      bestDistance = distance
+    }
+  }
+  return bestDistance <= Math.max(2, Math.floor(key.length / 3)) ? best : undefined
+}
+
+/** Whether every character of `part` appears in `whole`, in order. */
+function isSubsequence(part: string, whole: string): boolean {
+  let i = 0
+  for (let j = 0; j < whole.length && i < part.length; j++) if (whole[j] === part[i]) i++
+  return i === part.length
+}
+
+/** Levenshtein distance: insertions, deletions and substitutions, one row at a time. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i]
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1)
+      row.push(Math.min((previous[j] as number) + 1, (row[j - 1] as number) + 1, substitution))
+    }
+    previous = row
+  }
+  return previous[b.length] as number
 }

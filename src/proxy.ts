@@ -70,6 +70,39 @@ export function compileTrustProxy(option: TrustProxyOption): (address: string, h
   }
 }
 
+const PRIVATE = new BlockList()
+for (const range of [...(NAMED_RANGES.loopback ?? []), ...(NAMED_RANGES.uniquelocal ?? []), ...(NAMED_RANGES.linklocal ?? [])]) addRange(PRIVATE, range)
+
+/** Whether an address is loopback, link-local or private (RFC 1918, RFC 4193): where a forgotten proxy would sit. */
+export function isPrivateAddress(address: string): boolean {
+  const family = isIP(address)
+  return family !== 0 && PRIVATE.check(address, family === 4 ? 'ipv4' : 'ipv6')
+}
+
+/** Whether the request carries any proxy header, of either family. */
+export function hasProxyHeaders(request: GateRequest): boolean {
+  const headers = request.headers
+  return headers['x-forwarded-for'] !== undefined || headers['x-forwarded-proto'] !== undefined || headers.forwarded !== undefined
+}
+
+/**
+ * Whether the nearest proxy, if the peer is one, says the client used https: the last
+ * `X-Forwarded-Proto` entry, or the `proto` of the last `Forwarded` element.
+ */
+export function claimsHttps(request: GateRequest): boolean {
+  const proto = request.headers['x-forwarded-proto']
+  if (proto !== undefined) {
+    const entries = splitList(Array.isArray(proto) ? proto.join(',') : proto)
+    if (entries[entries.length - 1]?.toLowerCase() === 'https') return true
+  }
+  const forwarded = request.headers.forwarded
+  if (forwarded !== undefined) {
+    const elements = parseForwarded(Array.isArray(forwarded) ? forwarded.join(',') : forwarded)
+    if (elements?.[elements.length - 1]?.proto?.toLowerCase() === 'https') return true
+  }
+  return false
+}
+
 function addRange(list: BlockList, range: string): void {
   const slash = range.indexOf('/')
   const address = slash === -1 ? range : range.slice(0, slash)

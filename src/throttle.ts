@@ -106,7 +106,8 @@ export class Throttle {
         ip: client.ip,
         retryAfterMs: result.retryAfterMs,
       })
-      throw throttledError(application !== null, limit, policy.windowMs, result, headers)
+      const budget = application !== null ? 'application' : this.#config.anonymous?.scope === 'shared' ? 'shared' : 'address'
+      throw throttledError(budget, limit, policy.windowMs, result, headers)
     }
     return {
       info: {
@@ -209,11 +210,16 @@ function legacyHeaders(headers: Record<string, string>, limit: number, result: R
   headers['x-ratelimit-reset'] = String(Math.ceil((Date.now() + result.resetMs) / 1000))
 }
 
-function throttledError(withToken: boolean, limit: number, windowMs: number, result: RateResult, headers: Record<string, string>): ThrottledError {
+/** The 429's message says which budget is spent: the application's, everyone's, or this address's. */
+function throttledError(budget: 'application' | 'shared' | 'address', limit: number, windowMs: number, result: RateResult, headers: Record<string, string>): ThrottledError {
   const retryAfter = retryAfterSeconds(result.retryAfterMs)
   const windowS = Math.round(windowMs / 1000)
-  const message = withToken
-    ? `Too many requests: this application's limit of ${limit} requests per ${windowS} seconds is used up; retry in ${retryAfter} seconds`
-    : `Too many requests: requests without an app token share a limit of ${limit} per ${windowS} seconds; retry in ${retryAfter} seconds, or register an application and send its token in X-App-Token`
+  const register = 'or register an application and send its token in X-App-Token'
+  const message =
+    budget === 'application'
+      ? `Too many requests: this application's limit of ${limit} requests per ${windowS} seconds is used up; retry in ${retryAfter} seconds`
+      : budget === 'shared'
+        ? `Too many requests: requests without an app token share a limit of ${limit} per ${windowS} seconds; retry in ${retryAfter} seconds, ${register}`
+        : `Too many requests: requests without an app token are limited to ${limit} per ${windowS} seconds from each address; retry in ${retryAfter} seconds, ${register}`
   return new ThrottledError(message, result.retryAfterMs, headers)
 }

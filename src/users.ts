@@ -4,7 +4,8 @@
  *
  * @see spec "HTTP Basic" 2-3
  */
-import { PlatformError } from './errors.js'
+import { NotFoundError, PlatformError } from './errors.js'
+import { optionsObject } from './options.js'
 import { checkPassword, hashPassword, type ScryptParams } from './passwords.js'
 import { randomId } from './secrets.js'
 import type { GateStore, UserRecord } from './store/store.js'
@@ -69,14 +70,17 @@ export class Users {
   }
 
   /**
-   * Creates an account with a platform-style id (`abcd-1234`).
-   * @throws {TypeError} for an invalid username, password, name or email
+   * Creates an account with a platform-style id (`abcd-1234`). Required: `username`,
+   * `displayName` and `email`; optional: `password` (omit it for an account that uses only
+   * API keys), `screenName` (defaults to `displayName`) and `rights`.
+   * @throws {TypeError} for an invalid username, password, name or email, or an unknown field
    * @throws {PlatformError} `conflict` when the username is taken
    * @example
    * const user = await gate.users.create({ username: 'ada', password: 'correct horse battery', displayName: 'Ada', email: 'ada@example.org' })
    */
   async create(input: CreateUser): Promise<User> {
     if (typeof input !== 'object' || input === null) throw new TypeError('open-data-gate: users.create() takes { username, password?, displayName, email }')
+    optionsObject('users.create()', input, ['username', 'password', 'displayName', 'email', 'screenName', 'rights'])
     const username = checkUsername(input.username)
     const password = input.password === undefined || input.password === null ? null : checkPassword(input.password)
     const displayName = checkText('displayName', input.displayName)
@@ -126,35 +130,50 @@ export class Users {
     return records.map(toUser).sort((a, b) => a.createdAt - b.createdAt)
   }
 
-  /** Changes names, email or rights. @returns the user, or `undefined` when there is none */
-  async update(id: string, changes: UpdateUser): Promise<User | undefined> {
+  /**
+   * Changes names, email or rights.
+   * @returns the updated user
+   * @throws {NotFoundError} `not_found` when there is no user with this id
+   * @throws {TypeError} for invalid values or an unknown field
+   */
+  async update(id: string, changes: UpdateUser): Promise<User> {
+    optionsObject('users.update() changes', changes, ['screenName', 'displayName', 'email', 'rights'])
     const patch: { screenName?: string; displayName?: string; email?: string; rights?: readonly string[]; updatedAt: number } = { updatedAt: Date.now() }
     if (changes.screenName !== undefined) patch.screenName = checkText('screenName', changes.screenName)
     if (changes.displayName !== undefined) patch.displayName = checkText('displayName', changes.displayName)
     if (changes.email !== undefined) patch.email = checkEmail(changes.email)
     if (changes.rights !== undefined) patch.rights = checkRights(changes.rights)
     const record = await this.#store.updateUser(id, patch)
-    return record === undefined ? undefined : toUser(record)
+    if (record === undefined) throw noSuchUser(id)
+    return toUser(record)
   }
 
   /**
    * Sets or removes (`null`) the password. The old password stops working at once, on
    * every instance (cached verifications are checked against the stored hash); API keys
    * and OAuth tokens are not disturbed.
-   * @returns `false` when there is no such user
+   * @throws {NotFoundError} `not_found` when there is no user with this id
    */
-  async setPassword(id: string, password: string | null): Promise<boolean> {
+  async setPassword(id: string, password: string | null): Promise<void> {
     const passwordHash = password === null ? null : await hashPassword(checkPassword(password), this.#scrypt)
     const record = await this.#store.updateUser(id, { passwordHash, updatedAt: Date.now() })
-    return record !== undefined
+    if (record === undefined) throw noSuchUser(id)
   }
 
-  /** Deletes the account; its password, API keys and tokens stop working at once. */
+  /**
+   * Deletes the account; its password, API keys and tokens stop working at once.
+   * @returns `false` when there was no such user
+   */
   async delete(id: string): Promise<boolean> {
     const deleted = await this.#store.deleteUser(id)
     if (deleted) await this.#store.revokeAccessTokens({ userId: id }, Date.now())
     return deleted
   }
+}
+
+/** The error of every management call that names a user nobody has. */
+export function noSuchUser(id: string): NotFoundError {
+  return new NotFoundError(`No user has the id ${JSON.stringify(id.slice(0, 40))}`)
 }
 
 function checkUsername(username: unknown): string {

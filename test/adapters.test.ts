@@ -9,6 +9,7 @@ import { createGate, MemoryStore, type GateOptions } from '../src/index.js'
 import { FRAMEWORKS, FRAMEWORKS_WITH_BODY_PARSERS, type DatasetBody } from './adapters/frameworks.js'
 import { listen, TEST_CERT, type RunningServer } from './adapters/servers.js'
 import { Browser, csrfOf } from './support/browser.js'
+import { captureWarnings } from './support/warnings.js'
 
 /** A store whose backend is down. */
 class ThrowingStore extends MemoryStore {
@@ -156,11 +157,14 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       await api.get('/resource/abcd-1234.json').set('X-Forwarded-For', '203.0.113.2').expect(200)
     })
 
-    it('cannot be talked out of the budget by a spoofed X-Forwarded-For from an untrusted peer', async () => {
+    it('cannot be talked out of the budget by a spoofed X-Forwarded-For from an untrusted peer, and warns once about the headers', async () => {
       const { api } = await start()
-      await api.get('/resource/abcd-1234.json').set('X-Forwarded-For', '203.0.113.1').expect(200)
-      await api.get('/resource/abcd-1234.json').set('X-Forwarded-For', '203.0.113.2').expect(200)
-      await api.get('/resource/abcd-1234.json').set('X-Forwarded-For', '203.0.113.3').expect(429)
+      const { warnings } = await captureWarnings(async () => {
+        await api.get('/resource/abcd-1234.json').set('X-Forwarded-For', '203.0.113.1').expect(200)
+        await api.get('/resource/abcd-1234.json').set('X-Forwarded-For', '203.0.113.2').expect(200)
+        await api.get('/resource/abcd-1234.json').set('X-Forwarded-For', '203.0.113.3').expect(429)
+      })
+      expect(warnings).toEqual([expect.objectContaining({ code: 'ODG_UNTRUSTED_PROXY_HEADERS', message: expect.stringContaining('set trustProxy') })])
     })
 
     it('sees a TLS connection as secure', async () => {
@@ -240,6 +244,44 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       await plain.get('/resource/abcd-1234.json').set('Authorization', basic('ada', PASSWORD)).set('X-App-Token', app.appToken).set('X-Forwarded-Proto', 'https').expect(403)
     })
 
+    it('answers a forgotten proxy (loopback peer, https claimed, no proxy trusted) with 500 proxy_not_trusted, and revokes nothing', async () => {
+      const { gate, app, token, plain, get } = await startAuth()
+      const { warnings } = await captureWarnings(async () => {
+        const viaToken = await plain.get('/private/abcd-1234.json').set('Authorization', `OAuth ${token.accessToken}`).set('X-Forwarded-Proto', 'https').expect(500)
+        expect(viaToken.body).toMatchObject({ code: 'proxy_not_trusted', error: true, message: expect.stringContaining('trustProxy') })
+        const viaBasic = await plain
+          .get('/resource/abcd-1234.json')
+          .set('Authorization', basic('ada', PASSWORD))
+          .set('X-App-Token', app.appToken)
+          .set('Forwarded', 'for=203.0.113.9;proto=https')
+          .expect(500)
+        expect(viaBasic.body.code).toBe('proxy_not_trusted')
+        expect(viaBasic.body.message).not.toMatch(/insecure/)
+      })
+      expect(warnings.map((w) => w.code)).toEqual(['ODG_UNTRUSTED_PROXY_HEADERS'])
+      // The user's grant survived the deployment mistake.
+      await get('/private/abcd-1234.json').set('Authorization', `OAuth ${token.accessToken}`).expect(200)
+      // A real plain-http request still costs the token.
+      const insecure = await plain.get('/private/abcd-1234.json').set('Authorization', `OAuth ${token.accessToken}`).set('X-Forwarded-Proto', 'http').expect(403)
+      expect(insecure.body.message).toMatch(/has been revoked/)
+      expect((await gate.tokens.revoke(token.accessToken))).toBe(false)
+    })
+
+    it('counts an OAuth request without X-App-Token against the token\'s application, and refuses another application\'s X-App-Token', async () => {
+      const { gate, app, token, get } = await startAuth({ throttle: { application: { limit: 5, windowMs: 60_000 }, anonymous: { limit: 1, windowMs: 60_000 } } })
+      const res = await get('/resource/abcd-1234.json').set('Authorization', `OAuth ${token.accessToken}`).expect(200)
+      expect((res.body as DatasetBody).gate).toMatchObject({ auth: 'oauth', application: { appToken: app.appToken }, throttle: { policy: 'application', limit: 5, remaining: 4 } })
+      expect(res.headers.ratelimit).toBe('"app";r=4;t=12')
+      const other = await gate.applications.register({ name: 'Other' })
+      const mismatch = await get('/resource/abcd-1234.json').set('Authorization', `OAuth ${token.accessToken}`).set('X-App-Token', other.appToken).expect(403)
+      expect(mismatch.body).toMatchObject({ code: 'app_token_mismatch', error: true })
+      // The literal reading: no X-App-Token, the anonymous pool.
+      const literal = await startAuth({ throttle: { anonymous: { limit: 1, windowMs: 60_000 }, oauthTokenBudget: 'anonymous' } })
+      const anon = await literal.get('/resource/abcd-1234.json').set('Authorization', `OAuth ${literal.token.accessToken}`).expect(200)
+      expect((anon.body as DatasetBody).gate).toMatchObject({ user: { id: literal.ada.id }, application: null, throttle: { policy: 'anonymous' } })
+      await literal.get('/resource/abcd-1234.json').set('Authorization', `OAuth ${literal.token.accessToken}`).expect(429)
+    })
+
     it('denies Basic without an application token', async () => {
       const { get } = await startAuth()
       const res = await get('/resource/abcd-1234.json').set('Authorization', basic('ada', PASSWORD)).expect(403)
@@ -268,12 +310,12 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
     })
 
     it('keeps private data private: anonymous gets 403, a user gets the data', async () => {
-      const { token, get, plain, gate } = await startAuth()
+      const { app, token, get, plain, gate } = await startAuth()
       const anonymous = await get('/private/abcd-1234.json').expect(403)
       expect(anonymous.body).toMatchObject({ code: 'authentication_required', error: true })
       const res = await get('/private/abcd-1234.json').set('Authorization', `OAuth ${token.accessToken}`).expect(200)
       expect((res.body as DatasetBody).dataset).toBe('abcd-1234')
-      const leaked = await gate.tokens.issue({ userId: (res.body as DatasetBody).gate.user?.id as string, appToken: 'x' })
+      const leaked = await gate.tokens.issue({ userId: (res.body as DatasetBody).gate.user?.id as string, appToken: app.appToken })
       const insecure = await plain.get('/private/abcd-1234.json').set('Authorization', `OAuth ${leaked.accessToken}`).expect(403)
       expect(insecure.body.message).toMatch(/insecure connection and has been revoked/)
     })

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { createGate, MemoryStore } from '../src/index.js'
+import { createGate, MemoryStore, NotFoundError } from '../src/index.js'
 import { sha256 } from '../src/secrets.js'
+import { captureWarnings } from './support/warnings.js'
 
 describe('applications', () => {
   it('registers an application and shows its secret token once, storing only a hash', async () => {
@@ -37,7 +38,8 @@ describe('applications', () => {
     expect(await gate.applications.update(b.appToken, { limit: null })).toMatchObject({ limit: null })
     expect(await gate.applications.delete(a.appToken)).toBe(true)
     expect(await gate.applications.find(a.appToken)).toBeUndefined()
-    expect(await gate.applications.update(a.appToken, { name: 'gone' })).toBeUndefined()
+    await expect(gate.applications.update(a.appToken, { name: 'gone' })).rejects.toMatchObject({ name: 'NotFoundError', code: 'not_found', status: 404 })
+    await expect(gate.applications.rotateSecret(a.appToken)).rejects.toThrow(NotFoundError)
   })
 
   it.each([
@@ -52,6 +54,18 @@ describe('applications', () => {
     await expect(gate.applications.register({ name: 'a', callbackPrefix: prefix })).rejects.toThrow(reason)
     const { appToken } = await gate.applications.register({ name: 'a' })
     await expect(gate.applications.update(appToken, { callbackPrefix: prefix })).rejects.toThrow(/callbackPrefix must be an absolute https URL/)
+  })
+
+  it('accepts http loopback Callback Prefixes on any port only with oauth.allowLoopbackCallbacks, and nothing else relaxes', async () => {
+    const strict = createGate()
+    await expect(strict.applications.register({ name: 'a', callbackPrefix: 'http://localhost:3000/cb' })).rejects.toThrow('it does not use https')
+    const { result: relaxed } = await captureWarnings(() => createGate({ oauth: { allowLoopbackCallbacks: true } }))
+    for (const prefix of ['http://localhost:3000/cb', 'http://127.0.0.1:8080/', 'http://[::1]:9000/oauth/', 'http://localhost/']) {
+      expect((await relaxed.applications.register({ name: 'a', callbackPrefix: prefix })).application.callbackPrefix).toBe(prefix)
+    }
+    for (const prefix of ['http://localhost.example/cb', 'http://127.0.0.2/cb', 'http://app.example/cb', 'ftp://localhost/cb']) {
+      await expect(relaxed.applications.register({ name: 'a', callbackPrefix: prefix })).rejects.toThrow(/does not use https/)
+    }
   })
 
   it('refuses an empty name and a limit that is not a positive integer', async () => {

@@ -4,11 +4,14 @@
  * playwright-core): the example portal's third-party app signs a user in through the
  * gate, end to end. What only a browser can show: the pages' own stylesheet is applied
  * under their strict CSP, no CSP violation is reported, the labels work, and the 303
- * after Allow to the application's origin is not blocked by `form-action`.
+ * after Allow to the application's origin is not blocked by `form-action`, every text on
+ * every page meets WCAG AA contrast (4.5:1) as computed in both colour schemes, and axe-core
+ * finds no accessibility violation.
  *
  * Skipped, with a notice, where Chromium is not installed; `.ci/run` installs it.
  */
 import { existsSync, mkdirSync, readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import https from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { chromium, type Browser, type Page } from 'playwright-core'
@@ -22,6 +25,62 @@ const available = existsSync(CHROMIUM)
 if (!available) console.warn(`browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`)
 
 const SHOTS = new URL('../test-results/', import.meta.url)
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js')
+
+/** A text whose contrast with what is behind it is under WCAG AA's 4.5:1. */
+interface LowContrast {
+  readonly text: string
+  readonly ratio: number
+  readonly color: string
+  readonly background: string
+}
+
+/**
+ * Every visible text (and form control) on the page whose computed colour, against the
+ * nearest opaque background behind it, is under 4.5:1 (WCAG 2 relative luminance).
+ */
+function lowContrastTexts(page: Page): Promise<LowContrast[]> {
+  return page.evaluate(() => {
+    const rgba = (value: string) => {
+      const parts = (/rgba?\(([^)]+)\)/.exec(value)?.[1] ?? '0, 0, 0, 0').split(/[ ,/]+/).filter(Boolean).map(Number)
+      return { r: parts[0] ?? 0, g: parts[1] ?? 0, b: parts[2] ?? 0, a: parts[3] ?? 1 }
+    }
+    const luminance = ({ r, g, b }: { r: number; g: number; b: number }) => {
+      const channel = (v: number) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4)
+      return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
+    }
+    const backgroundOf = (element: Element | null) => {
+      for (let e = element; e !== null; e = e.parentElement) {
+        const color = getComputedStyle(e).backgroundColor
+        if (rgba(color).a > 0) return color
+      }
+      return getComputedStyle(document.documentElement).colorScheme.includes('dark') ? 'rgb(18, 18, 18)' : 'rgb(255, 255, 255)'
+    }
+    const elements = Array.from(document.querySelectorAll('body *')).filter(
+      (e) =>
+        e.getClientRects().length > 0 &&
+        (e.matches('input:not([type=hidden]), button, summary') || Array.from(e.childNodes).some((n) => n.nodeType === Node.TEXT_NODE && n.textContent?.trim() !== '')),
+    )
+    return elements.flatMap((e) => {
+      const style = getComputedStyle(e)
+      const color = style.color
+      const background = backgroundOf(e)
+      const [a, b] = [luminance(rgba(color)), luminance(rgba(background))].sort((x, y) => y - x) as [number, number]
+      const ratio = (a + 0.05) / (b + 0.05)
+      return ratio < 4.5 ? [{ text: (e.textContent ?? (e as HTMLInputElement).value).trim().slice(0, 40), ratio: Math.round(ratio * 100) / 100, color, background }] : []
+    })
+  })
+}
+
+/** axe-core's violations on the page, as `rule: selectors`. */
+async function axeViolations(page: Page): Promise<string[]> {
+  await page.addScriptTag({ path: AXE })
+  const violations = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run: (context: Document) => Promise<{ violations: Array<{ id: string; nodes: Array<{ target: unknown[] }> }> }> } }).axe
+    return (await axe.run(document)).violations
+  })
+  return violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)
+}
 
 describe.skipIf(!available)('the sign-in and consent pages in Chromium', () => {
   let browser: Browser
@@ -114,6 +173,59 @@ describe.skipIf(!available)('the sign-in and consent pages in Chromium', () => {
     await page.getByLabel('Password').fill(DEMO_USER.password)
     await page.getByRole('button', { name: 'Sign in' }).click()
     await page.getByRole('button', { name: 'Deny' }).click()
+    await page.getByRole('heading', { name: 'Sign-in did not complete' }).waitFor()
+    expect(await page.locator('main').textContent()).toContain('access_denied')
+  })
+
+  it.each(['light', 'dark'] as const)('meets WCAG AA contrast on every page and passes axe-core, in the %s colour scheme', async (colorScheme) => {
+    // The pages' CSP allows no script; axe-core is injected into a context that bypasses it.
+    const context = await browser.newContext({ ignoreHTTPSErrors: true, colorScheme, bypassCSP: true })
+    const page = await context.newPage()
+    const checked: Record<string, { lowContrast: LowContrast[]; axe: string[] }> = {}
+    const accents: string[] = []
+    const check = async (name: string) => {
+      accents.push(...(await page.locator('button.primary').evaluateAll((buttons) => buttons.map((b) => getComputedStyle(b).backgroundColor))))
+      await page.screenshot({ path: new URL(`${name}-${colorScheme}.png`, SHOTS).pathname, fullPage: true })
+      checked[name] = { lowContrast: await lowContrastTexts(page), axe: await axeViolations(page) }
+    }
+    try {
+      await page.goto(`${origin}/demo-app/login`)
+      await expect(page.title()).resolves.toBe('Sign in · Example open data portal')
+      await check('login')
+      await page.getByLabel('Username').fill(DEMO_USER.username)
+      await page.getByLabel('Password').fill('not the password')
+      await page.getByRole('button', { name: 'Sign in' }).click()
+      await page.getByRole('alert').waitFor()
+      await check('login-error')
+      await page.getByLabel('Password').fill(DEMO_USER.password)
+      await page.getByRole('button', { name: 'Sign in' }).click()
+      await page.getByRole('heading', { name: 'Allow Demo dashboard to use your account?' }).waitFor()
+      await check('consent')
+      await page.getByRole('button', { name: 'Allow' }).click()
+      await page.getByRole('heading', { name: 'Signed in as Ada Lovelace' }).waitFor()
+      await page.goto(`${origin}/oauth/grants`)
+      await page.getByRole('heading', { name: 'Connected apps' }).waitFor()
+      await check('connected-apps')
+      await page.goto(`${origin}/oauth/authorize?client_id=no-such-application`)
+      await page.getByText('Technical details for the application').click()
+      await page.getByText('No application is registered with this client_id.').waitFor()
+      await check('error')
+    } finally {
+      await context.close()
+    }
+    expect(Object.keys(checked)).toEqual(['login', 'login-error', 'consent', 'connected-apps', 'error'])
+    // The colours are the scheme's own, not the browser's defaults that happen to pass.
+    for (const [name, result] of Object.entries(checked)) {
+      expect({ name, ...result }).toEqual({ name, lowContrast: [], axe: [] })
+    }
+    expect(new Set(accents)).toEqual(new Set([colorScheme === 'dark' ? 'rgb(120, 174, 237)' : 'rgb(26, 95, 180)']))
+  })
+
+  it('cancels from the login page back to the application with access_denied', async () => {
+    const { page } = await open()
+    await page.goto(`${origin}/demo-app/login`)
+    // The fields are required, yet Cancel needs none of them filled.
+    await page.getByRole('button', { name: 'Cancel' }).click()
     await page.getByRole('heading', { name: 'Sign-in did not complete' }).waitFor()
     expect(await page.locator('main').textContent()).toContain('access_denied')
   })

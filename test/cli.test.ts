@@ -116,7 +116,9 @@ describe('open-data-gate command line', () => {
 
   it.each([
     [['apps', 'show', 'nope', ...S], 'no application with app token nope'],
-    [['apps', 'set-limit', 'nope', '10', ...S], 'no application with app token nope'],
+    [['apps', 'set-limit', 'nope', '10', ...S], 'No application has the app token "nope"'],
+    [['apps', 'rotate-secret', 'nope', ...S], 'No application has the app token "nope"'],
+    [['keys', 'rotate', 'nope', ...S], 'No active API key has the id "nope"'],
     [['apps', 'delete', 'nope', ...S], 'no application with app token nope'],
     [['apps', 'register', '--name', 'x', '--callback-prefix', 'http://x.example/', ...S], 'callbackPrefix must be an absolute https URL'],
     [['apps', 'register', '--name', 'x', '--limit', '0', ...S], '--limit must be a positive whole number, not "0"'],

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createGate, GateError, MemoryStore, PlatformError, PLATFORM_ERROR_STATUS, type InternalErrorEvent } from '../src/index.js'
 import { coreRequest } from './support/requests.js'
+import { captureWarnings } from './support/warnings.js'
 
 class BrokenStore extends MemoryStore {
   override consumeRate(): never {
@@ -94,6 +95,15 @@ describe('errors', () => {
     const outcome = await gate.handle(coreRequest({ headers: { 'x-app-token': 'unknown-token' } }))
     expect(outcome).toMatchObject({ type: 'respond', response: { status: 403 } })
     expect(warn.mock.calls[0]?.[0]).toMatch(/'invalidAppToken' listener threw: a bug in the host’s listener/)
+  })
+
+  it('says once, in a process warning with a code, when a guard runs without the gate', async () => {
+    const gate = createGate()
+    const guard = gate.guard({ auth: 'required' })
+    const { result, warnings } = await captureWarnings(() => [guard(undefined), guard(undefined)])
+    expect(result[0]).toBeInstanceOf(Error)
+    expect(gate.errorResponse(result[0]).status).toBe(500)
+    expect(warnings).toEqual([expect.objectContaining({ code: 'ODG_GUARD_WITHOUT_GATE', message: expect.stringContaining('mount expressGate/koaGate/nodeGate before the guard') })])
   })
 
   it('refuses a custom store that lacks part of the contract, naming what is missing', () => {

@@ -8,7 +8,7 @@ import { OAuth2Client } from '@badgateway/oauth2-client'
 import * as oauth from 'oauth4webapi'
 import * as openid from 'openid-client'
 import { AuthorizationCode } from 'simple-oauth2'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest'
 import { createGate, type Gate, type RegisteredApplication, type User } from '../src/index.js'
 import { FRAMEWORKS, FRAMEWORKS_WITH_BODY_PARSERS } from './adapters/frameworks.js'
 import { listen, TEST_CERT, type RunningServer } from './adapters/servers.js'
@@ -23,14 +23,22 @@ describe.each([...FRAMEWORKS, ...FRAMEWORKS_WITH_BODY_PARSERS])('OAuth with real
   let server: RunningServer
   let app: RegisteredApplication
   let ada: User
+  let warnings: MockInstance<typeof process.emitWarning>
 
   beforeAll(async () => {
+    // The clients discover the endpoints, and this gate has no oauth.issuer: it says so once.
+    warnings = vi.spyOn(process, 'emitWarning').mockImplementation(() => {})
     gate = createGate({ basic: { scrypt: { logN: 10 } } })
     app = await gate.applications.register({ name: 'Transit dashboard', callbackPrefix: PREFIX })
     ada = await gate.users.create({ username: 'ada', password: PASSWORD, displayName: 'Ada Lovelace', email: 'ada@example.org' })
     server = await listen(framework.listener(gate), true)
   })
-  afterAll(() => server.close())
+  afterAll(async () => {
+    await server.close()
+    const codes = warnings.mock.calls.map(([, options]) => (options as { code?: string } | undefined)?.code)
+    warnings.mockRestore()
+    expect(codes).toEqual(['ODG_DERIVED_ISSUER'])
+  })
 
   /** Reads the current user with a token, as the application then does. */
   async function currentUser(accessToken: string, scheme = 'OAuth') {

@@ -11,6 +11,8 @@ import { headerValue } from '../src/http.js'
 import { sha256 } from '../src/secrets.js'
 import { listen, TEST_CERT, type RunningServer } from './adapters/servers.js'
 import { Browser, csrfOf } from './support/browser.js'
+import { coreRequest } from './support/requests.js'
+import { captureWarnings } from './support/warnings.js'
 
 const PASSWORD = 'correct horse battery'
 const PREFIX = 'https://transit.example/oauth/'
@@ -92,9 +94,9 @@ function redirectParams(res: request.Response): URLSearchParams {
 describe('authorize: client and redirect_uri problems are shown, never redirected', () => {
   it('shows an error page for an unknown, missing or OAuth-less client', async () => {
     const { gate, get, authorizeUrl, ada } = await start()
-    expectErrorPage(await get(authorizeUrl({ client_id: 'no-such-client' })).set('x-signed-in', ada.id), 400, /Unknown application/)
-    expectErrorPage(await get(authorizeUrl({}, ['client_id'])).set('x-signed-in', ada.id), 400, /client_id is missing/)
-    expectErrorPage(await get(authorizeUrl({ client_id: '' })).set('x-signed-in', ada.id), 400, /client_id is missing/)
+    expectErrorPage(await get(authorizeUrl({ client_id: 'no-such-client' })).set('x-signed-in', ada.id), 400, /No application is registered with this client_id/)
+    expectErrorPage(await get(authorizeUrl({}, ['client_id'])).set('x-signed-in', ada.id), 400, /has no client_id/)
+    expectErrorPage(await get(authorizeUrl({ client_id: '' })).set('x-signed-in', ada.id), 400, /has no client_id/)
     const plain = await gate.applications.register({ name: 'No OAuth' })
     expectErrorPage(await get(authorizeUrl({ client_id: plain.appToken })).set('x-signed-in', ada.id), 400, /has no Callback Prefix/)
   })
@@ -124,9 +126,29 @@ describe('authorize: client and redirect_uri problems are shown, never redirecte
     expect(res.text).not.toContain('<dashboard>')
   })
 
+  it('redirects to an http loopback callback only with oauth.allowLoopbackCallbacks', async () => {
+    const { result: relaxed, warnings } = await captureWarnings(() => start({ oauth: { allowLoopbackCallbacks: true } }))
+    expect(warnings.map((w) => w.code)).toEqual(['ODG_LOOPBACK_CALLBACKS'])
+    const local = await relaxed.gate.applications.register({ name: 'Laptop app', callbackPrefix: 'http://127.0.0.1:5173/callback' })
+    const callback = await relaxed.approve(relaxed.authorizeUrl({ client_id: local.appToken, redirect_uri: 'http://127.0.0.1:5173/callback?from=test' }))
+    expect(callback.origin).toBe('http://127.0.0.1:5173')
+    expect(callback.searchParams.get('code')).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    // The same application, once the option is off again, is not redirected over http.
+    const strict = createGate({ store: relaxed.store })
+    const query = new URLSearchParams({ client_id: local.appToken, response_type: 'code', redirect_uri: 'http://127.0.0.1:5173/callback' })
+    const refused = await strict.handle(coreRequest({ url: `/oauth/authorize?${query}` }))
+    expect(refused).toMatchObject({ type: 'respond', response: { status: 400, body: expect.stringContaining('does not use https') } })
+    expect(refused.type === 'respond' && refused.response.headers.location).toBeUndefined()
+  })
+
   it('refuses to serve the flow over plain http, and believes only a trusted proxy about https', async () => {
     const plain = await start({}, false)
-    expectErrorPage(await plain.get(plain.authorizeUrl()).set('x-signed-in', plain.ada.id).set('X-Forwarded-Proto', 'https'), 403, /secure connection/)
+    expectErrorPage(await plain.get(plain.authorizeUrl()).set('x-signed-in', plain.ada.id), 403, /secure connection/)
+    // A loopback peer vouching for https while no proxy is trusted: a deployment mistake, said as such.
+    const { result: untrusted, warnings } = await captureWarnings(() => plain.get(plain.authorizeUrl()).set('x-signed-in', plain.ada.id).set('X-Forwarded-Proto', 'https'))
+    expect(untrusted.status).toBe(500)
+    expect(untrusted.body).toMatchObject({ code: 'proxy_not_trusted', message: expect.stringContaining('trustProxy') })
+    expect(warnings.map((w) => w.code)).toEqual(['ODG_UNTRUSTED_PROXY_HEADERS'])
     const proxied = await start({ trustProxy: 'loopback' }, false)
     const res = await proxied.get(proxied.authorizeUrl()).set('x-signed-in', proxied.ada.id).set('X-Forwarded-Proto', 'https')
     expect(res.status).toBe(200)
@@ -300,6 +322,43 @@ describe('the login and consent pages', () => {
     const consent = await browser.get(posted.location as string)
     expect(consent.html).toContain('Ada Lovelace')
     expect(consent.headers.get('content-security-policy')).toContain("form-action 'self' https://transit.example")
+  })
+
+  it('sends the user back with access_denied and the state when they cancel on the login page', async () => {
+    const { server, authorizeUrl } = await start({ oauth: {} })
+    const browser = new Browser()
+    const login = await browser.get(`${server.url}${authorizeUrl()}`)
+    expect(login.html).toMatch(/<button type="submit" class="secondary" name="action" value="deny" formnovalidate>Cancel<\/button>/)
+    const cancelled = await browser.post(login.url, { csrf_token: csrfOf(login), action: 'deny' })
+    expect(cancelled.status).toBe(303)
+    const back = new URL(cancelled.location as string)
+    expect(`${back.origin}${back.pathname}`).toBe(`${PREFIX}callback`)
+    expect(Object.fromEntries(back.searchParams)).toMatchObject({ tab: 'live', error: 'access_denied', state: 'xyz' })
+    // Without the page's CSRF token, a cancel is refused like any other post.
+    const forged = await new Browser().post(login.url, { action: 'deny' })
+    expect(forged.status).toBe(403)
+  })
+
+  it('shows the portal\'s name (oauth.pages.siteName) in the title and heading of every page', async () => {
+    const { server, authorizeUrl, get, ada } = await start({ oauth: { pages: { siteName: 'City <Open> Data' } } })
+    const login = await new Browser().get(`${server.url}${authorizeUrl()}`)
+    expect(login.html).toContain('<title>Sign in · City &lt;Open&gt; Data</title>')
+    expect(login.html).toContain('<h1>Sign in to City &lt;Open&gt; Data</h1>')
+    const consent = await get(authorizeUrl()).set('x-signed-in', ada.id)
+    expect(consent.text).toContain('<title>Allow Transit &lt;dashboard&gt;? · City &lt;Open&gt; Data</title>')
+    expect(consent.text).toContain('<p class="site">City &lt;Open&gt; Data</p>')
+    const error = await get(authorizeUrl({ client_id: 'no-such-client' })).set('x-signed-in', ada.id)
+    expect(error.text).toContain('<title>This sign-in link does not work · City &lt;Open&gt; Data</title>')
+  })
+
+  it('tells the user in plain words what went wrong, and folds the developer\'s detail away', async () => {
+    const { get, authorizeUrl, ada } = await start()
+    const res = await get(authorizeUrl({ redirect_uri: 'https://transit.example.evil.net/oauth/callback' })).set('x-signed-in', ada.id)
+    const [visible, details] = res.text.split('<details>') as [string, string]
+    expect(visible).toContain('<h1>This sign-in link does not work</h1>')
+    expect(visible).toContain('Go back to the application and try again')
+    expect(visible).not.toMatch(/redirect_uri|Callback Prefix|client_id/)
+    expect(details).toMatch(/<summary>Technical details for the application's developer<\/summary>\n<p>The redirect_uri is not allowed for Transit &lt;dashboard&gt;: its scheme, host or port differ from the registered Callback Prefix.<\/p>/)
   })
 
   it('shows the login page again with an error after a wrong password, and 429 once the budget is spent', async () => {
@@ -596,7 +655,9 @@ describe('metadata (RFC 8414) and paths', () => {
   it('derives the issuer only from a well-formed Host', async () => {
     // Plain http: a TLS client would check the certificate against the Host sent.
     const { get } = await start({}, false)
-    expect((await get('/.well-known/oauth-authorization-server').set('Host', 'data.example:8443').expect(200)).body.issuer).toBe('https://data.example:8443')
+    const { result: derived, warnings } = await captureWarnings(() => get('/.well-known/oauth-authorization-server').set('Host', 'data.example:8443').expect(200))
+    expect(derived.body.issuer).toBe('https://data.example:8443')
+    expect(warnings).toEqual([expect.objectContaining({ code: 'ODG_DERIVED_ISSUER', message: expect.stringContaining('set oauth.issuer') })])
     expect((await get('/.well-known/oauth-authorization-server').set('Host', 'evil.example/path?x').expect(400)).body.error).toBe('invalid_request')
   })
 

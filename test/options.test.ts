@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createGate } from '../src/index.js'
+import { createGate, MemoryStore } from '../src/index.js'
+import { captureWarnings } from './support/warnings.js'
 
 describe('options', () => {
   it.each([
@@ -24,5 +25,42 @@ describe('options', () => {
     const copy = structuredClone(options)
     createGate(options)
     expect(options).toEqual(copy)
+  })
+
+  it.each([
+    [{ throtle: false }, 'unknown option `throtle`; did you mean `throttle`?'],
+    [{ throttle: { anonymous: { limt: 5, windowMs: 60_000 } } }, 'unknown option `throttle.anonymous.limt`; did you mean `limit`?'],
+    [{ throttle: { application: { limit: 5, window: 60_000 } } }, 'unknown option `throttle.application.window`; did you mean `windowMs`?'],
+    [{ throttle: { oauthBudget: 'anonymous' } }, 'unknown option `throttle.oauthBudget`; did you mean `oauthTokenBudget`?'],
+    [{ basic: { scrypt: { logn: 12 } } }, 'unknown option `basic.scrypt.logn`; did you mean `logN`?'],
+    [{ oauth: { pages: { sitename: 'Data' } } }, 'unknown option `oauth.pages.sitename`; did you mean `siteName`?'],
+    [{ oauth: { paths: { authorise: '/auth' } } }, 'unknown option `oauth.paths.authorise`; did you mean `authorize`?'],
+    [{ currentUser: { jsn: [] } }, 'unknown option `currentUser.jsn`; did you mean `json`?'],
+    [{ trustproxy: true }, 'unknown option `trustproxy`; did you mean `trustProxy`?'],
+    [{ somethingElse: 1 }, 'unknown option `somethingElse`; valid names are `store`, `rateStore`'],
+  ])('refuses the unknown option in %j, naming the nearest valid one', (options, message) => {
+    expect(() => createGate(options as never)).toThrow(TypeError)
+    expect(() => createGate(options as never)).toThrow(message)
+  })
+
+  it('refuses unknown fields in guard rules, store options and management calls too', async () => {
+    const gate = createGate()
+    expect(() => gate.guard({ auth: 'required', right: ['x'] } as never)).toThrow('unknown option `guard rule.right`; did you mean `rights`?')
+    expect(() => new MemoryStore({ maxRatekeys: 10 } as never)).toThrow('did you mean `maxRateKeys`?')
+    await expect(gate.applications.register({ name: 'a', callbackPrefx: 'https://a.example/' } as never)).rejects.toThrow('did you mean `callbackPrefix`?')
+    const { appToken } = await gate.applications.register({ name: 'a' })
+    await expect(gate.applications.update(appToken, { limt: 5 } as never)).rejects.toThrow('did you mean `limit`?')
+    await expect(gate.users.create({ username: 'ada', displayName: 'A', email: 'a@example.org', right: [] } as never)).rejects.toThrow('did you mean `rights`?')
+  })
+
+  it('refuses an oauthTokenBudget that is neither application nor anonymous', () => {
+    expect(() => createGate({ throttle: { oauthTokenBudget: 'shared' as never } })).toThrow(/throttle\.oauthTokenBudget must be 'application' or 'anonymous'/)
+  })
+
+  it('warns at startup, with a code, while loopback callbacks are allowed', async () => {
+    const { warnings } = await captureWarnings(() => createGate({ oauth: { allowLoopbackCallbacks: true } }))
+    expect(warnings).toEqual([expect.objectContaining({ code: 'ODG_LOOPBACK_CALLBACKS', message: expect.stringContaining('local development only') })])
+    const quiet = await captureWarnings(() => createGate())
+    expect(quiet.warnings).toEqual([])
   })
 })

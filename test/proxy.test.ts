@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { addressKey, compileTrustProxy, parseForwarded, resolveClient } from '../src/proxy.js'
+import { addressKey, claimsHttps, compileTrustProxy, isPrivateAddress, parseForwarded, resolveClient } from '../src/proxy.js'
 import { coreRequest } from './support/requests.js'
 
 const resolve = (trust: Parameters<typeof compileTrustProxy>[0], peer: string, headers: Record<string, string>, tls = false, family: 'x-forwarded' | 'forwarded' = 'x-forwarded') =>
@@ -92,5 +92,28 @@ describe('throttle keys for client addresses', () => {
     expect(addressKey('2001:db8:aaaa:bc00::1', 56)).not.toBe(addressKey('2001:db8:aaaa:bb00::1', 56))
     expect(addressKey('::ffff:1.2.3.4', 128)).toBe('0:0:0:0:0:ffff:102:304/128')
     expect(addressKey('fe80::1%eth0', 64)).toBe('fe80:0:0:0:0:0:0:0/64')
+  })
+})
+
+describe('spotting a proxy nobody trusts', () => {
+  it('knows the addresses a forgotten proxy sits at: loopback, private, link-local', () => {
+    for (const address of ['127.0.0.1', '10.1.2.3', '172.16.0.9', '172.31.255.1', '192.168.1.1', '169.254.1.1', '::1', 'fd00::1', 'fe80::1']) {
+      expect(isPrivateAddress(address), address).toBe(true)
+    }
+    for (const address of ['203.0.113.1', '172.32.0.1', '8.8.8.8', '2001:db8::1', 'unknown', '']) {
+      expect(isPrivateAddress(address), address).toBe(false)
+    }
+  })
+
+  it('reads the nearest proxy’s claim of https from either header family', () => {
+    const claims = (headers: Record<string, string>) => claimsHttps({ method: 'GET', url: '/', headers, peerAddress: '10.0.0.1', tls: false })
+    expect(claims({ 'x-forwarded-proto': 'https' })).toBe(true)
+    expect(claims({ 'x-forwarded-proto': 'HTTPS' })).toBe(true)
+    expect(claims({ 'x-forwarded-proto': 'http, https' })).toBe(true)
+    expect(claims({ 'x-forwarded-proto': 'https, http' })).toBe(false)
+    expect(claims({ forwarded: 'for=203.0.113.9;proto=https' })).toBe(true)
+    expect(claims({ forwarded: 'for=203.0.113.9;proto=http' })).toBe(false)
+    expect(claims({ forwarded: 'proto=https;;' })).toBe(false)
+    expect(claims({ 'x-forwarded-for': '203.0.113.9' })).toBe(false)
   })
 })

@@ -33,6 +33,18 @@ describe('throttling', () => {
     expect(pass(await anonymous()).context.throttle).toMatchObject({ policy: 'anonymous', remaining: 1 })
   })
 
+  it('says in the 429 which anonymous budget is spent: this address’s, or everyone’s', async () => {
+    const perAddress = await setup()
+    for (let i = 0; i < 2; i++) pass(await perAddress.anonymous())
+    const ip = respond(await perAddress.anonymous()).json.message as string
+    expect(ip).toMatch(/limited to 2 per 60 seconds from each address/)
+    expect(ip).not.toMatch(/share/)
+    const shared = await setup({ throttle: { anonymous: { limit: 2, windowMs: 60_000, scope: 'shared' } } })
+    pass(await shared.anonymous('198.51.100.1'))
+    pass(await shared.anonymous('198.51.100.2'))
+    expect(respond(await shared.anonymous('198.51.100.3')).json.message).toMatch(/requests without an app token share a limit of 2 per 60 seconds/)
+  })
+
   it('applies an application’s own higher limit', async () => {
     const { gate, a, withToken } = await setup()
     await gate.applications.update(a.appToken, { limit: 10 })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createGate, MemoryStore } from '../src/index.js'
+import { createGate, MemoryStore, NotFoundError } from '../src/index.js'
 import { sha256 } from '../src/secrets.js'
 
 const FAST = { basic: { scrypt: { logN: 10 } } }
@@ -47,13 +47,15 @@ describe('users', () => {
     const gate = createGate(FAST)
     const { id } = await gate.users.create({ username: 'ada', displayName: 'A', email: 'a@example.org' })
     expect(await gate.users.update(id, { displayName: 'Ada L.', rights: ['a', 'a', 'b'] })).toMatchObject({ displayName: 'Ada L.', rights: ['a', 'b'] })
-    expect(await gate.users.update('zzzz-zzzz', { displayName: 'x' })).toBeUndefined()
+    await expect(gate.users.update('zzzz-zzzz', { displayName: 'x' })).rejects.toMatchObject({ name: 'NotFoundError', code: 'not_found', status: 404 })
+    await expect(gate.users.setPassword('zzzz-zzzz', 'a long enough password')).rejects.toThrow(NotFoundError)
   })
 
   it('deletes an account and revokes its tokens', async () => {
     const gate = createGate(FAST)
     const { id } = await gate.users.create({ username: 'ada', displayName: 'A', email: 'a@example.org' })
-    const { accessToken } = await gate.tokens.issue({ userId: id, appToken: 'app' })
+    const { appToken } = await gate.applications.register({ name: 'app' })
+    const { accessToken } = await gate.tokens.issue({ userId: id, appToken })
     expect(await gate.users.delete(id)).toBe(true)
     expect((await gate.store.getAccessToken(sha256(accessToken)))?.revokedAt).not.toBeNull()
     expect(await gate.users.delete(id)).toBe(false)
@@ -81,7 +83,8 @@ describe('API keys', () => {
     expect(await gate.apiKeys.revoke(a.keyId)).toBe(false)
     const listed = await gate.apiKeys.list(id)
     expect(listed.map((k) => [k.name, k.revokedAt !== null])).toEqual([['a', true], ['b', false]])
-    expect(await gate.apiKeys.rotate(a.keyId)).toBeUndefined()
+    await expect(gate.apiKeys.rotate(a.keyId)).rejects.toThrow(NotFoundError)
+    await expect(gate.apiKeys.rotate('2222222222222222222222222')).rejects.toThrow(/No active API key/)
     const rotated = await gate.apiKeys.rotate(b.keyId)
     expect(rotated?.keyId).toBe(b.keyId)
     expect(rotated?.keySecret).not.toBe(b.keySecret)

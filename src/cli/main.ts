@@ -168,7 +168,6 @@ const COMMANDS: Record<string, Command> = {
       const [appToken, limit] = args as [string, string]
       const value = limit === 'default' ? null : integer('LIMIT', limit)
       const app = await gate.applications.update(appToken, { limit: value })
-      if (app === undefined) throw noApplication(appToken)
       return { json: app, human: fields(applicationFields(app)) }
     },
   },
@@ -180,7 +179,6 @@ const COMMANDS: Record<string, Command> = {
     async run({ gate, args }) {
       const appToken = args[0] as string
       const secretToken = await gate.applications.rotateSecret(appToken)
-      if (secretToken === undefined) throw noApplication(appToken)
       return { json: { appToken, secretToken }, human: fields([['app token', appToken], ['secret token', secretToken]]) + SHOWN_ONCE + '\n' }
     },
   },
@@ -257,7 +255,7 @@ const COMMANDS: Record<string, Command> = {
     async run({ gate, args, values, io }) {
       const user = await findUser(gate, args[0] as string)
       const password = values['no-password'] === true ? null : await readNewPassword(io.stdin, io.stderr, `New password for ${user.username}`)
-      if (!(await gate.users.setPassword(user.id, password))) throw noUser(user.id)
+      await gate.users.setPassword(user.id, password)
       return {
         json: { id: user.id, hasPassword: password !== null },
         human: password === null ? `removed the password of ${user.username}\n` : `set the password of ${user.username}\n`,
@@ -328,7 +326,6 @@ const COMMANDS: Record<string, Command> = {
     async run({ gate, args }) {
       const keyId = args[0] as string
       const issued = await gate.apiKeys.rotate(keyId)
-      if (issued === undefined) throw new RefusedError(`no active API key ${keyId}`)
       return { json: issued, human: fields([...keyFields(issued.apiKey), ['key secret', issued.keySecret]]) + SHOWN_ONCE + '\n' }
     },
   },

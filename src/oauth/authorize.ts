@@ -56,51 +56,56 @@ export class AuthorizeEndpoint {
 
   async handle(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
     if (request.method !== 'GET' && request.method !== 'POST') {
-      return this.#error(405, { title: 'Method not allowed', message: 'Open this page with a link from the application.' }, { allow: 'GET, POST' })
+      return this.#error(405, { title: 'This page cannot be opened this way', message: 'Open it from a link in the application you are using.', detail: `${request.method} is not allowed at the authorize endpoint; use GET.` }, { allow: 'GET, POST' })
     }
     if (!client.secure) {
-      return this.#error(403, { title: 'A secure connection is required', message: 'Sign-in pages are served over https only. Open this address with https://.' })
+      return this.#error(403, { title: 'A secure connection is required', message: 'This sign-in page works only over a secure connection. Open the address again, starting with https://.', detail: 'The authorize endpoint is served over https only.' })
     }
 
     // 1. The client and the redirect_uri: problems go to the user, never to a redirect.
     const params = queryParams(request.url)
     if (params.isDuplicated('client_id') || params.isDuplicated('redirect_uri')) {
-      return this.#error(400, { title: 'Invalid request', message: 'The application sent client_id or redirect_uri more than once.' })
+      return this.#brokenLink('client_id or redirect_uri was sent more than once.')
     }
     const clientId = params.get('client_id')
-    if (clientId === undefined) return this.#error(400, { title: 'Invalid request', message: 'The request does not name an application (client_id is missing).' })
+    if (clientId === undefined) return this.#brokenLink('The request has no client_id.')
     const application = isPlausibleAppToken(clientId) ? await this.#store.getApplication(clientId) : undefined
-    if (application === undefined) return this.#error(400, { title: 'Unknown application', message: 'No application is registered with this client_id.' })
+    if (application === undefined) return this.#brokenLink('No application is registered with this client_id.')
     if (application.callbackPrefix === null) {
-      return this.#error(400, { title: 'Application not set up for sign-in', message: `${application.name} has no Callback Prefix registered, so it cannot use OAuth.` })
+      return this.#brokenLink(`${application.name} has no Callback Prefix registered, so it cannot use OAuth.`, application.name)
     }
     const redirectUri = params.get('redirect_uri')
-    if (redirectUri === undefined) return this.#error(400, { title: 'Invalid request', message: 'The request has no redirect_uri.' })
-    const problem = redirectUriProblem(redirectUri, application.callbackPrefix)
+    if (redirectUri === undefined) return this.#brokenLink('The request has no redirect_uri.', application.name)
+    const problem = redirectUriProblem(redirectUri, application.callbackPrefix, this.#config.oauth.allowLoopbackCallbacks)
     if (problem !== undefined) {
-      return this.#error(400, { title: 'Invalid redirect address', message: `The redirect_uri is not allowed for ${application.name}: ${problem}.` })
+      return this.#brokenLink(`The redirect_uri is not allowed for ${application.name}: ${problem}.`, application.name)
     }
 
     // 2. The user, before any redirect.
     let decision: 'approve' | 'deny' | undefined
     if (request.method === 'POST') {
       const form = await bodyParams(request, FORM_LIMIT)
-      if (typeof form === 'string') return this.#error(400, { title: 'Invalid form', message: 'The form could not be read. Go back and try again.' })
+      if (typeof form === 'string') return this.#error(400, { title: 'Something went wrong with the form', message: 'Go back and try again.', detail: form })
       if (!csrfValid(request, form.get('csrf_token'))) {
-        return this.#error(403, { title: 'This form has expired', message: 'The form expired or was not sent from this page. Go back to the application and start again.' })
+        return this.#error(403, { title: 'This form has expired', message: 'Go back to the application and start signing in again.', detail: 'The csrf_token field was missing or did not match its cookie (the form expired, or was not sent from this page).' })
       }
       const action = form.get('action')
       if (action === 'login') return this.#login(request, client, application, form)
       if (action === 'logout') return redirect(sameUrl(request), { 'set-cookie': await this.#sessions.end(request) })
-      if (action !== 'approve' && action !== 'deny') return this.#error(400, { title: 'Invalid form', message: 'The form did not say what to do.' })
+      if (action !== 'approve' && action !== 'deny') return this.#error(400, { title: 'Something went wrong with the form', message: 'Go back and try again.', detail: 'The form had no action (login, approve, deny or logout).' })
       decision = action
     }
-    const user = await this.#signedInUser(request)
-    if (user === undefined) return this.#askToSignIn(request, application, '', undefined, 200)
-
-    // 3. Everything else goes back to the application, failures of our own included.
     const state = params.isDuplicated('state') ? undefined : params.get('state')
     const back = (code: OAuthErrorCode, description: string) => redirect(withParams(redirectUri, { error: code, error_description: description, state }))
+    const user = await this.#signedInUser(request)
+    if (user === undefined) {
+      // Cancel on the login page: the person chose not to sign in, which is a denial (the
+      // form's CSRF token shows it came from the page the gate served).
+      if (decision === 'deny') return back('access_denied', 'The user cancelled the sign-in')
+      return this.#askToSignIn(request, application, '', undefined, 200)
+    }
+
+    // 3. Everything else goes back to the application, failures of our own included.
     const error = this.#requestError(params)
     if (error !== undefined) return back(error.code, error.description)
     if (decision === undefined) {
@@ -179,7 +184,7 @@ export class AuthorizeEndpoint {
       return redirect(withParams(loginUrl, { return_to: request.url }))
     }
     const csrf = csrfToken(request)
-    const view = { application: { name: application.name }, csrfToken: csrf.token, username, error }
+    const view = { siteName: this.#config.oauth.pages.siteName, application: { name: application.name }, csrfToken: csrf.token, username, error }
     const custom = this.#config.oauth.pages.login
     return htmlResponse(status, custom === undefined ? loginPage(view) : custom(view), {
       ownPage: custom === undefined,
@@ -208,7 +213,13 @@ export class AuthorizeEndpoint {
   #consent(request: GateRequest, application: ApplicationRecord, user: UserRecord, redirectUri: string): GateResponse {
     const csrf = csrfToken(request)
     const redirectOrigin = new URL(redirectUri).origin
-    const view = { application: { name: application.name }, user: { displayName: user.displayName, username: user.username }, csrfToken: csrf.token, redirectOrigin }
+    const view = {
+      siteName: this.#config.oauth.pages.siteName,
+      application: { name: application.name },
+      user: { displayName: user.displayName, username: user.username },
+      csrfToken: csrf.token,
+      redirectOrigin,
+    }
     const custom = this.#config.oauth.pages.consent
     return htmlResponse(200, custom === undefined ? consentPage(view) : custom(view), {
       ownPage: custom === undefined,
@@ -217,9 +228,23 @@ export class AuthorizeEndpoint {
     })
   }
 
+  /**
+   * The application sent a sign-in link the gate cannot use. The person is told in plain
+   * words and never redirected; the developer's detail is on the page, folded away.
+   */
+  #brokenLink(detail: string, applicationName?: string): GateResponse {
+    const who = applicationName === undefined ? 'The application that sent you here' : applicationName
+    return this.#error(400, {
+      title: 'This sign-in link does not work',
+      message: `${who} asked you to sign in with a link this site cannot accept, so you cannot sign in to it from here. Go back to the application and try again; if it happens again, let its makers know.`,
+      detail,
+    })
+  }
+
   #error(status: number, view: ErrorView, headers: Record<string, string> = {}): GateResponse {
     const custom = this.#config.oauth.pages.error
-    return htmlResponse(status, custom === undefined ? errorPage(view) : custom(view), { ownPage: custom === undefined, headers })
+    const full = { ...view, siteName: this.#config.oauth.pages.siteName }
+    return htmlResponse(status, custom === undefined ? errorPage(full) : custom(full), { ownPage: custom === undefined, headers })
   }
 }
 

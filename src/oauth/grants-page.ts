@@ -120,6 +120,7 @@ ${alert}
 <input type="password" id="password" name="password" autocomplete="current-password" required${describedBy}>
 <div class="actions"><button type="submit" class="primary" name="action" value="login">Sign in</button></div>
 </form>`,
+      this.#config.oauth.pages.siteName,
     )
     return htmlResponse(status, html, { ownPage: true, headers: withCsrfCookie(headers, csrf.setCookie) })
   }
@@ -138,13 +139,15 @@ ${alert}
 <form method="post">${token}<p>Signed in as <strong>${escapeHtml(viewer.user.displayName)}</strong> (${escapeHtml(viewer.user.username)}).${signOut}</p></form>
 <p>These applications can read and change data on your account, as you can. Revoking one ends its access at once; it must ask you again to get it back.</p>
 ${list}`,
+      this.#config.oauth.pages.siteName,
     )
     return htmlResponse(200, html, { ownPage: true, headers: withCsrfCookie({}, csrf.setCookie) })
   }
 
   #error(status: number, view: ErrorView, headers: Record<string, string> = {}): GateResponse {
     const custom = this.#config.oauth.pages.error
-    return htmlResponse(status, custom === undefined ? errorPage(view) : custom(view), { ownPage: custom === undefined, headers })
+    const full = { ...view, siteName: this.#config.oauth.pages.siteName }
+    return htmlResponse(status, custom === undefined ? errorPage(full) : custom(full), { ownPage: custom === undefined, headers })
   }
 }
 

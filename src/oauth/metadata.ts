@@ -7,19 +7,20 @@ import { headerValue, jsonResponse, type GateRequest, type GateResponse } from '
 import type { ResolvedConfig } from '../options.js'
 
 const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/
-let warnedAboutDerivedIssuer = false
+/** The gates (by their configuration) that have warned about a derived issuer: each warns once. */
+const warnedAboutDerivedIssuer = new WeakSet<ResolvedConfig>()
 
 /**
  * The issuer: configured, or derived from the request's Host, which only a well-formed
  * host name may give. Deriving it lets whoever controls the Host header choose the
- * endpoints announced to them, so the gate warns once: set `oauth.issuer` in production.
+ * endpoints announced to them, so each gate warns once: set `oauth.issuer` in production.
  */
 export function issuerOf(config: ResolvedConfig, request: GateRequest): string {
   if (config.oauth.issuer !== null) return config.oauth.issuer
   const host = headerValue(request.headers, 'host')
   if (host === undefined || !HOST.test(host)) throw new OAuthError('invalid_request', 'The request has no valid Host header to name the issuer by')
-  if (!warnedAboutDerivedIssuer) {
-    warnedAboutDerivedIssuer = true
+  if (!warnedAboutDerivedIssuer.has(config)) {
+    warnedAboutDerivedIssuer.add(config)
     process.emitWarning('open-data-gate: the OAuth metadata names its issuer after the request Host; set oauth.issuer', { code: 'ODG_DERIVED_ISSUER' })
   }
   return `https://${host}`

@@ -12,8 +12,14 @@
 import { createHash } from 'node:crypto'
 import type { GateResponse } from '../http.js'
 
-/** What a login page shows. Its form posts to the same URL (no `action` attribute). */
+/**
+ * What a login page shows. Its form posts to the same URL (no `action` attribute):
+ * `action=login` with `username` and `password`, or `action=deny` to cancel and go back
+ * to the application with `error=access_denied`.
+ */
 export interface LoginView {
+  /** The portal's name (`oauth.pages.siteName`), if one is configured. */
+  readonly siteName: string | undefined
   readonly application: { readonly name: string }
   /** Put in a hidden field named `csrf_token`. */
   readonly csrfToken: string
@@ -21,7 +27,6 @@ export interface LoginView {
   readonly username: string
   /** Why the last attempt failed, if it did. */
   readonly error: string | undefined
-  /** Field names: `username`, `password`, and `action=login` on the submit button. */
 }
 
 /**
@@ -29,6 +34,8 @@ export interface LoginView {
  * `action=deny`, or `action=logout` (sign out, to sign in as someone else).
  */
 export interface ConsentView {
+  /** The portal's name (`oauth.pages.siteName`), if one is configured. */
+  readonly siteName: string | undefined
   readonly application: { readonly name: string }
   readonly user: { readonly displayName: string; readonly username: string }
   /** Put in a hidden field named `csrf_token`. */
@@ -37,36 +44,53 @@ export interface ConsentView {
   readonly redirectOrigin: string
 }
 
-/** What an error page shows. The user is not sent back to the application. */
+/**
+ * What an error page shows. The user is not sent back to the application. `title` and
+ * `message` are for the person in front of the browser; `detail`, when there is one, is
+ * for the application's developer (it names parameters such as `redirect_uri`).
+ */
 export interface ErrorView {
+  /** The portal's name (`oauth.pages.siteName`), if one is configured. */
+  readonly siteName?: string | undefined
   readonly title: string
   readonly message: string
+  readonly detail?: string | undefined
 }
 
-/** Pages a host renders itself; each returns a complete HTML document. */
+/** The portal's name and the pages a host renders itself; each page returns a complete HTML document. */
 export interface OAuthPages {
+  /** The portal's name, shown in the title and heading of the gate's own pages and given to custom ones. */
+  siteName?: string
   login?: (view: LoginView) => string
   consent?: (view: ConsentView) => string
   error?: (view: ErrorView) => string
 }
 
+// Every colour pair meets WCAG AA (4.5:1) in both schemes; the browser test measures them.
 const CSS = `
-:root { color-scheme: light dark; --accent: #1a5fb4; --danger: #a51d2d; }
+:root { color-scheme: light dark; --bg: #ffffff; --text: #1a1a1a; --muted: #5e5e5e; --accent: #1a5fb4; --on-accent: #ffffff; --danger: #a51d2d; }
+@media (prefers-color-scheme: dark) {
+  :root { --bg: #121212; --text: #e8e8e8; --muted: #b0b0b0; --accent: #78aeed; --on-accent: #121212; --danger: #ff938a; }
+}
 * { box-sizing: border-box; }
-body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; display: grid; place-items: center; min-height: 100vh; padding: 1rem; }
+body { margin: 0; background: var(--bg); color: var(--text); font: 16px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; display: grid; place-items: center; min-height: 100vh; padding: 1rem; }
 main { width: 100%; max-width: 26rem; border: 1px solid #8886; border-radius: 12px; padding: 1.75rem; }
 h1 { font-size: 1.35rem; margin: 0 0 1rem; }
+.site { font-size: 0.875rem; font-weight: 600; color: var(--muted); margin: 0 0 0.5rem; }
 p { margin: 0 0 1rem; }
 label { display: block; font-weight: 600; margin: 0.75rem 0 0.25rem; }
-input[type=text], input[type=password] { width: 100%; padding: 0.6rem; font: inherit; border: 1px solid #888; border-radius: 6px; }
+input[type=text], input[type=password] { width: 100%; padding: 0.6rem; font: inherit; color: inherit; background: var(--bg); border: 1px solid #888; border-radius: 6px; }
 .actions { display: flex; gap: 0.75rem; margin-top: 1.5rem; }
 button { flex: 1; padding: 0.65rem 1rem; font: inherit; font-weight: 600; border-radius: 6px; border: 1px solid var(--accent); cursor: pointer; }
-button.primary { background: var(--accent); color: #fff; }
+button.primary { background: var(--accent); color: var(--on-accent); }
 button.secondary { background: transparent; color: inherit; border-color: #888; }
 button.link { flex: none; padding: 0; border: 0; background: none; color: var(--accent); font-weight: 400; text-decoration: underline; }
 :focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
 .error { color: var(--danger); font-weight: 600; }
-.small { font-size: 0.875rem; opacity: 0.8; }
+.small { font-size: 0.875rem; color: var(--muted); }
+details { margin-top: 1.5rem; font-size: 0.875rem; color: var(--muted); }
+summary { cursor: pointer; }
+details p { margin: 0.5rem 0 0; overflow-wrap: anywhere; }
 `
 const STYLE_SOURCE = `'sha256-${createHash('sha256').update(CSS).digest('base64')}'`
 
@@ -76,33 +100,41 @@ export function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => ESCAPES[c] as string)
 }
 
-/** A complete page of the gate's own: the title, the inline stylesheet (allowed by its hash), and `body` inside `<main>`. */
-export function layout(title: string, body: string): string {
+/**
+ * A complete page of the gate's own: the title (with the portal's name, when there is
+ * one), the inline stylesheet (allowed by its hash), and `body` inside `<main>`, under a
+ * line with the portal's name unless `banner` is false (a heading that names it already).
+ */
+export function layout(title: string, body: string, siteName?: string, banner = true): string {
+  const fullTitle = siteName === undefined ? title : `${title} · ${siteName}`
+  const site = siteName === undefined || !banner ? '' : `<p class="site">${escapeHtml(siteName)}</p>\n`
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
-<title>${escapeHtml(title)}</title>
+<title>${escapeHtml(fullTitle)}</title>
 <style>${CSS}</style>
 </head>
 <body>
 <main>
-${body}
+${site}${body}
 </main>
 </body>
 </html>
 `
 }
 
+/** The gate's login page: sign in, or cancel back to the application (Sign in comes first: Enter submits it). */
 export function loginPage(view: LoginView): string {
   const app = escapeHtml(view.application.name)
   const error = view.error === undefined ? '' : `<p class="error" role="alert" id="login-error">${escapeHtml(view.error)}</p>`
   const describedBy = view.error === undefined ? '' : ' aria-describedby="login-error"'
+  const heading = view.siteName === undefined ? 'Sign in' : `Sign in to ${view.siteName}`
   return layout(
     'Sign in',
-    `<h1>Sign in</h1>
+    `<h1>${escapeHtml(heading)}</h1>
 <p><strong>${app}</strong> wants to use your account. Sign in to continue.</p>
 ${error}
 <form method="post">
@@ -111,11 +143,17 @@ ${error}
 <input type="text" id="username" name="username" value="${escapeHtml(view.username)}" autocomplete="username" autocapitalize="none" spellcheck="false" required autofocus${describedBy}>
 <label for="password">Password</label>
 <input type="password" id="password" name="password" autocomplete="current-password" required${describedBy}>
-<div class="actions"><button type="submit" class="primary" name="action" value="login">Sign in</button></div>
+<div class="actions">
+<button type="submit" class="primary" name="action" value="login">Sign in</button>
+<button type="submit" class="secondary" name="action" value="deny" formnovalidate>Cancel</button>
+</div>
 </form>`,
+    view.siteName,
+    false, // the heading names the portal already
   )
 }
 
+/** The gate's consent page: allow, deny, or sign out. */
 export function consentPage(view: ConsentView): string {
   const app = escapeHtml(view.application.name)
   return layout(
@@ -131,11 +169,17 @@ export function consentPage(view: ConsentView): string {
 <button type="submit" class="primary" name="action" value="approve">Allow</button>
 </div>
 </form>`,
+    view.siteName,
   )
 }
 
+/** The gate's error page: what happened in the user's words, the technical detail folded away for the developer. */
 export function errorPage(view: ErrorView): string {
-  return layout(view.title, `<h1>${escapeHtml(view.title)}</h1>\n<p role="alert">${escapeHtml(view.message)}</p>`)
+  const detail =
+    view.detail === undefined
+      ? ''
+      : `\n<details>\n<summary>Technical details for the application's developer</summary>\n<p>${escapeHtml(view.detail)}</p>\n</details>`
+  return layout(view.title, `<h1>${escapeHtml(view.title)}</h1>\n<p role="alert">${escapeHtml(view.message)}</p>${detail}`, view.siteName)
 }
 
 /**

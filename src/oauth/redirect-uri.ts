@@ -12,10 +12,15 @@
  * @see spec "OAuth 2.0" 3; oauth-server.md "redirect_uri match"; RFC 9700 §2.1, §4.1
  */
 
+import { isLoopbackHttp } from '../applications.js'
+
 const MAX_LENGTH = 2048
 
-/** Why `redirectUri` may not be used with `prefix`, or `undefined` when it may. */
-export function redirectUriProblem(redirectUri: string, prefix: string): string | undefined {
+/**
+ * Why `redirectUri` may not be used with `prefix`, or `undefined` when it may.
+ * @param allowLoopback `oauth.allowLoopbackCallbacks`: plain http is accepted on a loopback host (RFC 8252 §7.3)
+ */
+export function redirectUriProblem(redirectUri: string, prefix: string, allowLoopback = false): string | undefined {
   if (redirectUri.length > MAX_LENGTH) return 'it is too long'
   if (/[\s\\\p{Cc}]/u.test(redirectUri)) return 'it contains whitespace, control characters or a backslash'
   // RFC 3986 URIs are ASCII; anything else must arrive percent-encoded (a Location header cannot carry it).
@@ -23,7 +28,7 @@ export function redirectUriProblem(redirectUri: string, prefix: string): string 
   if (!URL.canParse(redirectUri)) return 'it is not an absolute URL'
   const url = new URL(redirectUri)
   const base = new URL(prefix)
-  if (url.protocol !== 'https:') return 'it does not use https'
+  if (url.protocol !== 'https:' && !(allowLoopback && isLoopbackHttp(url))) return 'it does not use https'
   if (url.username !== '' || url.password !== '') return 'it contains credentials'
   if (redirectUri.includes('#')) return 'it contains a fragment'
   if (url.origin !== base.origin) return 'its scheme, host or port differ from the registered Callback Prefix'

@@ -95,23 +95,24 @@ export class OAuthServer {
     this.#report(error, request)
     const page = PAGES.has(endpoint)
     if (error instanceof StoreError) {
-      if (page) return this.#page(503, 'The service is temporarily unavailable', 'Please try again in a moment.')
+      if (page) return this.#page(503, 'The service is temporarily unavailable', 'Please try again in a moment.', { detail: `The store failed (${error.operation}).` })
       if (endpoint === 'metadata') return errorResponse(error)
       return errorResponse(new OAuthError('temporarily_unavailable', 'The service is temporarily unavailable, please retry'))
     }
     if (error instanceof ThrottledError && page) {
-      return this.#page(429, 'Too many attempts', error.message, error.headers)
+      return this.#page(429, 'Too many attempts', error.message, { headers: error.headers ?? {} })
     }
     if (error instanceof GateError) {
-      return page ? this.#page(error.status, 'Request refused', error.message) : errorResponse(error)
+      return page ? this.#page(error.status, 'This request was refused', error.message, { detail: `Error code: ${error.code}` }) : errorResponse(error)
     }
     if (page) return this.#page(500, 'Something went wrong', 'Please try again later.')
     return errorResponse(new OAuthError('server_error', 'Internal server error'))
   }
 
-  #page(status: number, title: string, message: string, headers: Record<string, string> = {}): GateResponse {
+  #page(status: number, title: string, message: string, extra: { headers?: Record<string, string>; detail?: string } = {}): GateResponse {
     const custom = this.#config.oauth.pages.error
-    const view = { title, message }
+    const headers = extra.headers ?? {}
+    const view = { siteName: this.#config.oauth.pages.siteName, title, message, detail: extra.detail }
     return htmlResponse(status, custom === undefined ? errorPage(view) : custom(view), { ownPage: custom === undefined, headers })
   }
 }

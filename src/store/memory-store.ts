@@ -8,6 +8,7 @@
  */
 import { LRUCache } from 'lru-cache'
 import { gcraStep, type RateResult } from '../gcra.js'
+import { optionsObject } from '../options.js'
 import { compareApiKeys, matchesApiKeyQuery } from './api-key-query.js'
 import type {
   AccessTokenFilter,
@@ -63,6 +64,7 @@ export class MemoryStore implements GateStore {
   readonly #sinks: StoreEventSink[] = []
 
   constructor(options: MemoryStoreOptions = {}) {
+    optionsObject('MemoryStore options', options, ['maxRateKeys', 'clock'])
     const maxRateKeys = options.maxRateKeys ?? 100_000
     if (!Number.isSafeInteger(maxRateKeys) || maxRateKeys < 1) {
       throw new TypeError(`open-data-gate: MemoryStore maxRateKeys must be a positive integer, got ${String(maxRateKeys)}`)

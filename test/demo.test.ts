@@ -1,0 +1,120 @@
+/**
+ * `npm run demo` as a new user meets it: the process starts, prints the OAuth flow step by
+ * step, the printed steps work when followed (the authorize URL in a browser, then the
+ * printed curl lines, run by curl itself), and stopping the process by its id frees the ports.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { connect } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import { Agent } from 'undici'
+import { afterAll, describe, expect, it } from 'vitest'
+import { Browser, csrfOf } from './support/browser.js'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const demoCert = readFileSync(new URL('../examples/tls/cert.pem', import.meta.url))
+const agent = new Agent({ connect: { ca: demoCert } })
+const demoFetch: typeof fetch = (input, init) => fetch(input, { ...init, dispatcher: agent } as unknown as RequestInit)
+const hasCurl = (() => {
+  try {
+    execFileSync('curl', ['--version'], { stdio: 'ignore' })
+    return true
+  } catch {
+    return false
+  }
+})()
+
+/** Starts the demo exactly as `npm run demo` does, on free ports, and waits for its instructions. */
+async function startDemo(throughShell = false): Promise<{ child: ChildProcess; output: string }> {
+  const script = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.demo as string
+  const [command, ...args] = script.split(' ') as [string, ...string[]]
+  expect(command).toBe('node')
+  const options = { cwd: root, env: { ...process.env, PORT: '0', HTTPS_PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] as ('ignore' | 'pipe')[] }
+  // npm runs a script through `sh -c`, which does not pass a signal on to its child.
+  const child = throughShell ? spawn('sh', ['-c', `"${process.execPath}" ${args.join(' ')}`], options) : spawn(process.execPath, args, options)
+  let output = ''
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString()
+      if (output.includes('stops it.')) resolve()
+    })
+    child.stderr?.on('data', (chunk: Buffer) => {
+      output += chunk.toString()
+    })
+    child.once('exit', (code) => reject(new Error(`the demo exited with ${code}: ${output}`)))
+  })
+  return { child, output }
+}
+
+/** The line after the one that starts with `marker`, trimmed. */
+function lineAfter(output: string, marker: string): string {
+  const lines = output.split('\n')
+  const index = lines.findIndex((line) => line.startsWith(marker))
+  expect(index, `no line starting with ${marker}`).toBeGreaterThanOrEqual(0)
+  return (lines[index + 1] as string).trim()
+}
+
+const refused = (port: number) =>
+  new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1')
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve('connected')
+    })
+    socket.once('error', reject)
+  })
+
+const shell = (command: string) => execFileSync('sh', ['-c', command], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+
+describe('npm run demo', () => {
+  let demo: ChildProcess | undefined
+  afterAll(() => {
+    if (demo?.exitCode === null) demo.kill('SIGKILL')
+  })
+
+  it('prints the secret token and an OAuth flow that works when followed by hand, and stops on SIGTERM', async () => {
+    const { child, output } = await startDemo()
+    demo = child
+    expect(output).toMatch(/Secret token of "Demo dashboard": [A-Za-z0-9_-]{43}/)
+    expect(output).toContain(`kill ${child.pid}`)
+    const origin = (output.match(/(https:\/\/localhost:\d+) {2}everything/) as RegExpMatchArray)[1] as string
+
+    // 1. The authorize URL, in a browser: sign in, Allow.
+    const authorizeUrl = lineAfter(output, '1. Open this authorize URL')
+    const browser = new Browser(demoFetch)
+    const consent = await browser.signIn(authorizeUrl, 'ada', 'correct horse battery staple')
+    const allowed = await browser.post(consent.url, { csrf_token: csrfOf(consent), action: 'approve' })
+    expect(allowed.status).toBe(303)
+    const landing = await browser.get(allowed.location as string)
+    const code = (landing.html.match(/<code id="code">([A-Za-z0-9_-]{43})<\/code>/) as RegExpMatchArray)[1] as string
+
+    // 2. and 3. The printed curl lines, with the code and the token pasted in.
+    const exchangeLine = lineAfter(output, '2. The page you land on shows the code')
+    const apiLine = lineAfter(output, '3. Call the API')
+    expect(landing.html).toContain(exchangeLine.replace('code=CODE', `code=${code}`))
+    if (hasCurl) {
+      const token = JSON.parse(shell(exchangeLine.replace('CODE', code))) as { access_token: string; token_type: string }
+      expect(token.token_type).toBe('bearer')
+      const me = JSON.parse(shell(apiLine.replace('TOKEN', token.access_token))) as { screenName: string }
+      expect(me.screenName).toBe('Ada Lovelace')
+    } else {
+      console.warn('demo test: no curl on this machine, the printed curl lines were not run')
+    }
+
+    // Stopped by its process id, it lets go of its ports.
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve))
+    child.kill('SIGTERM')
+    expect(await exited).toBe(0)
+    await expect(refused(Number(new URL(origin).port))).rejects.toMatchObject({ code: 'ECONNREFUSED' })
+  })
+
+  it('stops when the shell that npm started it through is killed', async () => {
+    const { child, output } = await startDemo(true)
+    demo = child
+    const port = Number((output.match(/https:\/\/localhost:(\d+) {2}everything/) as RegExpMatchArray)[1])
+    const server = Number((output.match(/kill (\d+)\)/) as RegExpMatchArray)[1])
+    expect(server).not.toBe(child.pid)
+    child.kill('SIGTERM')
+    await expect.poll(() => refused(port).catch((error: NodeJS.ErrnoException) => error.code), { timeout: 5000 }).toBe('ECONNREFUSED')
+  })
+})
