@@ -136,9 +136,12 @@ class NodeGateRequest implements GateRequest {
     this.#parsedBody = parsedBody
   }
 
-  readBody(limit: number): Promise<RequestBody> {
-    const parsed = typeof this.#parsedBody === 'function' ? (this.#parsedBody as () => unknown)() : this.#parsedBody
-    return readBody(this.#req, limit, parsed)
+  readBody(limit: number, signal?: AbortSignal): Promise<RequestBody> {
+    return readBody(this.#req, limit, this.parsedBody(), signal)
+  }
+
+  parsedBody(): unknown {
+    return typeof this.#parsedBody === 'function' ? (this.#parsedBody as () => unknown)() : this.#parsedBody
   }
 }
 
@@ -166,11 +169,13 @@ export function writeGateResponse(res: ServerResponse, response: GateResponse): 
 
 /**
  * The body, for the endpoints that need one: what a body parser already produced, or
- * the stream read here, at most `limit` bytes.
+ * the stream read here, at most `limit` bytes, until `signal` aborts. Past the limit or
+ * the deadline it stops reading; the core's answer then says to close the connection.
  */
-function readBody(req: IncomingMessage, limit: number, parsedBody: unknown): Promise<RequestBody> {
+function readBody(req: IncomingMessage, limit: number, parsedBody: unknown, signal: AbortSignal | undefined): Promise<RequestBody> {
   if (parsedBody !== undefined) return Promise.resolve({ kind: 'parsed', value: parsedBody })
   if (req.readableEnded) return Promise.resolve({ kind: 'raw', bytes: Buffer.alloc(0) })
+  if (signal?.aborted) return Promise.reject(new Error('the body did not arrive in time'))
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let size = 0
@@ -179,12 +184,13 @@ function readBody(req: IncomingMessage, limit: number, parsedBody: unknown): Pro
       req.off('end', onEnd)
       req.off('error', onError)
       req.off('aborted', onAborted)
+      signal?.removeEventListener('abort', onDeadline)
     }
     const onData = (chunk: Buffer) => {
       size += chunk.length
       if (size > limit) {
         cleanup()
-        req.resume() // drain and discard the rest so the answer can still be sent
+        req.pause() // read no more: the answer closes the connection
         resolve({ kind: 'too-large' })
         return
       }
@@ -199,6 +205,11 @@ function readBody(req: IncomingMessage, limit: number, parsedBody: unknown): Pro
       reject(error)
     }
     const onAborted = () => onError(new Error('request aborted'))
+    const onDeadline = () => {
+      req.pause()
+      onError(new Error('the body did not arrive in time'))
+    }
+    signal?.addEventListener('abort', onDeadline, { once: true })
     req.on('data', onData)
     req.on('end', onEnd)
     req.on('error', onError)

@@ -10,7 +10,7 @@ import type { ApiKeys } from './api-keys.js'
 import type { GateUser } from './authenticate.js'
 import { PlatformError } from './errors.js'
 import { jsonResponse, type GateRequest, type GateResponse } from './http.js'
-import { bodyParams, queryParams, type BodyProblem } from './params.js'
+import { bodyParams, CONNECTION_CLOSE, queryParams, type BodyProblem } from './params.js'
 import type { ApiKeyQuery, ApiKeyRecord, ApiKeySortField, GateStore } from './store/store.js'
 import { API_KEY_ID } from './users.js'
 
@@ -104,11 +104,13 @@ export class ApiKeyEndpoints {
   readonly #store: GateStore
   readonly #apiKeys: ApiKeys
   readonly #maxActiveKeys: number
+  readonly #bodyTimeoutMs: number
 
-  constructor(store: GateStore, apiKeys: ApiKeys, maxActiveKeys: number) {
+  constructor(store: GateStore, apiKeys: ApiKeys, maxActiveKeys: number, bodyTimeoutMs: number) {
     this.#store = store
     this.#apiKeys = apiKeys
     this.#maxActiveKeys = maxActiveKeys
+    this.#bodyTimeoutMs = bodyTimeoutMs
   }
 
   /** `GET /api/api_keys`: one page of the user's keys, sorted and sought in the store. */
@@ -119,7 +121,7 @@ export class ApiKeyEndpoints {
 
   /** `POST /api/api_keys` with `{"keyName": "..."}`: a new key, with its secret, this once. */
   async create(user: GateUser, request: GateRequest): Promise<GateResponse> {
-    const body = await bodyParams(request, BODY_LIMIT)
+    const body = await bodyParams(request, BODY_LIMIT, this.#bodyTimeoutMs)
     if (typeof body === 'string') throw bodyError(body)
     if (body.isDuplicated('keyName')) throw new PlatformError('invalid_request', 'keyName was sent more than once')
     const name = body.get('keyName')?.trim() ?? ''
@@ -181,12 +183,14 @@ function notFound(): PlatformError {
 export function bodyError(problem: BodyProblem): PlatformError {
   switch (problem) {
     case 'too-large':
-      return new PlatformError('payload_too_large', 'The request body is too large')
+      return new PlatformError('payload_too_large', 'The request body is too large', { headers: CONNECTION_CLOSE })
+    case 'timeout':
+      return new PlatformError('request_timeout', 'The request body did not arrive in time', { headers: CONNECTION_CLOSE })
     case 'unsupported-type':
       return new PlatformError('unsupported_media_type', 'Send the body as application/json')
     case 'malformed':
       return new PlatformError('invalid_request', 'The body must be a JSON object whose values are strings')
     case 'unreadable':
-      return new PlatformError('invalid_request', 'The request body could not be read')
+      return new PlatformError('invalid_request', 'The request body could not be read', { headers: CONNECTION_CLOSE })
   }
 }

@@ -26,8 +26,11 @@ export function extractAppToken(request: GateRequest, acceptLegacyParam: boolean
 
   const url = request.url
   const q = url.indexOf('?')
-  // Parse the query only when it can hold a token: most requests pay one indexOf.
-  if (q !== -1 && url.indexOf('app_token', q) !== -1) {
+  // Parse the query only when it can hold a token: most requests pay an indexOf or two.
+  // A name can arrive percent-encoded (`app%5Ftoken`, `%24%24app_token`), and the host's
+  // parser (Express, URLSearchParams) decodes it: so must the gate, or such a token would
+  // reach the host unchecked.
+  if (q !== -1 && (url.indexOf('app', q) !== -1 || url.indexOf('%', q) !== -1)) {
     const params = new URLSearchParams(url.slice(q + 1))
     const fromQuery = [...params.getAll('$$app_token'), ...(acceptLegacyParam ? params.getAll('app_token') : [])]
       .map((v) => v.trim())

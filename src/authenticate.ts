@@ -7,8 +7,11 @@
  * holds nothing an attacker could test passwords against). A hit is honoured only while
  * the user's stored hash is the one that was verified: a password change ends it at once,
  * on every instance. Concurrent verifications of the same credentials share one scrypt
- * run. Failed attempts spend a per-username budget; once it is spent, further attempts
- * are refused before any scrypt runs.
+ * run. Failed attempts spend a per-username budget and a per-address budget (across all
+ * usernames); once either is spent, further attempts are refused before any scrypt runs,
+ * and the cache answers for a locked-out username only at the quiet address (no failure
+ * for a whole window) that verified it. scrypt runs go through a
+ * {@link HashQueue}: a few at once, one per address, the least served address first.
  *
  * @see spec "HTTP Basic", "OAuth 2.0" 6-7; performance.md (scrypt cost, single-flight)
  */
@@ -18,9 +21,11 @@ import { andThen } from './awaitable.js'
 import type { Credentials } from './authorization-header.js'
 import { PlatformError, retryAfterSeconds, ThrottledError } from './errors.js'
 import type { Emit } from './events.js'
+import type { RateResult } from './gcra.js'
+import { HashQueue } from './hash-queue.js'
 import type { ResolvedConfig } from './options.js'
 import { decoyHash, verifyPassword } from './passwords.js'
-import type { ClientInfo } from './proxy.js'
+import { addressKey, type ClientInfo } from './proxy.js'
 import { NO_SUCH_SECRET, secretMatches, sha256 } from './secrets.js'
 import type { AccessTokenRecord, Awaitable, GateStore, UserRecord } from './store/store.js'
 import type { Throttle } from './throttle.js'
@@ -45,9 +50,9 @@ interface VerifiedPassword {
   readonly userId: string
   /** The stored hash it was verified against: a password change ends the entry. */
   readonly passwordHash: string
-  /** The client that verified it, the only one it counts for during a lockout. */
-  readonly ip: string
   readonly failureKey: string
+  /** The address (key) that verified it: during a lockout, the only one it may answer for, and only while quiet. */
+  readonly address: string
 }
 
 /**
@@ -66,6 +71,9 @@ export class Authenticator {
   readonly #verified: LRUCache<string, VerifiedPassword> | undefined
   readonly #inflight = new Map<string, Promise<{ user: UserRecord | undefined; failureKey: string }>>()
   readonly #lastUsedWritten = new LRUCache<string, number>({ max: 10_000 })
+  /** Addresses seen past their failure budget, and until when (ms). */
+  readonly #addressBlockedUntil = new LRUCache<string, number>({ max: 10_000 })
+  readonly #hashes: HashQueue
   /** When each user's grant to an application was last known used, by `userId \0 appToken`. */
   readonly #grantUsed = new LRUCache<string, number>({ max: 10_000 })
   #decoy: Promise<string> | undefined
@@ -75,6 +83,7 @@ export class Authenticator {
     this.#store = store
     this.#throttle = throttle
     this.#emit = emit
+    this.#hashes = new HashQueue(config.basic.hashing)
     if (config.basic.cacheTtlMs > 0) this.#verified = new LRUCache({ max: 10_000, ttl: config.basic.cacheTtlMs })
   }
 
@@ -98,15 +107,32 @@ export class Authenticator {
   /**
    * Access tokens arrived over an insecure connection: revoke them at once, in the store,
    * so that every instance refuses them from now on.
+   * @returns how many live tokens this revoked
    */
-  async revokeInsecure(tokens: readonly string[], client: ClientInfo): Promise<void> {
+  async revokeInsecure(tokens: readonly string[], client: ClientInfo): Promise<number> {
+    let revoked = 0
     for (const token of tokens) {
       const tokenHash = sha256(token)
       const record = await this.#store.getAccessToken(tokenHash)
       if (record !== undefined && (await this.#store.revokeAccessToken(tokenHash, Date.now()))) {
+        revoked++
         this.#emit('tokenRevoked', { reason: 'insecure-transport', userId: record.userId, appToken: record.appToken, ip: client.ip })
       }
     }
+    return revoked
+  }
+
+  /**
+   * Basic credentials arrived over an insecure connection. When they are an API key and
+   * its right secret, the key is revoked: whoever watched the wire has it now. (A wrong
+   * secret revokes nothing, or anyone could revoke anyone's key by its id.)
+   */
+  async revokeInsecureApiKey(credentials: Extract<Credentials, { kind: 'basic' }>, client: ClientInfo): Promise<void> {
+    if (!API_KEY_ID.test(credentials.user)) return
+    const record = await this.#store.getApiKey(credentials.user)
+    if (record === undefined || record.revokedAt !== null || !secretMatches(credentials.password, record.secretHash)) return
+    const updated = await this.#store.updateApiKey(record.keyId, { revokedAt: Date.now() })
+    if (updated !== undefined) this.#emit('apiKeyRevoked', { reason: 'insecure-transport', keyId: record.keyId, userId: record.userId, ip: client.ip })
   }
 
   #verifyToken(token: string, scheme: 'oauth' | 'bearer', client: ClientInfo): Awaitable<Authentication> {
@@ -149,54 +175,131 @@ export class Authenticator {
    * user by id, so a warm request never pays for Unicode normalisation
    */
   #verifyPassword(sentUsername: string, password: string, client: ClientInfo): Awaitable<Authentication> {
+    // An address past its budget gets no answer that depends on the password, cached or not.
+    const address = addressKey(client.ip, 56)
+    const blocked = this.#addressBlockedMs(address)
+    if (blocked > 0) throw this.#addressLockedOut(blocked, client)
     const key = createHmac('sha256', this.#cacheKey).update(sentUsername).update('\0').update(password).digest('base64')
     const cached = this.#verified?.get(key)
-    // While a username is locked out, its cached password counts only for the client that
-    // verified it: otherwise an attacker's right guess would be answered from the victim's entry.
-    if (cached === undefined || (cached.ip !== client.ip && this.#throttle.isBlocked(cached.failureKey))) {
-      return this.#verifyPasswordCold(key, sentUsername, password, client)
+    if (cached === undefined) return this.#verifyPasswordCold(key, sentUsername, password, client, address)
+    // While a username is locked out, its cached password answers only for the address that
+    // verified it, and only while that address is quiet (no failed attempt for a whole
+    // window): the legitimate user keeps working, while a neighbour behind the same NAT who
+    // guesses once makes the address noisy and gets no answer from the cache after that.
+    if (this.#throttle.isBlocked(cached.failureKey)) {
+      if (cached.address !== address) return this.#verifyPasswordCold(key, sentUsername, password, client, address)
+      return andThen(this.#addressQuiet(address), (quiet) =>
+        quiet ? this.#cachedUser(key, cached, sentUsername, password, client, address) : this.#verifyPasswordCold(key, sentUsername, password, client, address),
+      )
     }
+    return this.#cachedUser(key, cached, sentUsername, password, client, address)
+  }
+
+  /** The user of a cache hit, while the stored hash is still the one verified. */
+  #cachedUser(key: string, cached: VerifiedPassword, sentUsername: string, password: string, client: ClientInfo, address: string): Awaitable<Authentication> {
     return andThen(this.#store.getUser(cached.userId), (user) => {
       if (user !== undefined && user.passwordHash === cached.passwordHash) return { user, method: 'password', apiKeyId: null, token: null }
       this.#verified?.delete(key)
-      return this.#verifyPasswordCold(key, sentUsername, password, client)
+      return this.#verifyPasswordCold(key, sentUsername, password, client, address)
     })
   }
 
   /**
    * No verified entry: spend one attempt of the username's budget, then run scrypt (shared
-   * by concurrent identical attempts). The attempt is counted before the hash runs, in one
-   * atomic step, so a burst of guesses cannot all pass a check made before any failure is
-   * recorded; a success starts the count again.
+   * by concurrent identical attempts) when the address has its turn in the hash queue. The
+   * username's attempt is counted before the hash runs, in one atomic step, so a burst of
+   * guesses cannot all pass a check made before any failure is recorded; a success starts
+   * the count again. The address's failures are counted after the fact, and its budget is
+   * read again once its turn comes: one address has one hash running at a time, so a
+   * burst from it cannot pass a stale reading either.
    */
-  async #verifyPasswordCold(key: string, sentUsername: string, password: string, client: ClientInfo): Promise<Authentication> {
+  async #verifyPasswordCold(key: string, sentUsername: string, password: string, client: ClientInfo, address: string): Promise<Authentication> {
     // No account has such a name: refuse without a hash, and without a budget key of that size.
-    if (sentUsername.length > MAX_USERNAME_LENGTH) throw this.#failedPassword(client, sentUsername)
+    if (sentUsername.length > MAX_USERNAME_LENGTH) {
+      await this.#countAddressFailure(address)
+      throw this.#failedPassword(client, sentUsername)
+    }
     // The same credentials already being checked are the same attempt: join it, and its
     // budget step, registered before anything awaits (a script opening 50 connections at
     // once must neither pay 50 scrypt runs nor spend 50 attempts).
     let pending = this.#inflight.get(key)
     if (pending === undefined) {
-      pending = this.#attempt(normalizeUsername(sentUsername), password, client).finally(() => this.#inflight.delete(key))
+      pending = this.#attempt(normalizeUsername(sentUsername), password, client, address).finally(() => this.#inflight.delete(key))
       this.#inflight.set(key, pending)
     }
     const { user, failureKey } = await pending
     if (user === undefined || user.passwordHash === null) throw this.#failedPassword(client, normalizeUsername(sentUsername))
-    this.#verified?.set(key, { userId: user.id, passwordHash: user.passwordHash, ip: client.ip, failureKey })
+    this.#verified?.set(key, { userId: user.id, passwordHash: user.passwordHash, failureKey, address })
     return { user, method: 'password', apiKeyId: null, token: null }
   }
 
-  /** One attempt: spend a unit of the username's budget, run scrypt, give the budget back on success. */
-  async #attempt(username: string, password: string, client: ClientInfo): Promise<{ user: UserRecord | undefined; failureKey: string }> {
+  /** One attempt: spend a unit of the username's budget, wait for the address's turn, run scrypt, settle both budgets. */
+  async #attempt(username: string, password: string, client: ClientInfo, address: string): Promise<{ user: UserRecord | undefined; failureKey: string }> {
     const failures = this.#config.basic.failures
     const failureKey = `login:${username}`
     if (failures !== null) {
       const budget = await this.#throttle.consume(failureKey, failures.limit, failures.windowMs, 1)
-      if (budget !== null && !budget.allowed) throw this.#lockedOut(budget.retryAfterMs, client)
+      if (budget !== null && !budget.allowed) {
+        // A refused attempt is still a guess from this address.
+        await this.#countAddressFailure(address)
+        throw this.#lockedOut(budget.retryAfterMs, client)
+      }
     }
-    const user = await this.#checkPassword(username, password)
+    const user = await this.#hashes.run(address, async () => {
+      const spentMs = await this.#addressBudgetSpent(address)
+      if (spentMs > 0) throw this.#addressLockedOut(spentMs, client)
+      const verified = await this.#checkPassword(username, password)
+      if (verified === undefined) await this.#countAddressFailure(address)
+      return verified
+    })
     if (user !== undefined && failures !== null) await this.#throttle.reset(failureKey)
     return { user, failureKey }
+  }
+
+  /** How long this process knows the address to be past its budget, in ms (0: not known to be). No store call. */
+  #addressBlockedMs(address: string): number {
+    if (this.#addressBlockedUntil.size === 0) return 0
+    const until = this.#addressBlockedUntil.get(address)
+    return until === undefined ? 0 : Math.max(0, until - Date.now())
+  }
+
+  /** Reads the address's budget in the store (without spending): ms until it has room again, 0 when it has. */
+  async #addressBudgetSpent(address: string): Promise<number> {
+    const policy = this.#config.basic.addressFailures
+    if (policy === null) return 0
+    return this.#noteAddress(address, await this.#throttle.consume(`login-ip:${address}`, policy.limit, policy.windowMs, 0))
+  }
+
+  /**
+   * One failed password attempt from the address: a unit of its budget, and the time of its
+   * latest failure (a one-unit key started again, so it is spent until a whole window after
+   * the latest failure: what {@link #addressQuiet} reads).
+   */
+  async #countAddressFailure(address: string): Promise<void> {
+    const policy = this.#config.basic.addressFailures
+    if (policy === null) return
+    this.#noteAddress(address, await this.#throttle.consume(`login-ip:${address}`, policy.limit, policy.windowMs, 1))
+    await this.#throttle.reset(`login-ip-last:${address}`)
+    await this.#throttle.consume(`login-ip-last:${address}`, 1, policy.windowMs, 1)
+  }
+
+  /**
+   * Whether no password attempt from the address failed for a whole window. Read from the
+   * store only for a cache hit on a locked-out username (rare); without an address budget
+   * nothing bounds the exemption, so no address is quiet.
+   */
+  #addressQuiet(address: string): Awaitable<boolean> {
+    const policy = this.#config.basic.addressFailures
+    if (policy === null) return false
+    return andThen(this.#throttle.consume(`login-ip-last:${address}`, 1, policy.windowMs, 0), (result) => result !== null && result.remaining === 1)
+  }
+
+  /** Remembers locally that the address has no attempt left, so that its next ones cost no store call. */
+  #noteAddress(address: string, result: RateResult | null): number {
+    if (result === null || (result.allowed && result.remaining > 0)) return 0
+    const waitMs = Math.max(1, result.retryAfterMs)
+    this.#addressBlockedUntil.set(address, Date.now() + waitMs, { ttl: waitMs })
+    return waitMs
   }
 
   /**
@@ -267,6 +370,12 @@ export class Authenticator {
   #invalidCredentials(): PlatformError {
     const headers: Record<string, string> = this.#config.basic.challenge ? { 'www-authenticate': `Basic realm="${this.#config.realm}", charset="UTF-8"` } : {}
     return new PlatformError('invalid_credentials', 'Invalid username and password, or API key id and secret', { headers })
+  }
+
+  #addressLockedOut(retryAfterMs: number, client: ClientInfo): ThrottledError {
+    const retryAfter = retryAfterSeconds(retryAfterMs)
+    this.#emit('throttled', { policy: 'login-address', appToken: undefined, ip: client.ip, retryAfterMs })
+    return new ThrottledError(`Too many failed sign-in attempts from this address; retry in ${retryAfter} seconds`, retryAfterMs)
   }
 
   #lockedOut(retryAfterMs: number, client: ClientInfo): ThrottledError {

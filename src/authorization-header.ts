@@ -41,19 +41,28 @@ export function readCredentials(request: GateRequest, acceptBearer: boolean): Cr
   if (value === undefined || value === '') return undefined
   if (value.length > MAX_CREDENTIALS_LENGTH) throw new PlatformError('invalid_request', 'The Authorization header is too long')
 
-  const space = value.indexOf(' ')
-  const scheme = (space === -1 ? value : value.slice(0, space)).toLowerCase()
-  const rest = space === -1 ? '' : value.slice(space + 1).trim()
+  const scheme = schemeOf(value)
+  if (scheme !== 'basic' && scheme !== 'oauth' && (scheme !== 'bearer' || !acceptBearer)) return undefined
+  // Exactly one space, then the credentials: a tab, two spaces or a comma after a scheme of
+  // ours is refused, never skipped over, since a parser behind the gate might read it otherwise.
+  const rest = value.slice(scheme.length + 1)
+  if (value[scheme.length] !== ' ' || rest === '' || /^\s|\s$/.test(rest)) {
+    throw new PlatformError('invalid_request', `Malformed Authorization header: send the scheme, one space, and the credentials`)
+  }
   switch (scheme) {
     case 'basic':
       return parseBasic(rest)
     case 'oauth':
       return { kind: 'token', scheme: 'oauth', token: parseToken(rest, 'OAuth') }
-    case 'bearer':
-      return acceptBearer ? { kind: 'token', scheme: 'bearer', token: parseToken(rest, 'Bearer') } : undefined
     default:
-      return undefined
+      return { kind: 'token', scheme: 'bearer', token: parseToken(rest, 'Bearer') }
   }
+}
+
+/** The auth-scheme (RFC 9110 §11.1: a token) at the start of the header, in lower case. */
+function schemeOf(value: string): string {
+  const end = value.search(/[^!#$%&'*+.^_`|~0-9A-Za-z-]/)
+  return (end === -1 ? value : value.slice(0, end)).toLowerCase()
 }
 
 function parseBasic(encoded: string): Credentials {
@@ -76,19 +85,50 @@ function parseToken(token: string, scheme: string): string {
   return token
 }
 
+/** At most this many candidates per request are looked up: each costs a store read. */
+const MAX_CANDIDATES = 8
+/** Shorter words in a malformed header (`token` in `OAuth token="…"`) cannot be a token of ours. */
+const MIN_TOKEN_LENGTH = 16
+
 /**
- * Every access token the request carries in an `Authorization` header (OAuth or Bearer,
- * whatever else the request gets wrong): over plain http each one must be revoked.
+ * Every access token the request may carry in clear, in any form a client might use:
+ * `Authorization: OAuth`/`Bearer` (well-formed or not: `OAuth <t>,`, `OAuth token="<t>"`,
+ * `OAuth<TAB><t>`), the query parameters `access_token` and `oauth_token` (names decoded
+ * as the host decodes them), and those fields of a body a body parser already read. Over
+ * plain http each one must be revoked; none of them ever authenticates.
  */
-export function tokensSentIn(request: GateRequest): string[] {
+export function tokensSentIn(request: GateRequest, parsedBody?: unknown): readonly string[] {
   const header = request.headers.authorization
-  const values = request.authorization ?? (header === undefined ? [] : Array.isArray(header) ? header : [header])
-  const tokens: string[] = []
-  for (const value of values) {
-    const space = value.indexOf(' ')
-    const scheme = value.slice(0, space).toLowerCase()
-    const token = value.slice(space + 1).trim()
-    if ((scheme === 'oauth' || scheme === 'bearer') && token.length <= MAX_CREDENTIALS_LENGTH && B64TOKEN.test(token)) tokens.push(token)
+  const url = request.url
+  const q = url.indexOf('?')
+  const inQuery = q !== -1 && (url.indexOf('token', q) !== -1 || url.indexOf('%', q) !== -1)
+  const inBody = typeof parsedBody === 'object' && parsedBody !== null && !Buffer.isBuffer(parsedBody)
+  // Most plain-http requests carry none of these: no allocation for them.
+  if (header === undefined && !inQuery && !inBody) return NONE
+  const found = new Set<string>()
+  const add = (candidate: string) => {
+    if (found.size < MAX_CANDIDATES && candidate.length >= MIN_TOKEN_LENGTH && candidate.length <= MAX_CREDENTIALS_LENGTH && B64TOKEN.test(candidate)) found.add(candidate)
   }
-  return tokens
+  const values = request.authorization ?? (header === undefined ? [] : Array.isArray(header) ? header : [header])
+  for (const value of values) {
+    const scheme = schemeOf(value)
+    if (scheme !== 'oauth' && scheme !== 'bearer') continue
+    for (const word of value.slice(scheme.length).split(/[\s,;="]+/)) add(word)
+  }
+  if (inQuery) {
+    const params = new URLSearchParams(url.slice(q + 1))
+    for (const name of TOKEN_FIELDS) for (const value of params.getAll(name)) add(value.trim())
+  }
+  if (inBody) {
+    for (const name of TOKEN_FIELDS) {
+      const value: unknown = (parsedBody as Record<string, unknown>)[name]
+      for (const one of Array.isArray(value) ? value : [value]) if (typeof one === 'string') add(one.trim())
+    }
+  }
+  return [...found]
 }
+
+const NONE: readonly string[] = Object.freeze([])
+
+/** Where clients put access tokens besides the Authorization header (RFC 6750 §2.2-2.3, OAuth 1.0 habits). */
+const TOKEN_FIELDS = ['access_token', 'oauth_token'] as const

@@ -32,6 +32,8 @@ export const PLATFORM_ERROR_STATUS = {
   method_not_allowed: 405,
   /** A record that must be unique already exists (a taken username). */
   conflict: 409,
+  /** A request body that did not arrive within `bodyTimeoutMs`; the connection is closed. */
+  request_timeout: 408,
   payload_too_large: 413,
   unsupported_media_type: 415,
   /** The throttle refused the request; `Retry-After` says when to come back. */
@@ -47,6 +49,8 @@ export const PLATFORM_ERROR_STATUS = {
   proxy_not_trusted: 500,
   /** The store failed or timed out and the gate could not decide. */
   service_unavailable: 503,
+  /** Too many password verifications are already waiting in this process; `Retry-After` says when to retry. */
+  busy: 503,
 
   // The platform's API key endpoints (`/api/api_keys`), with the platform's own codes.
   /**

@@ -10,7 +10,8 @@
 /** A request the gate answered with 429. */
 export interface ThrottledEvent {
   /**
-   * `application`, `anonymous`, `login` (a username's sign-in attempts), `client` (an OAuth
+   * `application`, `anonymous`, `login` (a username's sign-in attempts), `login-address`
+   * (an address's failed password attempts, across usernames), `client` (an OAuth
    * client's authentication attempts) or `oauth` (posts to the OAuth endpoints).
    */
   readonly policy: string
@@ -78,6 +79,25 @@ export interface TokenRevokedEvent {
   readonly ip: string
 }
 
+/** An API key was revoked by the gate itself. */
+export interface ApiKeyRevokedEvent {
+  /** Its right secret was sent over plain http. */
+  readonly reason: 'insecure-transport'
+  readonly keyId: string
+  readonly userId: string
+  readonly ip: string
+}
+
+/**
+ * An application's client secret was sent over plain http, and it was the right one. The
+ * gate does not rotate it (that would break the application at once): rotate it with
+ * `gate.applications.rotateSecret(appToken)` and give the application the new one.
+ */
+export interface ClientSecretExposedEvent {
+  readonly appToken: string
+  readonly ip: string
+}
+
 /** An authorization code was presented again after its first exchange. */
 export interface CodeReplayedEvent {
   /** The application the code was issued to. */
@@ -104,6 +124,8 @@ export interface GateEvents {
   rateKeyEvicted: (event: RateKeyEvictedEvent) => void
   authenticationFailed: (event: AuthenticationFailedEvent) => void
   tokenRevoked: (event: TokenRevokedEvent) => void
+  apiKeyRevoked: (event: ApiKeyRevokedEvent) => void
+  clientSecretExposed: (event: ClientSecretExposedEvent) => void
   codeReplayed: (event: CodeReplayedEvent) => void
   internalError: (event: InternalErrorEvent) => void
 }

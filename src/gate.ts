@@ -130,10 +130,10 @@ export class Gate extends TypedEmitter<GateEvents> {
     this.grants = new Grants(this.store)
     this.#throttle = new Throttle(config, rateStore, emit)
     this.#auth = new Authenticator(config, this.store, this.#throttle, emit)
-    const sessions = new LoginSessions(this.store, config.oauth.sessionTtlMs)
+    const sessions = new LoginSessions(this.store, config.oauth.sessionTtlMs, config.oauth.maxSessionsPerUser)
     this.#oauth = new OAuthServer(config, this.store, this.#throttle, this.#auth, this.tokens, this.grants, sessions, emit, (error, request) => this.#report(error, request))
     const maxActiveKeys = config.apiKeyEndpoints?.maxActiveKeys ?? 0
-    this.#selfService = new SelfService(config, this.store, sessions, new ApiKeyEndpoints(this.store, this.apiKeys, maxActiveKeys), this.grants)
+    this.#selfService = new SelfService(config, this.store, sessions, new ApiKeyEndpoints(this.store, this.apiKeys, maxActiveKeys, config.bodyTimeoutMs), this.grants)
     const routes: Array<[string, Route]> = [
       ...config.currentUser.json.map((path): [string, Route] => [path, { kind: 'current-user', format: 'json' }]),
       ...config.currentUser.xml.map((path): [string, Route] => [path, { kind: 'current-user', format: 'xml' }]),
@@ -189,11 +189,12 @@ export class Gate extends TypedEmitter<GateEvents> {
     }
     // A token sent in clear is revoked before anything else can refuse the request
     // (an unknown app token, a malformed header, an OAuth endpoint): spec, OAuth 2.0 step 7.
-    if (!client.secure && request.headers.authorization !== undefined) {
-      const sent = tokensSentIn(request)
-      if (sent.length > 0) return this.#auth.revokeInsecure(sent, client).then(() => this.#route(request, client))
+    // Whatever form it came in: a header, malformed or not, the query, a parsed body.
+    if (!client.secure) {
+      const sent = tokensSentIn(request, request.parsedBody?.())
+      if (sent.length > 0) return this.#auth.revokeInsecure(sent, client).then((revoked) => this.#route(request, client, revoked > 0))
     }
-    return this.#route(request, client)
+    return this.#route(request, client, false)
   }
 
   /** The OAuth endpoints and pages and the self-service endpoints: served over https only. */
@@ -208,15 +209,15 @@ export class Gate extends TypedEmitter<GateEvents> {
     return !this.#config.trustsAnyProxy && isPrivateAddress(client.ip) && claimsHttps(request)
   }
 
-  #route(request: GateRequest, client: ClientInfo): Awaitable<GateOutcome> {
+  #route(request: GateRequest, client: ClientInfo, revokedInsecureToken: boolean): Awaitable<GateOutcome> {
     const path = pathOf(request.url)
     const route: Route | undefined = this.#routes.get(path) ?? this.#ownAccessItem(path)
     // The OAuth endpoints authenticate clients and users themselves, and need no app token.
     if (route?.kind === 'oauth') return andThen(this.#oauth.handle(route.endpoint, request, client), respond)
     // Spelled out rather than andThen(...): no closure is made when the store answers at once.
     const application = this.#application(request, client)
-    if (isPromiseLike(application)) return Promise.resolve(application).then((found) => this.#access(request, client, found, route))
-    return this.#access(request, client, application, route)
+    if (isPromiseLike(application)) return Promise.resolve(application).then((found) => this.#access(request, client, found, route, revokedInsecureToken))
+    return this.#access(request, client, application, route, revokedInsecureToken)
   }
 
   /** `/api/api_keys/<keyId>` and `/api/oauth/grants/<appToken>`, or `undefined`. */
@@ -239,12 +240,18 @@ export class Gate extends TypedEmitter<GateEvents> {
   }
 
   /** Throttle, then credentials; most requests carry none and stay synchronous. */
-  #access(request: GateRequest, client: ClientInfo, application: ApplicationRecord | null, route: CheckedRoute | undefined): Awaitable<GateOutcome> {
+  #access(
+    request: GateRequest,
+    client: ClientInfo,
+    application: ApplicationRecord | null,
+    route: CheckedRoute | undefined,
+    revokedInsecureToken: boolean,
+  ): Awaitable<GateOutcome> {
     const credentials = readCredentials(request, this.#config.oauth.acceptBearer)
     if (credentials !== undefined) return this.#authenticated(request, client, application, credentials, route)
     const pass = this.#throttle.check(application, client)
-    if (isPromiseLike(pass)) return Promise.resolve(pass).then((settled) => this.#outcome(request, client, application, settled, null, false, route))
-    return this.#outcome(request, client, application, pass, null, false, route)
+    if (isPromiseLike(pass)) return Promise.resolve(pass).then((settled) => this.#outcome(request, client, application, settled, null, revokedInsecureToken, route))
+    return this.#outcome(request, client, application, pass, null, revokedInsecureToken, route)
   }
 
   /**
@@ -261,9 +268,12 @@ export class Gate extends TypedEmitter<GateEvents> {
   ): Awaitable<GateOutcome> {
     if (!client.secure) {
       if (credentials.kind === 'basic') {
-        throw new PlatformError('https_required', 'Authenticated requests must use https: credentials sent over an insecure connection are denied')
+        // An API key whose secret travelled in clear is revoked (a password cannot be: the user changes it).
+        return this.#auth.revokeInsecureApiKey(credentials, client).then(() => {
+          throw new PlatformError('https_required', 'Authenticated requests must use https: credentials sent over an insecure connection are denied')
+        })
       }
-      return this.#unauthenticated(request, client, application, route)
+      return this.#unauthenticated(request, client, application, route, true)
     }
     if (credentials.kind === 'basic' && application === null && this.#config.basic.requireAppToken) {
       throw new PlatformError('app_token_required', 'Requests authenticated with HTTP Basic must include an application token in the X-App-Token header')
@@ -304,9 +314,9 @@ export class Gate extends TypedEmitter<GateEvents> {
     })
   }
 
-  /** A token sent in clear (already revoked by #decide): the request goes on unauthenticated. */
-  #unauthenticated(request: GateRequest, client: ClientInfo, application: ApplicationRecord | null, route: CheckedRoute | undefined): Awaitable<GateOutcome> {
-    return andThen(this.#throttle.check(application, client), (pass) => this.#outcome(request, client, application, pass, null, true, route))
+  /** A token sent in clear (already revoked by #decide, if it was live): the request goes on unauthenticated. */
+  #unauthenticated(request: GateRequest, client: ClientInfo, application: ApplicationRecord | null, route: CheckedRoute | undefined, revoked: boolean): Awaitable<GateOutcome> {
+    return andThen(this.#throttle.check(application, client), (pass) => this.#outcome(request, client, application, pass, null, revoked, route))
   }
 
   #outcome(

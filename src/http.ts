@@ -33,15 +33,26 @@ export interface GateRequest {
   readonly tls: boolean
   /**
    * Reads the body, at most `limit` bytes. Only the endpoints that need one call it
-   * (the OAuth token, revocation and form endpoints).
+   * (the OAuth token, revocation and form endpoints). When `signal` aborts (the core's
+   * time limit), stop reading and reject.
    */
-  readonly readBody?: ((limit: number) => Promise<RequestBody>) | undefined
+  readonly readBody?: ((limit: number, signal?: AbortSignal) => Promise<RequestBody>) | undefined
+  /**
+   * What a body parser that ran before the gate produced (`req.body`), or `undefined`;
+   * never reads the stream. The gate looks at it only on plain http, for access tokens
+   * sent in clear.
+   */
+  readonly parsedBody?: (() => unknown) | undefined
 }
 
 /** What the gate answers when it answers itself. */
 export interface GateResponse {
   readonly status: number
-  /** Header names in lower case; a list for a header sent several times (`set-cookie`). */
+  /**
+   * Header names in lower case; a list for a header sent several times (`set-cookie`).
+   * `connection: close` means: close the connection once the answer is written, without
+   * reading the rest of the request (Node does so for that header).
+   */
   readonly headers: Readonly<Record<string, string | readonly string[]>>
   readonly body: string
 }

@@ -20,6 +20,7 @@ export type { GuardRule, Guard } from './guard.js'
 export type { BasicOptions, OAuthOptions, OAuthPaths, CurrentUserOptions, ApiKeyEndpointOptions, ConnectedAppsOptions } from './options.js'
 export type { OAuthPages, LoginView, ConsentView, ErrorView } from './oauth/pages.js'
 export type { ScryptParams } from './passwords.js'
+export type { HashQueueLimits } from './hash-queue.js'
 export type { ThrottleInfo } from './throttle.js'
 export type { TrustProxyOption, ProxyHeadersOption } from './proxy.js'
 export type { GateRequest, GateResponse, RequestBody, HeaderValue } from './http.js'
@@ -32,6 +33,8 @@ export type {
   RateKeyEvictedEvent,
   AuthenticationFailedEvent,
   TokenRevokedEvent,
+  ApiKeyRevokedEvent,
+  ClientSecretExposedEvent,
   CodeReplayedEvent,
   InternalErrorEvent,
 } from './events.js'

@@ -4,6 +4,7 @@
  * `TypeError` that names the option.
  */
 import type { GateRequest } from './http.js'
+import type { HashQueueLimits } from './hash-queue.js'
 import type { OAuthPages } from './oauth/pages.js'
 import { DEFAULT_SCRYPT, type ScryptParams } from './passwords.js'
 import { compileTrustProxy, type ProxyHeadersOption, type TrustProxyOption } from './proxy.js'
@@ -73,6 +74,20 @@ export interface BasicOptions {
   cacheTtlMs?: number
   /** Budget of failed password attempts per username before further attempts get 429. Default 10 per 15 minutes; `false` turns it off. */
   failures?: RatePolicyOptions | false
+  /**
+   * Budget of failed password attempts per client address, across all usernames (IPv6 per
+   * /56). Attempts a username's lockout refused count too. Once it is spent, every
+   * password attempt from the address gets 429, a right one included. Default 20 per 15
+   * minutes; `false` turns it off.
+   */
+  addressFailures?: RatePolicyOptions | false
+  /**
+   * How many password verifications (scrypt) run at once in this process, and how many may
+   * wait; past that an attempt gets 503 `busy` with `Retry-After`. One address has one
+   * verification running at a time, and waiting addresses take turns. Default
+   * `{ concurrency: 2, queue: 64, queuePerAddress: 4 }`.
+   */
+  hashing?: Partial<HashQueueLimits>
   /** scrypt cost for new password hashes. Default `{ logN: 14, blockSize: 8, parallelization: 1 }`. */
   scrypt?: Partial<ScryptParams>
 }
@@ -107,6 +122,8 @@ export interface OAuthOptions {
   paths?: OAuthPaths
   /** How long a sign-in on the gate's own login page lasts, in ms. Default 1 hour. */
   sessionTtlMs?: number
+  /** Live sign-ins per user on the gate's own login page; a new one ends the oldest past this. Default 10. */
+  maxSessionsPerUser?: number
   /**
    * Also allow Callback Prefixes (and redirect URIs) on `http://localhost`,
    * `http://127.0.0.1` and `http://[::1]`, any port, as RFC 8252 §7.3 does for loopback
@@ -200,6 +217,12 @@ export interface GateOptions {
   legacyAppTokenParam?: boolean
   /** A store call that takes longer fails with a `StoreError`. Default 1000 ms. */
   storeTimeoutMs?: number
+  /**
+   * How long the gate waits for a request body it reads itself (the OAuth endpoints'
+   * posts), in ms; a body not there by then is answered 408 and the connection closed.
+   * Default 10 000.
+   */
+  bodyTimeoutMs?: number
   /** HTTP Basic authentication. */
   basic?: BasicOptions
   /** OAuth access tokens. */
@@ -238,11 +261,14 @@ export interface ResolvedConfig {
   readonly proxyHeaders: ProxyHeadersOption
   readonly legacyAppTokenParam: boolean
   readonly storeTimeoutMs: number
+  readonly bodyTimeoutMs: number
   readonly basic: {
     readonly requireAppToken: boolean
     readonly challenge: boolean
     readonly cacheTtlMs: number
     readonly failures: RatePolicyOptions | null
+    readonly addressFailures: RatePolicyOptions | null
+    readonly hashing: HashQueueLimits
     readonly scrypt: ScryptParams
   }
   readonly oauth: {
@@ -253,6 +279,7 @@ export interface ResolvedConfig {
     readonly issuer: string | null
     readonly paths: { readonly [K in keyof OAuthPaths]-?: string | null }
     readonly sessionTtlMs: number
+    readonly maxSessionsPerUser: number
     readonly allowLoopbackCallbacks: boolean
     readonly authenticateUser: OAuthOptions['authenticateUser'] | null
     readonly loginUrl: string | null
@@ -272,13 +299,13 @@ function optionNames<T>(names: Record<keyof T, true>): readonly string[] {
   return Object.keys(names)
 }
 const GATE_OPTION_NAMES = optionNames<GateOptions>({
-  store: true, rateStore: true, applicationCacheMs: true, apiKeyEndpoints: true, connectedApps: true, throttle: true, trustProxy: true, proxyHeaders: true, legacyAppTokenParam: true, storeTimeoutMs: true,
+  store: true, rateStore: true, applicationCacheMs: true, apiKeyEndpoints: true, connectedApps: true, throttle: true, trustProxy: true, proxyHeaders: true, legacyAppTokenParam: true, storeTimeoutMs: true, bodyTimeoutMs: true,
   basic: true, oauth: true, currentUser: true, realm: true,
 })
 const THROTTLE_OPTION_NAMES = optionNames<ThrottleOptions>({ application: true, anonymous: true, legacyHeaders: true, onStoreError: true, oauthTokenBudget: true })
-const BASIC_OPTION_NAMES = optionNames<BasicOptions>({ requireAppToken: true, challenge: true, cacheTtlMs: true, failures: true, scrypt: true })
+const BASIC_OPTION_NAMES = optionNames<BasicOptions>({ requireAppToken: true, challenge: true, cacheTtlMs: true, failures: true, addressFailures: true, hashing: true, scrypt: true })
 const OAUTH_OPTION_NAMES = optionNames<OAuthOptions>({
-  acceptBearer: true, accessTokenTtlMs: true, codeTtlMs: true, requirePkce: true, issuer: true, paths: true, sessionTtlMs: true,
+  acceptBearer: true, accessTokenTtlMs: true, codeTtlMs: true, requirePkce: true, issuer: true, paths: true, sessionTtlMs: true, maxSessionsPerUser: true,
   allowLoopbackCallbacks: true, rememberConsent: true, authenticateUser: true, loginUrl: true, pages: true, clientFailures: true, throttle: true,
 })
 
@@ -320,6 +347,8 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   }
   const storeTimeoutMs = options.storeTimeoutMs ?? 1000
   positiveInteger('storeTimeoutMs', storeTimeoutMs)
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? 10_000
+  positiveInteger('bodyTimeoutMs', bodyTimeoutMs)
   const trustProxy = options.trustProxy ?? false
   const store = options.store ?? new MemoryStore()
   if (typeof store !== 'object' || store === null) throw new TypeError('open-data-gate: store must implement the GateStore interface')
@@ -337,6 +366,12 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   const cacheTtlMs = basic.cacheTtlMs ?? 300_000
   if (!Number.isSafeInteger(cacheTtlMs) || cacheTtlMs < 0) throw new TypeError(`open-data-gate: basic.cacheTtlMs must be 0 or a positive integer, got ${JSON.stringify(cacheTtlMs)}`)
   const failures = resolvePolicy('basic.failures', basic.failures, { limit: 10, windowMs: 900_000 }, 'app')
+  const addressFailures = resolvePolicy('basic.addressFailures', basic.addressFailures, { limit: 20, windowMs: 900_000 }, 'app')
+  if (basic.hashing !== undefined) optionsObject('basic.hashing', basic.hashing, optionNames<HashQueueLimits>({ concurrency: true, queue: true, queuePerAddress: true }))
+  const hashing = { concurrency: 2, queue: 64, queuePerAddress: 4, ...basic.hashing }
+  positiveInteger('basic.hashing.concurrency', hashing.concurrency)
+  positiveInteger('basic.hashing.queue', hashing.queue)
+  positiveInteger('basic.hashing.queuePerAddress', hashing.queuePerAddress)
   if (basic.scrypt !== undefined) optionsObject('basic.scrypt', basic.scrypt, optionNames<ScryptParams>({ logN: true, blockSize: true, parallelization: true }))
   const scrypt = { ...DEFAULT_SCRYPT, ...basic.scrypt }
   if (!Number.isInteger(scrypt.logN) || scrypt.logN < 10 || scrypt.logN > 22) throw new TypeError(`open-data-gate: basic.scrypt.logN must be an integer from 10 to 22, got ${JSON.stringify(scrypt.logN)}`)
@@ -350,6 +385,8 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   if (codeTtlMs > 600_000) throw new TypeError(`open-data-gate: oauth.codeTtlMs must be at most 600000 (10 minutes, RFC 6749 §4.1.2), got ${codeTtlMs}`)
   const sessionTtlMs = oauth.sessionTtlMs ?? 3_600_000
   positiveInteger('oauth.sessionTtlMs', sessionTtlMs)
+  const maxSessionsPerUser = oauth.maxSessionsPerUser ?? 10
+  positiveInteger('oauth.maxSessionsPerUser', maxSessionsPerUser)
   if (oauth.issuer !== undefined && !isIssuer(oauth.issuer)) {
     throw new TypeError(`open-data-gate: oauth.issuer must be an https URL without query or fragment, got ${JSON.stringify(oauth.issuer)}`)
   }
@@ -392,11 +429,14 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
     proxyHeaders,
     legacyAppTokenParam: booleanOption('legacyAppTokenParam', options.legacyAppTokenParam, true),
     storeTimeoutMs,
+    bodyTimeoutMs,
     basic: {
       requireAppToken: booleanOption('basic.requireAppToken', basic.requireAppToken, true),
       challenge: booleanOption('basic.challenge', basic.challenge, false),
       cacheTtlMs,
       failures: failures === null ? null : { limit: failures.limit, windowMs: failures.windowMs },
+      addressFailures: addressFailures === null ? null : { limit: addressFailures.limit, windowMs: addressFailures.windowMs },
+      hashing,
       scrypt,
     },
     oauth: {
@@ -412,6 +452,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
         metadata: endpointPath('metadata', '/.well-known/oauth-authorization-server'),
       },
       sessionTtlMs,
+      maxSessionsPerUser,
       allowLoopbackCallbacks: booleanOption('oauth.allowLoopbackCallbacks', oauth.allowLoopbackCallbacks, false),
       authenticateUser: oauth.authenticateUser ?? null,
       loginUrl: oauth.loginUrl ?? null,

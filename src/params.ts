@@ -52,16 +52,32 @@ export function queryParams(url: string): Params {
 }
 
 /** Why a body could not be read as parameters. */
-export type BodyProblem = 'too-large' | 'unsupported-type' | 'malformed' | 'unreadable'
+export type BodyProblem = 'too-large' | 'timeout' | 'unsupported-type' | 'malformed' | 'unreadable'
 
-/** The body's parameters, or the problem with it. */
-export async function bodyParams(request: GateRequest, limit: number): Promise<Params | BodyProblem> {
+/**
+ * Answers to a request whose body was too large, late or unreadable close the connection:
+ * the rest of the body is never read (a client could otherwise make the server drain
+ * gigabytes, or hold the connection open at a byte a minute).
+ */
+export const CLOSE_AFTER: Readonly<Record<BodyProblem, boolean>> = { 'too-large': true, timeout: true, unreadable: true, 'unsupported-type': false, malformed: false }
+/** The header that tells the adapter (and Node) to close the connection once the answer is written. */
+export const CONNECTION_CLOSE = { connection: 'close' } as const
+
+/**
+ * The body's parameters, or the problem with it.
+ * @param timeoutMs the body must have arrived by then, or the problem is `timeout`
+ */
+export async function bodyParams(request: GateRequest, limit: number, timeoutMs: number): Promise<Params | BodyProblem> {
   if (request.readBody === undefined) return new Params()
+  const deadline = new AbortController()
+  const timer = setTimeout(() => deadline.abort(), timeoutMs)
   let body
   try {
-    body = await request.readBody(limit)
+    body = await request.readBody(limit, deadline.signal)
   } catch {
-    return 'unreadable'
+    return deadline.signal.aborted ? 'timeout' : 'unreadable'
+  } finally {
+    clearTimeout(timer)
   }
   if (body.kind === 'too-large') return 'too-large'
   if (body.kind === 'parsed') return fromParsed(body.value)

@@ -114,9 +114,19 @@ function addRange(list: BlockList, range: string): void {
   list.addSubnet(address, bits, family === 4 ? 'ipv4' : 'ipv6')
 }
 
-/** `::ffff:1.2.3.4` → `1.2.3.4`; anything else unchanged. */
+/**
+ * An IPv4-mapped IPv6 address in any spelling (`::ffff:1.2.3.4`, `::FFFF:1.2.3.4`,
+ * `::ffff:0102:0304`, `0:0:0:0:0:ffff:1.2.3.4`) → `1.2.3.4`; anything else unchanged.
+ * Otherwise one client would have several budgets, one per spelling its proxy chose.
+ */
 export function normalizeAddress(address: string): string {
-  return address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address
+  // The spelling node:net gives a dual-stack socket, first: one check per request.
+  if (address.startsWith('::ffff:') && isIP(address.slice(7)) === 4) return address.slice(7)
+  if (!/ffff/i.test(address) || isIP(address) !== 6) return address
+  const groups = expandIPv6(address)
+  if (groups === undefined || groups[5] !== 0xffff || groups.slice(0, 5).some((g) => g !== 0)) return address
+  const [high, low] = [groups[6] as number, groups[7] as number]
+  return `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`
 }
 
 /**

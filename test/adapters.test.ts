@@ -2,12 +2,14 @@
  * One HTTP behaviour, five mounts: every test here runs against a real listening server
  * in Express 5, Express 4, Koa 3, Koa 2 and plain node:http.
  */
+import net from 'node:net'
 import { DOMParser } from '@xmldom/xmldom'
 import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createGate, MemoryStore, type GateOptions } from '../src/index.js'
+import { sha256 } from '../src/secrets.js'
 import { FRAMEWORKS, FRAMEWORKS_WITH_BODY_PARSERS, type DatasetBody } from './adapters/frameworks.js'
-import { listen, TEST_CERT, type RunningServer } from './adapters/servers.js'
+import { listen, requestFrom, TEST_CERT, type RawAnswer, type RunningServer } from './adapters/servers.js'
 import { Browser, csrfOf } from './support/browser.js'
 import { captureWarnings } from './support/warnings.js'
 
@@ -39,7 +41,7 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
     const app = await gate.applications.register({ name: 'Transit dashboard' })
     const server = await listen(framework.listener(gate), tls)
     running.push(server)
-    return { gate, app, api: request(server.url) }
+    return { gate, app, server, api: request(server.url) }
   }
 
   describe('application tokens', () => {
@@ -74,6 +76,17 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       const res = await api.get(`/resource/abcd-1234.json?$$app_token=${other.appToken}`).set('X-App-Token', app.appToken).expect(403)
       expect(res.body).toMatchObject({ code: 'permission_denied', error: true })
       expect(res.body.message).toMatch(/Conflicting app tokens/)
+    })
+
+    it('decodes percent-encoded parameter names as the host does: an unknown token is refused, a known one identified, a conflict seen', async () => {
+      const { gate, app, api } = await start()
+      await api.get('/resource/abcd-1234.json?app%5Ftoken=not-a-registered-token').expect(403)
+      await api.get('/resource/abcd-1234.json?%24%24app%5Ftoken=not-a-registered-token').expect(403)
+      const res = await api.get(`/resource/abcd-1234.json?%24%24%61pp_token=${app.appToken}`).expect(200)
+      expect((res.body as DatasetBody).gate.application?.appToken).toBe(app.appToken)
+      const other = await gate.applications.register({ name: 'Other' })
+      const conflict = await api.get(`/resource/abcd-1234.json?$$app%5ftoken=${other.appToken}`).set('X-App-Token', app.appToken).expect(403)
+      expect(conflict.body.message).toMatch(/Conflicting app tokens/)
     })
 
     it('refuses an unknown token with the platform body and error headers', async () => {
@@ -147,6 +160,14 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       const { api } = await start({ trustProxy: ['10.0.0.0/8'] })
       const res = await api.get('/resource/abcd-1234.json').set('X-Forwarded-For', '203.0.113.9').set('X-Forwarded-Proto', 'https').expect(200)
       expect((res.body as DatasetBody).gate).toMatchObject({ clientIp: '127.0.0.1', secure: false })
+    })
+
+    it('normalises an IPv4-mapped address from a trusted proxy in any spelling to the IPv4 address', async () => {
+      const { api } = await start({ trustProxy: 'loopback', throttle: false })
+      for (const spelling of ['::FFFF:203.0.113.9', '::ffff:cb00:7109', '0:0:0:0:0:ffff:203.0.113.9', '[::ffff:203.0.113.9]:443', '[::FFFF:CB00:7109]']) {
+        const res = await api.get('/resource/abcd-1234.json').set('X-Forwarded-For', spelling).expect(200)
+        expect((res.body as DatasetBody).gate.clientIp).toBe('203.0.113.9')
+      }
     })
 
     it('counts anonymous clients behind a trusted proxy by their own address', async () => {
@@ -294,6 +315,15 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       expect(res.body).toMatchObject({ code: 'invalid_request', error: true })
     })
 
+    it('answers a tab or anything but one space after the Basic, OAuth or Bearer scheme with 400, never ignoring it', async () => {
+      const { app, token, get } = await startAuth()
+      const encoded = Buffer.from(`ada:${PASSWORD}`).toString('base64')
+      for (const header of [`Basic\t${encoded}`, `Basic  ${encoded}`, `OAuth\t${token.accessToken}`, `Bearer\t${token.accessToken}`, `OAuth  ${token.accessToken}`]) {
+        const res = await get('/resource/abcd-1234.json').set('Authorization', header).set('X-App-Token', app.appToken).expect(400)
+        expect(res.body).toMatchObject({ code: 'invalid_request', error: true })
+      }
+    })
+
     it('answers Basic and an OAuth token in one request with 400', async () => {
       const { app, token, get } = await startAuth()
       // Two Authorization header lines; superagent's types allow arrays only for Cookie.
@@ -307,6 +337,72 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       expect((over.body as DatasetBody).gate).toMatchObject({ auth: 'none', user: null, revokedInsecureToken: true })
       const after = await get('/resource/abcd-1234.json').set('Authorization', `OAuth ${token.accessToken}`).expect(401)
       expect(after.body.code).toBe('invalid_token')
+    })
+
+    it('revokes an access token sent in clear in the query, a body field or a malformed header; the request goes on unauthenticated', async () => {
+      const { gate, ada, app, plain, get } = await startAuth()
+      const forms: Array<{ name: string; send: (t: string) => Promise<unknown>; status: number }> = [
+        { name: '?access_token=', send: (t) => plain.get(`/resource/abcd-1234.json?access_token=${t}`), status: 200 },
+        { name: '?oauth_token=', send: (t) => plain.get(`/resource/abcd-1234.json?oauth%5Ftoken=${t}`), status: 200 },
+        { name: 'OAuth <t>,', send: (t) => plain.get('/resource/abcd-1234.json').set('Authorization', `OAuth ${t},`), status: 400 },
+        { name: 'OAuth token="<t>"', send: (t) => plain.get('/resource/abcd-1234.json').set('Authorization', `OAuth token="${t}"`), status: 400 },
+        { name: 'OAuth<TAB><t>', send: (t) => plain.get('/resource/abcd-1234.json').set('Authorization', `OAuth\t${t}`), status: 400 },
+        { name: 'access_token at the token endpoint', send: (t) => plain.post('/oauth/access_token').type('form').send({ access_token: t }), status: 400 },
+        { name: 'token at the revocation endpoint', send: (t) => plain.post('/oauth/revoke').type('form').send({ token: t, client_id: app.appToken }), status: 400 },
+      ]
+      const revoked: string[] = []
+      gate.on('tokenRevoked', (e) => revoked.push(e.reason))
+      for (const form of forms) {
+        const { accessToken } = await gate.tokens.issue({ userId: ada.id, appToken: app.appToken })
+        const res = (await form.send(accessToken)) as { status: number; body: DatasetBody }
+        expect({ form: form.name, status: res.status }).toEqual({ form: form.name, status: form.status })
+        if (res.status === 200) expect(res.body.gate).toMatchObject({ auth: 'none', user: null, revokedInsecureToken: true })
+        const after = await get('/resource/abcd-1234.json').set('Authorization', `OAuth ${accessToken}`)
+        expect({ form: form.name, status: after.status }).toEqual({ form: form.name, status: 401 })
+      }
+      expect(revoked).toEqual(forms.map(() => 'insecure-transport'))
+    })
+
+    it('revokes an API key whose right secret came over plain http, and tells the event; a wrong secret revokes nothing', async () => {
+      const { gate, ada, app, plain, get } = await startAuth()
+      const events: unknown[] = []
+      gate.on('apiKeyRevoked', (e) => events.push(e))
+      const kept = await gate.apiKeys.create(ada.id, { name: 'kept' })
+      await plain.get('/resource/abcd-1234.json').set('Authorization', basic(kept.keyId, 'not the secret')).set('X-App-Token', app.appToken).expect(403)
+      await get('/resource/abcd-1234.json').set('Authorization', basic(kept.keyId, kept.keySecret)).set('X-App-Token', app.appToken).expect(200)
+      const leaked = await gate.apiKeys.create(ada.id, { name: 'leaked' })
+      const res = await plain.get('/resource/abcd-1234.json').set('Authorization', basic(leaked.keyId, leaked.keySecret)).set('X-App-Token', app.appToken).expect(403)
+      expect(res.body.code).toBe('https_required')
+      await get('/resource/abcd-1234.json').set('Authorization', basic(leaked.keyId, leaked.keySecret)).set('X-App-Token', app.appToken).expect(401)
+      expect((await gate.apiKeys.find(leaked.keyId))?.revokedAt).toEqual(expect.any(Number))
+      expect(events).toEqual([{ reason: 'insecure-transport', keyId: leaked.keyId, userId: ada.id, ip: '127.0.0.1' }])
+    })
+
+    it('consumes a code posted over plain http, so it cannot be exchanged over https after', async () => {
+      const { gate, ada, plain, post } = await startAuth()
+      const client = await gate.applications.register({ name: 'Client', callbackPrefix: 'https://client.example/cb' })
+      const code = 'a-code-that-travelled-in-clear-0123456789abc'
+      const now = Date.now()
+      await gate.store.insertAuthorizationCode({
+        codeHash: sha256(code),
+        appToken: client.appToken,
+        userId: ada.id,
+        redirectUri: 'https://client.example/cb',
+        codeChallenge: null,
+        createdAt: now,
+        expiresAt: now + 60_000,
+        usedAt: null,
+      })
+      const exposed: unknown[] = []
+      gate.on('clientSecretExposed', (e) => exposed.push(e))
+      const form = { grant_type: 'authorization_code', code, redirect_uri: 'https://client.example/cb', client_id: client.appToken, client_secret: client.secretToken }
+      const refused = await plain.post('/oauth/access_token').type('form').send(form).expect(400)
+      expect(refused.body.error).toBe('invalid_request')
+      const later = await post('/oauth/access_token').type('form').send(form).expect(400)
+      expect(later.body.error).toBe('invalid_grant')
+      // The right client secret was seen in clear: reported, not rotated (the application keeps working).
+      expect(exposed).toEqual([{ appToken: client.appToken, ip: '127.0.0.1' }])
+      expect(await gate.applications.verifySecret(client.appToken, client.secretToken)).toBe(true)
     })
 
     it('keeps private data private: anonymous gets 403, a user gets the data', async () => {
@@ -355,6 +451,151 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
     })
   })
 
+  describe('password guessing and scrypt load, from several client addresses', () => {
+    const PASSWORD = 'correct horse battery'
+    const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
+
+    /** A gate behind a "trusted proxy" that says https, so each loopback address is one secure client. */
+    async function startLogin(basicOptions: NonNullable<GateOptions['basic']> = {}) {
+      const gate = createGate({ throttle: false, trustProxy: 'loopback', basic: { scrypt: { logN: 10 }, requireAppToken: false, ...basicOptions } })
+      await gate.users.create({ username: 'ada', password: PASSWORD, displayName: 'Ada', email: 'ada@example.org' })
+      const server = await listen(framework.listener(gate))
+      running.push(server)
+      const signIn = (from: string, user: string, password: string) =>
+        requestFrom(server.url, from, { headers: { authorization: basic(user, password), 'x-forwarded-proto': 'https' } })
+      return { gate, signIn }
+    }
+    const statuses = (answers: readonly RawAnswer[]) => answers.map((a) => a.status)
+
+    it('bounds the guesses of one address across usernames, and past the budget refuses even the right password', async () => {
+      const { signIn } = await startLogin({ addressFailures: { limit: 5, windowMs: 60_000 } })
+      // The victim signs in from a NAT address; its right password is now cached for that address.
+      expect((await signIn('127.0.0.2', 'ada', PASSWORD)).status).toBe(200)
+      // A neighbour behind the same address guesses at once, across many usernames.
+      const burst = await Promise.all(Array.from({ length: 30 }, (_, i) => signIn('127.0.0.2', `user${i}`, `guess number ${i}`)))
+      expect(statuses(burst).filter((s) => s === 401).length).toBeLessThanOrEqual(5)
+      expect(statuses(burst).every((s) => [401, 429, 503].includes(s))).toBe(true)
+      const refused = await signIn('127.0.0.2', 'ada', PASSWORD)
+      expect(refused.status).toBe(429)
+      expect(JSON.parse(refused.body)).toMatchObject({ code: 'too_many_requests', error: true })
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0)
+      // A quiet address is not affected.
+      expect((await signIn('127.0.0.3', 'ada', PASSWORD)).status).toBe(200)
+    })
+
+    it('keeps a legitimate user on a quiet address working while guesses from elsewhere lock the username out', async () => {
+      const { signIn } = await startLogin({ failures: { limit: 3, windowMs: 60_000 } })
+      expect((await signIn('127.0.0.2', 'ada', PASSWORD)).status).toBe(200)
+      const guesses = await Promise.all(Array.from({ length: 8 }, (_, i) => signIn('127.0.0.3', 'ada', `guess number ${i}`)))
+      expect(statuses(guesses)).toContain(429)
+      expect((await signIn('127.0.0.3', 'ada', PASSWORD)).status).toBe(429)
+      expect((await signIn('127.0.0.2', 'ada', PASSWORD)).status).toBe(200)
+    })
+
+    it('answers no guess for a locked-out username, not even the right password cached for the guessing address', async () => {
+      const { signIn } = await startLogin({ failures: { limit: 3, windowMs: 60_000 } })
+      expect((await signIn('127.0.0.2', 'ada', PASSWORD)).status).toBe(200)
+      const guesses = await Promise.all(Array.from({ length: 12 }, (_, i) => signIn('127.0.0.2', 'ada', `guess number ${i}`)))
+      expect(statuses(guesses).filter((s) => s === 401).length).toBeLessThanOrEqual(3)
+      expect((await signIn('127.0.0.2', 'ada', PASSWORD)).status).toBe(429)
+      expect((await signIn('127.0.0.3', 'ada', PASSWORD)).status).toBe(429)
+    })
+
+    it('lets a cold sign-in from a quiet address pass ahead of a flood of guesses from other addresses', async () => {
+      const { signIn } = await startLogin({ scrypt: { logN: 12 }, cacheTtlMs: 0, addressFailures: false, hashing: { queuePerAddress: 20 } })
+      const flooders = ['127.0.0.2', '127.0.0.3', '127.0.0.4']
+      let answered = 0
+      let firstAnswer!: () => void
+      const started = new Promise<void>((resolve) => (firstAnswer = resolve))
+      const flood = flooders.flatMap((from) =>
+        Array.from({ length: 12 }, (_, i) =>
+          signIn(from, `nobody-${from}-${i}`, 'wrong password here').then((answer) => {
+            answered++
+            firstAnswer()
+            return answer
+          }),
+        ),
+      )
+      await started
+      const quiet = await signIn('127.0.0.9', 'ada', PASSWORD)
+      const answeredBefore = answered
+      const floodAnswers = await Promise.all(flood)
+      expect(quiet.status).toBe(200)
+      expect(statuses(floodAnswers).every((s) => s === 401)).toBe(true)
+      // It waited for a turn, not behind every guess queued before it.
+      expect(answeredBefore).toBeLessThan(flood.length / 2)
+    })
+
+    it('answers 503 busy with Retry-After once too many sign-ins wait, and serves the rest', async () => {
+      const { signIn } = await startLogin({ addressFailures: false, hashing: { concurrency: 1, queue: 2, queuePerAddress: 1 } })
+      const answers = await Promise.all(
+        ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5'].flatMap((from) => Array.from({ length: 4 }, (_, i) => signIn(from, `nobody${i}`, 'wrong password here'))),
+      )
+      const busy = answers.filter((a) => a.status === 503)
+      expect(busy.length).toBeGreaterThan(0)
+      expect(JSON.parse(busy[0]?.body ?? '{}')).toMatchObject({ code: 'busy', error: true })
+      expect(Number(busy[0]?.headers['retry-after'])).toBeGreaterThan(0)
+      expect(statuses(answers).filter((s) => s === 401).length).toBeGreaterThanOrEqual(3)
+      expect((await signIn('127.0.0.9', 'ada', PASSWORD)).status).toBe(200)
+    })
+  })
+
+  describe('request bodies the gate reads', () => {
+    /**
+     * A raw client: the headers of a POST to the token endpoint announcing `declared`
+     * bytes, then `send(socket)`; resolves with what came back once the server closed the
+     * connection, or with `closed: false` if it had not after `waitMs`.
+     */
+    async function rawPost(url: string, declared: number, send: (socket: net.Socket) => void, waitMs: number) {
+      const { port } = new URL(url)
+      const socket = net.connect(Number(port), '127.0.0.1')
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()))
+      let received = ''
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')))
+      socket.on('error', () => {}) // a reset after the answer is a close too
+      const closed = new Promise<boolean>((resolve) => {
+        socket.once('close', () => resolve(true))
+        setTimeout(() => resolve(false), waitMs)
+      })
+      socket.write(`POST /oauth/access_token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${declared}\r\n\r\n`)
+      send(socket)
+      const wasClosed = await closed
+      socket.destroy()
+      return { closed: wasClosed, received }
+    }
+
+    it('closes the connection after answering a body that is too large, instead of reading the rest', async () => {
+      const { server } = await start()
+      let sent = 0
+      const chunk = Buffer.alloc(64 * 1024, 'a')
+      const { closed, received } = await rawPost(server.url, 1024 * 1024 * 1024, (socket) => {
+        const pump = () => {
+          while (!socket.destroyed && sent < 64 * 1024 * 1024) {
+            sent += chunk.length
+            if (!socket.write(chunk)) {
+              socket.once('drain', pump)
+              return
+            }
+          }
+        }
+        pump()
+      }, 3000)
+      expect(received).toMatch(/^HTTP\/1\.1 400 /)
+      expect(received.toLowerCase()).toContain('connection: close')
+      expect(closed).toBe(true)
+      expect(sent).toBeLessThan(64 * 1024 * 1024)
+    })
+
+    it('answers a body that has not arrived in time with 408 and closes the connection', async () => {
+      const { server } = await start({ bodyTimeoutMs: 200 })
+      const { closed, received } = await rawPost(server.url, 100, (socket) => socket.write('grant_type='), 3000)
+      expect(received).toMatch(/^HTTP\/1\.1 408 /)
+      expect(received.toLowerCase()).toContain('connection: close')
+      expect(received).toContain('"code":"request_timeout"')
+      expect(closed).toBe(true)
+    })
+  })
+
   describe('failures', () => {
     async function serve(store: MemoryStore) {
       const gate = createGate({ store })
@@ -379,6 +620,23 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       expect(res.body).toEqual({ code: 'internal', error: true, message: 'Internal server error' })
       expect(internal).toHaveLength(1)
     })
+  })
+})
+
+describe.each(FRAMEWORKS_WITH_BODY_PARSERS)('$name', (framework) => {
+  it('revokes an access token in the body a body parser already read, over plain http', async () => {
+    const gate = createGate({ throttle: false })
+    const app = await gate.applications.register({ name: 'Transit dashboard' })
+    const user = await gate.users.create({ username: 'ada', password: 'correct horse battery', displayName: 'Ada', email: 'ada@example.org' })
+    const { accessToken } = await gate.tokens.issue({ userId: user.id, appToken: app.appToken })
+    const server = await listen(framework.listener(gate))
+    try {
+      const res = await request(server.url).post('/api/v3/views/abcd-1234/query.json').set('X-App-Token', app.appToken).send({ access_token: accessToken }).expect(200)
+      expect((res.body as DatasetBody).gate).toMatchObject({ auth: 'none', revokedInsecureToken: true })
+      expect((await gate.store.getAccessToken(sha256(accessToken)))?.revokedAt).toEqual(expect.any(Number))
+    } finally {
+      await server.close()
+    }
   })
 })
 

@@ -24,7 +24,7 @@ describe('Authorization header', () => {
   })
 
   it.each([
-    ['Basic', 'not base64'],
+    ['Basic', 'one space'],
     ['Basic !!!!', 'not base64'],
     ['Basic YWJj', 'no ":"'],
     [`Basic ${Buffer.from([0x61, 0x3a, 0xff, 0xfe]).toString('base64')}`, 'not UTF-8'],
@@ -48,6 +48,19 @@ describe('Authorization header', () => {
   it('answers a malformed token with invalid_request', () => {
     expect(() => read('OAuth')).toThrow(expect.objectContaining({ code: 'invalid_request' }))
     expect(() => read('OAuth a b')).toThrow(/Malformed access token/)
+  })
+
+  it.each([
+    ['a tab', (c: string) => `Basic\t${c}`],
+    ['two spaces', (c: string) => `Basic  ${c}`],
+    ['a comma', (c: string) => `Basic,${c}`],
+    ['a trailing comma', (c: string) => `Basic ${c},`],
+  ])('refuses %s after the Basic scheme rather than skipping it', (_, header) => {
+    expect(() => read(header(Buffer.from('a:b').toString('base64')))).toThrow(expect.objectContaining({ code: 'invalid_request', status: 400 }))
+  })
+
+  it.each(['OAuth\tabc', 'OAuth  abc', 'Bearer\tabc', 'OAuth abc,', 'OAuth token="abc"', 'OAuth,abc'])('refuses the token header %j with invalid_request', (header) => {
+    expect(() => read(header)).toThrow(expect.objectContaining({ code: 'invalid_request', status: 400 }))
   })
 
   it('refuses two Authorization headers (Basic and a token at once) with invalid_request', () => {

@@ -84,13 +84,6 @@ function expectErrorPage(res: request.Response, status: number, text: RegExp) {
   expect(res.text).toMatch(text)
 }
 
-function redirectParams(res: request.Response): URLSearchParams {
-  expect(res.status).toBe(303)
-  const location = res.headers.location as string
-  expect(location.startsWith(`${REDIRECT}&`)).toBe(true)
-  return new URL(location).searchParams
-}
-
 describe('authorize: client and redirect_uri problems are shown, never redirected', () => {
   it('shows an error page for an unknown, missing or OAuth-less client', async () => {
     const { gate, get, authorizeUrl, ada } = await start()
@@ -157,6 +150,14 @@ describe('authorize: client and redirect_uri problems are shown, never redirecte
 })
 
 describe('authorize: the user is authenticated before any redirect', () => {
+  it.each(['https:transit.example/oauth/callback', 'https:/transit.example/oauth/callback', 'https://transit.example/oauth/..;/admin', 'https://transit.example/oauth/cb//evil.example', 'https://transit.example/oauth/cb?code=planted'])(
+    'shows an error page for the redirect_uri %s, signed in or not, and never puts it in a Location',
+    async (redirectUri) => {
+      const { get, authorizeUrl, ada } = await start()
+      expectErrorPage(await get(authorizeUrl({ redirect_uri: redirectUri })).set('x-signed-in', ada.id), 400, /This sign-in link does not work/)
+    },
+  )
+
   it('shows the login page, not an error redirect, to a signed-out user with a bad request', async () => {
     const { get, authorizeUrl } = await start()
     const res = await get(authorizeUrl({ response_type: 'token' }))
@@ -175,7 +176,16 @@ describe('authorize: the user is authenticated before any redirect', () => {
   })
 })
 
-describe('authorize: other problems go back to the application', () => {
+/** The link back to the application on an error page shown instead of a redirect. */
+function backLinkParams(res: request.Response): URLSearchParams {
+  expectErrorPage(res, 400, /Back to Transit &lt;dashboard&gt;/)
+  const href = /<a class="button" href="([^"]+)">/.exec(res.text)?.[1] as string
+  const location = href.replace(/&amp;/g, '&').replace(/&#39;/g, "'").replace(/&quot;/g, '"').replace(/&lt;/g, '<').replace(/&gt;/g, '>')
+  expect(location.startsWith(`${REDIRECT}&`)).toBe(true)
+  return new URL(location).searchParams
+}
+
+describe('authorize: other problems go back to the application, by a link the user follows', () => {
   it.each([
     [{ response_type: 'token' }, [], 'unsupported_response_type'],
     [{}, ['response_type'], 'invalid_request'],
@@ -186,7 +196,7 @@ describe('authorize: other problems go back to the application', () => {
     [{ code_challenge: 'too-short', code_challenge_method: 'S256' }, [], 'invalid_request'],
   ])('%j without %j → %s, with the state', async (params, omit, error) => {
     const { get, authorizeUrl, ada } = await start()
-    const back = redirectParams(await get(authorizeUrl(params, omit)).set('x-signed-in', ada.id))
+    const back = backLinkParams(await get(authorizeUrl(params, omit)).set('x-signed-in', ada.id))
     expect(back.get('error')).toBe(error)
     expect(back.get('error_description')).toBeTruthy()
     expect(back.get('state')).toBe('xyz')
@@ -195,19 +205,33 @@ describe('authorize: other problems go back to the application', () => {
 
   it('answers a repeated parameter with invalid_request, and echoes no state when state itself repeats', async () => {
     const { get, authorizeUrl, ada } = await start()
-    const twice = redirectParams(await get(`${authorizeUrl()}&response_type=code`).set('x-signed-in', ada.id))
+    const twice = backLinkParams(await get(`${authorizeUrl()}&response_type=code`).set('x-signed-in', ada.id))
     expect(twice.get('error')).toBe('invalid_request')
     expect(twice.get('error_description')).toMatch(/response_type was sent more than once/)
-    const states = redirectParams(await get(`${authorizeUrl()}&state=other`).set('x-signed-in', ada.id))
+    const states = backLinkParams(await get(`${authorizeUrl()}&state=other`).set('x-signed-in', ada.id))
     expect(states.get('error')).toBe('invalid_request')
     expect(states.get('state')).toBeNull()
   })
 
   it('requires PKCE when configured', async () => {
     const { get, authorizeUrl, ada } = await start({ oauth: { requirePkce: true } })
-    const back = redirectParams(await get(authorizeUrl()).set('x-signed-in', ada.id))
+    const back = backLinkParams(await get(authorizeUrl()).set('x-signed-in', ada.id))
     expect(back.get('error')).toBe('invalid_request')
     expect(back.get('error_description')).toMatch(/PKCE is required/)
+  })
+
+  it('never redirects a signed-in user on a GET from elsewhere, but does answer the consent form’s own post', async () => {
+    const { server, get, authorizeUrl, ada } = await start()
+    // A link planted on another site: no Location, whatever the redirect_uri.
+    const planted = await get(authorizeUrl({ response_type: 'token' })).set('x-signed-in', ada.id).set('sec-fetch-site', 'cross-site')
+    expect(planted.status).toBe(400)
+    expect(planted.headers.location).toBeUndefined()
+    // The user's own post of the consent form, with its CSRF token, is answered with the redirect.
+    const browser = new Browser()
+    const consent = await browser.get(`${server.url}${authorizeUrl()}`, { 'x-signed-in': ada.id })
+    const posted = await browser.post(`${server.url}${authorizeUrl({ response_type: 'token' })}`, { csrf_token: csrfOf(consent), action: 'approve' }, { 'x-signed-in': ada.id })
+    expect(posted.status).toBe(303)
+    expect(new URL(posted.location as string).searchParams.get('error')).toBe('unsupported_response_type')
   })
 
   it('answers Deny with access_denied and the state', async () => {
@@ -281,6 +305,16 @@ describe('sessions of the gate’s own sign-in', () => {
     await gate.users.setPassword(ada.id, 'a completely new password')
     const again = await browser.get(consent.url)
     expect(again.html).toContain('name="password"')
+  })
+
+  it('keeps at most maxSessionsPerUser live sign-ins per user, ending the oldest', async () => {
+    const { server, authorizeUrl } = await start({ oauth: { maxSessionsPerUser: 2 } })
+    const browsers = [new Browser(), new Browser(), new Browser()]
+    const consents = []
+    for (const browser of browsers) consents.push(await browser.signIn(`${server.url}${authorizeUrl()}`, 'ada', PASSWORD))
+    expect((await browsers[0]!.get(consents[0]!.url)).html).toContain('name="password"')
+    expect((await browsers[1]!.get(consents[1]!.url)).html).toContain('value="approve"')
+    expect((await browsers[2]!.get(consents[2]!.url)).html).toContain('value="approve"')
   })
 
   it('ends with “Not you? Sign out”, and the session is gone from the store', async () => {
@@ -581,14 +615,31 @@ describe('token endpoint', () => {
 })
 
 describe('the budget of the OAuth endpoints', () => {
-  it('answers posts over the per-address budget with 429: JSON at the token endpoint, a page at sign-in', async () => {
-    const { exchange, server, authorizeUrl } = await start({ oauth: { throttle: { limit: 3, windowMs: 60_000 } } })
-    for (let i = 0; i < 3; i++) await exchange({ code: 'x' })
+  it('counts token requests per authenticated client, so neighbours on one address do not throttle each other', async () => {
+    const { gate, exchange, post } = await start({ oauth: { throttle: { limit: 3, windowMs: 60_000 } } })
+    for (let i = 0; i < 3; i++) await exchange({ code: 'x' }).expect(400)
     const refused = await exchange({ code: 'x' }).expect(429)
     expect(refused.body).toMatchObject({ code: 'too_many_requests', error: true })
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0)
+    // Another client's backend behind the same address is not affected.
+    const neighbour = await gate.applications.register({ name: 'Neighbour', callbackPrefix: PREFIX })
+    const theirs = await post('/oauth/access_token').type('form').send({ grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT, client_id: neighbour.appToken, client_secret: neighbour.secretToken })
+    expect(theirs.status).toBe(400)
+    expect(theirs.body.error).toBe('invalid_grant')
+  })
+
+  it('counts unauthenticated token requests per address', async () => {
+    const { app, post } = await start({ oauth: { throttle: { limit: 3, windowMs: 60_000 }, clientFailures: false } })
+    const wrong = () => post('/oauth/access_token').type('form').send({ grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT, client_id: app.appToken, client_secret: 'wrong' })
+    for (let i = 0; i < 3; i++) await wrong().expect(401)
+    await wrong().expect(429)
+  })
+
+  it('answers sign-in posts over the per-address budget with a 429 page', async () => {
+    const { server, authorizeUrl } = await start({ oauth: { throttle: { limit: 3, windowMs: 60_000 } } })
     const browser = new Browser()
     const login = await browser.get(`${server.url}${authorizeUrl()}`)
+    for (let i = 0; i < 3; i++) await browser.post(login.url, { csrf_token: csrfOf(login), username: 'ada', password: 'wrong password here', action: 'login' })
     const page = await browser.post(login.url, { csrf_token: csrfOf(login), username: 'ada', password: PASSWORD, action: 'login' })
     expect(page.status).toBe(429)
     expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8')

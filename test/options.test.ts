@@ -15,6 +15,11 @@ describe('options', () => {
     [{ proxyHeaders: 'x-real-ip' }, /proxyHeaders must be/],
     [{ storeTimeoutMs: 0 }, /storeTimeoutMs must be a positive integer/],
     [{ store: {} }, /store must implement the GateStore interface/],
+    [{ bodyTimeoutMs: -5 }, /bodyTimeoutMs must be a positive integer/],
+    [{ basic: { addressFailures: { limit: 0, windowMs: 1000 } } }, /basic\.addressFailures\.limit must be a positive integer/],
+    [{ basic: { hashing: { concurrency: 0 } } }, /basic\.hashing\.concurrency must be a positive integer/],
+    [{ basic: { hashing: { queuePerAddress: 1.5 } } }, /basic\.hashing\.queuePerAddress must be a positive integer/],
+    [{ oauth: { maxSessionsPerUser: 0 } }, /oauth\.maxSessionsPerUser must be a positive integer/],
   ])('rejects %j with a TypeError naming the option', (options, message) => {
     expect(() => createGate(options as never)).toThrow(TypeError)
     expect(() => createGate(options as never)).toThrow(message)

@@ -8,7 +8,7 @@ describe('redirect_uri against the Callback Prefix', () => {
     'https://app.example/oauth/',
     'https://app.example/oauth/callback',
     'https://app.example/oauth/callback?tab=1&x=%20y',
-    'https://APP.example:443/oauth/cb',
+    'https://app.example/oauth/c%C3%A9?q=%27',
   ])('accepts %s', (uri) => {
     expect(redirectUriProblem(uri, PREFIX)).toBeUndefined()
   })
@@ -32,6 +32,21 @@ describe('redirect_uri against the Callback Prefix', () => {
     ['https://app.example/other/cb', 'does not start with the registered Callback Prefix'],
     ['https://app.example/oauthx/cb', 'does not start with the registered Callback Prefix'],
     ['/oauth/cb', 'not an absolute URL'],
+    ['https:app.example/oauth/cb', 'not written as the absolute URL it stands for (https://app.example/oauth/cb)'],
+    ['https:/app.example/oauth/cb', 'not written as the absolute URL'],
+    ['https:///app.example/oauth/cb', 'not written as the absolute URL'],
+    ['https://APP.example:443/oauth/cb', 'not written as the absolute URL'],
+    ['HTTPS://app.example/oauth/cb', 'not written as the absolute URL'],
+    ['https://app.example', 'not written as the absolute URL'],
+    ['https://app.example/oauth/..;/admin', 'dot segments'],
+    ['https://app.example/oauth/%252e%252e/admin', 'dot segments'],
+    ['https://app.example/oauth/.%2E/admin', 'dot segments'],
+    ['https://app.example/oauth/%252fadmin', 'encoded slash'],
+    ['https://app.example/oauth/cb%255c', 'encoded slash'],
+    ['https://app.example/oauth/cb//evil.example', 'empty segment'],
+    ['https://app.example/oauth//cb', 'empty segment'],
+    ['https://app.example/oauth/cb?code=planted', 'already has a code parameter'],
+    ['https://app.example/oauth/cb?x=1&state=planted', 'already has a state parameter'],
     [`https://app.example/oauth/${'a'.repeat(3000)}`, 'too long'],
   ])('refuses %s (%s)', (uri, why) => {
     expect(redirectUriProblem(uri, PREFIX)).toContain(why)

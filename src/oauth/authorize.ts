@@ -20,7 +20,7 @@ import { PlatformError, StoreError, ThrottledError, type OAuthErrorCode } from '
 import type { ReportFailure } from '../events.js'
 import type { GateRequest, GateResponse } from '../http.js'
 import type { ResolvedConfig } from '../options.js'
-import { bodyParams, queryParams, type Params } from '../params.js'
+import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, queryParams, type Params } from '../params.js'
 import type { ClientInfo } from '../proxy.js'
 import { randomToken, sha256 } from '../secrets.js'
 import type { ApplicationRecord, GateStore, UserRecord } from '../store/store.js'
@@ -84,8 +84,11 @@ export class AuthorizeEndpoint {
     // 2. The user, before any redirect.
     let decision: 'approve' | 'deny' | undefined
     if (request.method === 'POST') {
-      const form = await bodyParams(request, FORM_LIMIT)
-      if (typeof form === 'string') return this.#error(400, { title: 'Something went wrong with the form', message: 'Go back and try again.', detail: form })
+      const form = await bodyParams(request, FORM_LIMIT, this.#config.bodyTimeoutMs)
+      if (form === 'timeout') {
+        return this.#error(408, { title: 'The form took too long to arrive', message: 'Go back and try again.', detail: `The form body did not arrive within ${this.#config.bodyTimeoutMs} ms.` }, CONNECTION_CLOSE)
+      }
+      if (typeof form === 'string') return this.#error(400, { title: 'Something went wrong with the form', message: 'Go back and try again.', detail: form }, CLOSE_AFTER[form] ? CONNECTION_CLOSE : {})
       if (!csrfValid(request, form.get('csrf_token'))) {
         return this.#error(403, { title: 'This form has expired', message: 'Go back to the application and start signing in again.', detail: 'The csrf_token field was missing or did not match its cookie (the form expired, or was not sent from this page).' })
       }
@@ -107,7 +110,19 @@ export class AuthorizeEndpoint {
 
     // 3. Everything else goes back to the application, failures of our own included.
     const error = this.#requestError(params)
-    if (error !== undefined) return back(error.code, error.description)
+    if (error !== undefined) {
+      // Sent back automatically only in answer to the user's own post on the consent page:
+      // a link from anywhere must not turn the gate into a redirector to every registered
+      // prefix (RFC 9700 §4.11.2). Otherwise the user gets a page and a link to follow.
+      if (decision !== undefined) return back(error.code, error.description)
+      const url = withParams(redirectUri, { error: error.code, error_description: error.description, state })
+      return this.#error(400, {
+        title: 'Something went wrong with this sign-in request',
+        message: `${application.name} sent a request that cannot be accepted. Go back to it and try again.`,
+        detail: `${error.code}: ${error.description}`,
+        back: { url, applicationName: application.name },
+      })
+    }
     if (decision === undefined) {
       if (!(await this.#consentRemembered(user, application))) return this.#consent(request, application, user, redirectUri)
       decision = 'approve'

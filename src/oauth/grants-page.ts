@@ -13,7 +13,7 @@ import type { ConnectedApp, Grants } from '../grants.js'
 import type { GateRequest, GateResponse } from '../http.js'
 import { pathOf } from '../http.js'
 import type { ResolvedConfig } from '../options.js'
-import { bodyParams, type Params } from '../params.js'
+import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, type Params } from '../params.js'
 import type { ClientInfo } from '../proxy.js'
 import type { GateStore, UserRecord } from '../store/store.js'
 import { errorPage, escapeHtml, htmlResponse, layout, type ErrorView } from './pages.js'
@@ -63,8 +63,9 @@ export class GrantsPage {
   }
 
   async #post(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
-    const form = await bodyParams(request, FORM_LIMIT)
-    if (typeof form === 'string') return this.#error(400, { title: 'Invalid form', message: 'The form could not be read. Go back and try again.' })
+    const form = await bodyParams(request, FORM_LIMIT, this.#config.bodyTimeoutMs)
+    if (form === 'timeout') return this.#error(408, { title: 'The form took too long to arrive', message: 'Go back and try again.' }, CONNECTION_CLOSE)
+    if (typeof form === 'string') return this.#error(400, { title: 'Invalid form', message: 'The form could not be read. Go back and try again.' }, CLOSE_AFTER[form] ? CONNECTION_CLOSE : {})
     if (!csrfValid(request, form.get('csrf_token'))) {
       return this.#error(403, { title: 'This form has expired', message: 'The form expired or was not sent from this page. Reload the page and try again.' })
     }

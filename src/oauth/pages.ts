@@ -45,9 +45,10 @@ export interface ConsentView {
 }
 
 /**
- * What an error page shows. The user is not sent back to the application. `title` and
- * `message` are for the person in front of the browser; `detail`, when there is one, is
- * for the application's developer (it names parameters such as `redirect_uri`).
+ * What an error page shows. `title` and `message` are for the person in front of the
+ * browser; `detail`, when there is one, is for the application's developer (it names
+ * parameters such as `redirect_uri`). The user is never sent back to the application
+ * automatically; at most offered a link (`back`).
  */
 export interface ErrorView {
   /** The portal's name (`oauth.pages.siteName`), if one is configured. */
@@ -55,6 +56,12 @@ export interface ErrorView {
   readonly title: string
   readonly message: string
   readonly detail?: string | undefined
+  /**
+   * When the application may hear about the problem (a bad request from a known client, to
+   * a verified redirect_uri): the address that tells it, for a link the user follows
+   * themselves. Absent when the application or its redirect_uri is unknown.
+   */
+  readonly back?: { readonly url: string; readonly applicationName: string }
 }
 
 /** The portal's name and the pages a host renders itself; each page returns a complete HTML document. */
@@ -84,6 +91,7 @@ input[type=text], input[type=password] { width: 100%; padding: 0.6rem; font: inh
 button { flex: 1; padding: 0.65rem 1rem; font: inherit; font-weight: 600; border-radius: 6px; border: 1px solid var(--accent); cursor: pointer; }
 button.primary { background: var(--accent); color: var(--on-accent); }
 button.secondary { background: transparent; color: inherit; border-color: #888; }
+a.button { flex: 1; display: block; text-align: center; padding: 0.65rem 1rem; border-radius: 6px; border: 1px solid #888; color: inherit; font-weight: 600; text-decoration: none; }
 button.link { flex: none; padding: 0; border: 0; background: none; color: var(--accent); font-weight: 400; text-decoration: underline; }
 :focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
 .error { color: var(--danger); font-weight: 600; }
@@ -179,7 +187,8 @@ export function errorPage(view: ErrorView): string {
     view.detail === undefined
       ? ''
       : `\n<details>\n<summary>Technical details for the application's developer</summary>\n<p>${escapeHtml(view.detail)}</p>\n</details>`
-  return layout(view.title, `<h1>${escapeHtml(view.title)}</h1>\n<p role="alert">${escapeHtml(view.message)}</p>${detail}`, view.siteName)
+  const back = view.back === undefined ? '' : `\n<p class="actions"><a class="button" href="${escapeHtml(view.back.url)}">Back to ${escapeHtml(view.back.applicationName)}</a></p>`
+  return layout(view.title, `<h1>${escapeHtml(view.title)}</h1>\n<p role="alert">${escapeHtml(view.message)}</p>${detail}${back}`, view.siteName)
 }
 
 /**

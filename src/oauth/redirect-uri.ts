@@ -5,9 +5,11 @@
  * The spec asks for "starts with the Callback Prefix"; a plain string prefix would let
  * `https://app.example` admit `https://app.example.evil.net`. So both are parsed as URLs:
  * scheme, host and port must equal the prefix's exactly, and the path must be the
- * prefix's path or continue it at a segment boundary. Anything a parser might read two
- * ways is refused outright: credentials, fragments, dot segments, encoded or back
- * slashes, whitespace.
+ * prefix's path or continue it at a segment boundary. The URL must be written exactly as
+ * its WHATWG serialization (so the string checked is the string a browser follows), and
+ * anything a parser might read two ways is refused outright: credentials, fragments,
+ * dot segments in any spelling (`..;`, `%2e%2e`, `%252e`), encoded slashes or
+ * backslashes, empty segments, whitespace, and a query that already has `code` or `state`.
  *
  * @see spec "OAuth 2.0" 3; oauth-server.md "redirect_uri match"; RFC 9700 §2.1, §4.1
  */
@@ -15,6 +17,8 @@
 import { isLoopbackHttp } from '../applications.js'
 
 const MAX_LENGTH = 2048
+/** Parameters the gate adds itself: a redirect_uri that already carries one would be read two ways. */
+const RESPONSE_PARAMS = ['code', 'state']
 
 /**
  * Why `redirectUri` may not be used with `prefix`, or `undefined` when it may.
@@ -27,33 +31,62 @@ export function redirectUriProblem(redirectUri: string, prefix: string, allowLoo
   if (/[^\x21-\x7e]/.test(redirectUri)) return 'it contains characters that are not percent-encoded'
   if (!URL.canParse(redirectUri)) return 'it is not an absolute URL'
   const url = new URL(redirectUri)
-  const base = new URL(prefix)
   if (url.protocol !== 'https:' && !(allowLoopback && isLoopbackHttp(url))) return 'it does not use https'
   if (url.username !== '' || url.password !== '') return 'it contains credentials'
   if (redirectUri.includes('#')) return 'it contains a fragment'
+  const pathProblem = segmentProblem(rawPathOf(redirectUri))
+  if (pathProblem !== undefined) return pathProblem
+  // The string checked is the string the browser will follow: `https:a.example/cb` parses as
+  // https://a.example/cb here, but a browser resolves it against the gate's own URL.
+  if (url.href !== redirectUri) return `it is not written as the absolute URL it stands for (${url.href})`
+  const base = new URL(prefix)
   if (url.origin !== base.origin) return 'its scheme, host or port differ from the registered Callback Prefix'
-  const rawPath = rawPathOf(redirectUri)
-  if (rawPath.split('/').some(isDotSegment)) return 'its path contains dot segments'
-  if (/%2f|%5c/i.test(rawPath)) return 'its path contains an encoded slash'
   const path = url.pathname
   const prefixPath = base.pathname
   const boundary = prefixPath.endsWith('/') ? prefixPath : `${prefixPath}/`
   if (path !== prefixPath && !path.startsWith(boundary)) return 'its path does not start with the registered Callback Prefix'
+  const taken = RESPONSE_PARAMS.find((name) => url.searchParams.has(name))
+  if (taken !== undefined) return `its query already has a ${taken} parameter, which the authorization server adds itself`
   return undefined
 }
 
 /** The path exactly as written, before any URL normalisation removed dot segments. */
 function rawPathOf(uri: string): string {
-  const afterScheme = uri.slice(uri.indexOf('//') + 2)
-  const slash = afterScheme.indexOf('/')
-  if (slash === -1) return '/'
+  const afterScheme = uri.indexOf('//') === -1 ? uri.slice(uri.indexOf(':') + 1) : uri.slice(uri.indexOf('//') + 2)
+  const slash = afterScheme.search(/[/?#]/)
+  if (slash === -1 || afterScheme[slash] !== '/') return '/'
   const rest = afterScheme.slice(slash)
   const end = rest.search(/[?#]/)
   return end === -1 ? rest : rest.slice(0, end)
 }
 
-function isDotSegment(segment: string): boolean {
-  return /^(\.|%2e){1,2}$/i.test(segment)
+/** Dot segments, encoded slashes and empty segments, in any spelling a server behind the app might decode. */
+function segmentProblem(path: string): string | undefined {
+  const segments = path.split('/').slice(1)
+  for (let i = 0; i < segments.length; i++) {
+    const segment = decodeRepeatedly(segments[i] as string)
+    if (segment === '' && i < segments.length - 1) return 'its path contains an empty segment (//)'
+    if (/[/\\]/.test(segment)) return 'its path contains an encoded slash or backslash'
+    const name = segment.split(';')[0] as string
+    if (name === '.' || name === '..') return 'its path contains dot segments'
+  }
+  return undefined
+}
+
+/** Percent-decoded until nothing changes (`%252e` → `%2e` → `.`), as some servers behind an app do. */
+function decodeRepeatedly(segment: string): string {
+  let current = segment
+  for (let i = 0; i < 4 && current.includes('%'); i++) {
+    let next: string
+    try {
+      next = decodeURIComponent(current)
+    } catch {
+      return current
+    }
+    if (next === current) break
+    current = next
+  }
+  return current
 }
 
 /**

@@ -53,13 +53,19 @@ export class OAuthServer {
     this.#authorize = new AuthorizeEndpoint(config, store, auth, sessions, report)
     this.#grantsPage = new GrantsPage(config, store, auth, sessions, grants)
     const failures = config.oauth.clientFailures
-    this.#tokens = new TokenEndpoints(store, tokens, { store, throttle, emit, realm: config.realm, failures }, emit)
+    this.#tokens = new TokenEndpoints(store, tokens, { store, throttle, emit, realm: config.realm, failures }, emit, (sent, client) => auth.revokeInsecure(sent, client), config.bodyTimeoutMs, (application, client) =>
+      application === undefined ? this.#spend(`oauth:${addressKey(client.ip, 56)}`, client, undefined) : this.#spend(`oauth-client:${application}`, client, application),
+    )
   }
 
   /** Answers a request to one of the endpoints. Never rejects. */
   async handle(endpoint: OAuthEndpoint, request: GateRequest, client: ClientInfo): Promise<GateResponse> {
     try {
-      if (request.method === 'POST') await this.#spend(client)
+      // Posts to the pages (sign-in, consent, connected apps) are counted per address; the token and revocation endpoints per
+      // authenticated client (a busy backend must not be throttled by its neighbours on a
+      // shared address), and per address only while no client has authenticated.
+      if (request.method === 'POST' && PAGES.has(endpoint)) await this.#spend(`oauth:${addressKey(client.ip, 56)}`, client, undefined)
+      else if (request.method === 'POST' && this.#throttle.isBlocked(`oauth:${addressKey(client.ip, 56)}`)) await this.#spend(`oauth:${addressKey(client.ip, 56)}`, client, undefined)
       switch (endpoint) {
         case 'authorize':
           return await this.#authorize.handle(request, client)
@@ -80,14 +86,17 @@ export class OAuthServer {
     }
   }
 
-  /** One post of this client address against the OAuth budget. @throws {ThrottledError} when it is spent */
-  async #spend(client: ClientInfo): Promise<void> {
+  /**
+   * One post against the OAuth budget: `oauth:<address>` or `oauth-client:<app token>`.
+   * @throws {ThrottledError} when it is spent
+   */
+  async #spend(key: string, client: ClientInfo, appToken: string | undefined): Promise<void> {
     const policy = this.#config.oauth.throttle
     if (policy === null) return
-    const result = await this.#throttle.consume(`oauth:${addressKey(client.ip, 56)}`, policy.limit, policy.windowMs, 1)
+    const result = await this.#throttle.consume(key, policy.limit, policy.windowMs, 1)
     if (result === null || result.allowed) return
     const retryAfter = retryAfterSeconds(result.retryAfterMs)
-    this.#emit('throttled', { policy: 'oauth', appToken: undefined, ip: client.ip, retryAfterMs: result.retryAfterMs })
+    this.#emit('throttled', { policy: 'oauth', appToken, ip: client.ip, retryAfterMs: result.retryAfterMs })
     throw new ThrottledError(`Too many requests to the sign-in and token endpoints; retry in ${retryAfter} seconds`, result.retryAfterMs)
   }
 
@@ -103,7 +112,7 @@ export class OAuthServer {
       return this.#page(429, 'Too many attempts', error.message, { headers: error.headers ?? {} })
     }
     if (error instanceof GateError) {
-      return page ? this.#page(error.status, 'This request was refused', error.message, { detail: `Error code: ${error.code}` }) : errorResponse(error)
+      return page ? this.#page(error.status, 'This request was refused', error.message, { detail: `Error code: ${error.code}`, headers: error.headers ?? {} }) : errorResponse(error)
     }
     if (page) return this.#page(500, 'Something went wrong', 'Please try again later.')
     return errorResponse(new OAuthError('server_error', 'Internal server error'))

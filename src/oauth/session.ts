@@ -19,10 +19,12 @@ const CSRF_TTL_SECONDS = 3600
 export class LoginSessions {
   readonly #store: GateStore
   readonly #ttlMs: number
+  readonly #maxPerUser: number
 
-  constructor(store: GateStore, ttlMs: number) {
+  constructor(store: GateStore, ttlMs: number, maxPerUser: number) {
     this.#store = store
     this.#ttlMs = ttlMs
+    this.#maxPerUser = maxPerUser
   }
 
   /**
@@ -38,11 +40,16 @@ export class LoginSessions {
     return user !== undefined && stampOf(user) === session.passwordStamp ? user : undefined
   }
 
-  /** Starts a session for a user who just signed in. @returns the `Set-Cookie` value */
+  /**
+   * Starts a session for a user who just signed in, and ends the user's oldest ones past
+   * the cap, so that a password guessed once cannot leave an unbounded number behind.
+   * @returns the `Set-Cookie` value
+   */
   async start(user: UserRecord): Promise<string> {
     const value = randomToken(32)
     const now = Date.now()
     await this.#store.insertSession({ sessionHash: sha256(value), userId: user.id, passwordStamp: stampOf(user), createdAt: now, expiresAt: now + this.#ttlMs })
+    await this.#store.trimSessions(user.id, this.#maxPerUser)
     return cookie(SESSION_COOKIE, value, { maxAgeSeconds: Math.floor(this.#ttlMs / 1000), sameSite: 'Lax' })
   }
 

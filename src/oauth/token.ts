@@ -13,19 +13,27 @@
  * @see spec "Exchange code for access token"; oauth-server.md checklist "Token endpoint", "Codes"
  */
 import type { AccessTokens } from '../access-tokens.js'
-import { OAuthError } from '../errors.js'
+import { OAuthError, PlatformError } from '../errors.js'
 import type { Emit } from '../events.js'
 import type { GateRequest, GateResponse } from '../http.js'
-import { bodyParams, Params, queryParams } from '../params.js'
+import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, Params, queryParams } from '../params.js'
 import type { ClientInfo } from '../proxy.js'
-import { sha256 } from '../secrets.js'
-import type { AuthorizationCodeRecord, GateStore } from '../store/store.js'
+import { isPlausibleAppToken } from '../app-token.js'
+import { readCredentials } from '../authorization-header.js'
+import { secretMatches, sha256 } from '../secrets.js'
+import type { ApplicationRecord, AuthorizationCodeRecord, GateStore } from '../store/store.js'
 import { authenticateClient, type ClientAuthDeps } from './client-auth.js'
 import { isVerifier, verifierMatches } from './pkce.js'
 
 const BODY_LIMIT = 16 * 1024
 const TOKEN_PARAMS = ['grant_type', 'code', 'redirect_uri', 'client_id', 'client_secret', 'code_verifier']
 const REVOKE_PARAMS = ['token', 'token_type_hint', 'client_id', 'client_secret']
+/** Counts one post against the OAuth budget of an authenticated client, or of the address when none authenticated. @throws {ThrottledError} */
+export type SpendPost = (appToken: string | undefined, client: ClientInfo) => Promise<void>
+
+/** Revokes access tokens that travelled in clear; how many were live. */
+export type RevokeInsecure = (tokens: readonly string[], client: ClientInfo) => Promise<number>
+
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' }
 
 export class TokenEndpoints {
@@ -33,18 +41,37 @@ export class TokenEndpoints {
   readonly #tokens: AccessTokens
   readonly #clientAuth: ClientAuthDeps
   readonly #emit: Emit
+  readonly #revokeInsecure: RevokeInsecure
+  readonly #bodyTimeoutMs: number
+  readonly #spend: SpendPost
 
-  constructor(store: GateStore, tokens: AccessTokens, clientAuth: ClientAuthDeps, emit: Emit) {
+  constructor(store: GateStore, tokens: AccessTokens, clientAuth: ClientAuthDeps, emit: Emit, revokeInsecure: RevokeInsecure, bodyTimeoutMs: number, spend: SpendPost) {
     this.#store = store
     this.#tokens = tokens
     this.#clientAuth = clientAuth
     this.#emit = emit
+    this.#revokeInsecure = revokeInsecure
+    this.#bodyTimeoutMs = bodyTimeoutMs
+    this.#spend = spend
+  }
+
+  /** Client authentication, and the post counted against the client's budget, or the address's when it failed. */
+  async #authenticated(request: GateRequest, params: Params, client: ClientInfo): Promise<ApplicationRecord> {
+    let application: ApplicationRecord
+    try {
+      application = await authenticateClient(request, params, client, this.#clientAuth)
+    } catch (error) {
+      await this.#spend(undefined, client)
+      throw error
+    }
+    await this.#spend(application.appToken, client)
+    return application
   }
 
   /** Exchanges an authorization code for an access token. */
   async token(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
-    const params = await readParams(request, client, 'token', TOKEN_PARAMS)
-    const application = await authenticateClient(request, params, client, this.#clientAuth)
+    const params = await this.#readParams(request, client, 'token', TOKEN_PARAMS)
+    const application = await this.#authenticated(request, params, client)
 
     const grantType = params.get('grant_type')
     if (grantType === undefined) throw new OAuthError('invalid_request', 'grant_type is missing')
@@ -88,8 +115,8 @@ export class TokenEndpoints {
 
   /** RFC 7009: a client revokes one of its own tokens. Unknown tokens are answered 200 too. */
   async revoke(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
-    const params = await readParams(request, client, 'revoke', REVOKE_PARAMS)
-    const application = await authenticateClient(request, params, client, this.#clientAuth)
+    const params = await this.#readParams(request, client, 'revoke', REVOKE_PARAMS)
+    const application = await this.#authenticated(request, params, client)
     const token = params.get('token')
     if (token === undefined) throw new OAuthError('invalid_request', 'token is missing')
     // token_type_hint is only a hint (RFC 7009 §2.1): access tokens are all there is.
@@ -102,6 +129,51 @@ export class TokenEndpoints {
     return { status: 200, headers: { ...NO_STORE }, body: '' }
   }
 
+  /** The parameters of a token or revocation request: query and body, nothing repeated, over https only. */
+  async #readParams(request: GateRequest, client: ClientInfo, endpoint: 'token' | 'revoke', names: readonly string[]): Promise<Params> {
+    if (request.method !== 'POST') throw new OAuthError('invalid_request', `The ${endpoint} endpoint accepts POST only`, { headers: { allow: 'POST' } })
+    const body = await bodyParams(request, BODY_LIMIT, this.#bodyTimeoutMs)
+    if (body === 'timeout') throw new PlatformError('request_timeout', 'The request body did not arrive in time', { headers: CONNECTION_CLOSE })
+    if (typeof body === 'string' && CLOSE_AFTER[body]) throw new OAuthError('invalid_request', BODY_PROBLEMS[body], { headers: CONNECTION_CLOSE })
+    if (!client.secure) {
+      await this.#sentInClear(request, Params.merge(queryParams(request.url), typeof body === 'string' ? new Params() : body), endpoint, client)
+      throw new OAuthError('invalid_request', 'https is required: client credentials must not travel in clear')
+    }
+    if (typeof body === 'string') throw new OAuthError('invalid_request', BODY_PROBLEMS[body])
+    const params = Params.merge(queryParams(request.url), body)
+    const repeated = params.firstDuplicated(names)
+    if (repeated !== undefined) throw new OAuthError('invalid_request', `${repeated} was sent more than once`)
+    return params
+  }
+
+  /**
+   * What a request over plain http gave away is made worthless, as far as the gate can:
+   * a code is consumed (so its exchange over https later counts as a replay and revokes
+   * what it issued), access tokens are revoked. A client secret cannot be replaced without
+   * breaking the application, so the right one seen in clear is reported
+   * (`clientSecretExposed`) for the operator to rotate.
+   */
+  async #sentInClear(request: GateRequest, params: Params, endpoint: 'token' | 'revoke', client: ClientInfo): Promise<void> {
+    const code = params.get('code')
+    if (endpoint === 'token' && code !== undefined) await this.#store.consumeAuthorizationCode(sha256(code), Date.now())
+    const tokens = [params.get('access_token'), params.get('oauth_token'), endpoint === 'revoke' ? params.get('token') : undefined]
+    await this.#revokeInsecure(tokens.filter((t): t is string => t !== undefined), client)
+    let clientId = params.get('client_id')
+    let secret = params.get('client_secret')
+    try {
+      const credentials = readCredentials(request, false)
+      if (credentials?.kind === 'basic') {
+        clientId = decodeURIComponent(credentials.user.replace(/\+/g, ' '))
+        secret = decodeURIComponent(credentials.password.replace(/\+/g, ' '))
+      }
+    } catch {
+      // Malformed credentials hold no secret to report.
+    }
+    if (clientId === undefined || secret === undefined || !isPlausibleAppToken(clientId)) return
+    const application = await this.#store.getApplication(clientId)
+    if (application !== undefined && secretMatches(secret, application.secretHash)) this.#emit('clientSecretExposed', { appToken: application.appToken, ip: client.ip })
+  }
+
   /** A code presented after its first exchange: revoke what it issued, and refuse. */
   async #replayed(record: AuthorizationCodeRecord, client: ClientInfo): Promise<OAuthError> {
     const revokedTokens = await this.#store.revokeAccessTokens({ codeHash: record.codeHash }, Date.now())
@@ -110,20 +182,9 @@ export class TokenEndpoints {
   }
 }
 
-/** The parameters of a token or revocation request: query and body, nothing repeated, over https only. */
-async function readParams(request: GateRequest, client: ClientInfo, endpoint: string, names: readonly string[]): Promise<Params> {
-  if (request.method !== 'POST') throw new OAuthError('invalid_request', `The ${endpoint} endpoint accepts POST only`, { headers: { allow: 'POST' } })
-  if (!client.secure) throw new OAuthError('invalid_request', 'https is required: client credentials must not travel in clear')
-  const body = await bodyParams(request, BODY_LIMIT)
-  if (typeof body === 'string') throw new OAuthError('invalid_request', BODY_PROBLEMS[body])
-  const params = Params.merge(queryParams(request.url), body)
-  const repeated = params.firstDuplicated(names)
-  if (repeated !== undefined) throw new OAuthError('invalid_request', `${repeated} was sent more than once`)
-  return params
-}
-
 const BODY_PROBLEMS = {
   'too-large': 'The request body is too large',
+  timeout: 'The request body did not arrive in time',
   'unsupported-type': 'Send the parameters as application/x-www-form-urlencoded or application/json',
   malformed: 'The request body could not be parsed, or holds values that are not strings',
   unreadable: 'The request body could not be read',

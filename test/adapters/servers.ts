@@ -28,3 +28,36 @@ export async function listen(listener: RequestListener, tls = false): Promise<Ru
       }),
   }
 }
+
+/** What {@link requestFrom} got back. */
+export interface RawAnswer {
+  readonly status: number
+  readonly headers: http.IncomingHttpHeaders
+  readonly body: string
+}
+
+/**
+ * One request on a connection of its own from a chosen loopback source address
+ * (127.0.0.2, 127.0.0.3, ...), so that a test can be several clients at once.
+ */
+export function requestFrom(
+  url: string,
+  localAddress: string,
+  options: { path?: string; method?: string; headers?: http.OutgoingHttpHeaders; body?: string } = {},
+): Promise<RawAnswer> {
+  const target = new URL(url)
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: target.hostname, port: target.port, path: options.path ?? '/resource/abcd-1234.json', method: options.method ?? 'GET', localAddress, agent: false, headers: options.headers },
+      (res) => {
+        let body = ''
+        res.setEncoding('utf8')
+        res.on('data', (chunk: string) => (body += chunk))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }))
+        res.on('error', reject)
+      },
+    )
+    req.on('error', reject)
+    req.end(options.body)
+  })
+}
