@@ -251,6 +251,16 @@ describe('open-data-gate command line', () => {
     expect(await show()).toMatchObject({ remaining: 10 })
   })
 
+  it('says so, with exit 1, when the store cannot list users (listUsers is optional)', async () => {
+    const store = new MemoryStore()
+    Object.defineProperty(store, 'listUsers', { value: undefined })
+    const { exec } = harness(store)
+    const ran = await exec(['users', 'list', ...S])
+    expect(ran).toMatchObject({ code: 1, stderr: 'open-data-gate: this store cannot list users (it has no listUsers)\n' })
+    // Everything else works on such a store.
+    expect((await exec(['apps', 'list', ...S])).code).toBe(0)
+  })
+
   it('prints help with exit 0, for everything or one group', async () => {
     const { exec } = harness()
     const all = await exec(['--help'])
