@@ -29,12 +29,12 @@ export class UnreachableError extends Error {
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', '57P03'])
 
 /** The exit code and the one line to print for any error the command ran into. */
-export function classify(error: unknown): { code: number; message: string } {
+export function classify(error: unknown, store = 'the store'): { code: number; message: string } {
   if (error instanceof UsageError) return { code: EXIT.usage, message: `${error.message} (see open-data-gate --help)` }
   if (error instanceof RefusedError) return { code: EXIT.refused, message: error.message }
   if (error instanceof UnreachableError) return { code: EXIT.unreachable, message: error.message }
-  if (error instanceof StoreError) return { code: EXIT.unreachable, message: `the store did not answer (${error.operation}): ${causeOf(error)}` }
-  if (isConnectionError(error)) return { code: EXIT.unreachable, message: `the store did not answer: ${causeOf(error)}` }
+  if (error instanceof StoreError) return { code: EXIT.unreachable, message: `${store} did not answer (${error.operation}): ${causeOf(error)}` }
+  if (isConnectionError(error)) return { code: EXIT.unreachable, message: `${store} did not answer: ${causeOf(error)}` }
   // The library's own validation: a TypeError naming the field, or a GateError (conflict, not_found).
   if (error instanceof TypeError || error instanceof GateError) return { code: EXIT.refused, message: error.message.replace(/^open-data-gate: /, '') }
   return { code: EXIT.refused, message: error instanceof Error ? error.message : String(error) }

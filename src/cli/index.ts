@@ -6,5 +6,6 @@
 import { run } from './main.js'
 
 void run(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env }).then((code) => {
-  process.exitCode = code
+  // Exit once the output is written, even if a driver still holds a reconnect timer.
+  process.stdout.write('', () => process.exit(code))
 })

@@ -15,7 +15,7 @@ import type { User } from '../users.js'
 import { classify, EXIT, RefusedError, UnreachableError, UsageError } from './cli-errors.js'
 import { fields, json, orDash, table, time } from './output.js'
 import { readNewPassword, type SecretSource } from './secret-input.js'
-import { COMMAND_TIMEOUT_MS, openStores, storeKind, type OpenedStores, type StoreSpec } from './store-url.js'
+import { COMMAND_TIMEOUT_MS, openStores, redact, storeKind, type OpenedStores, type StoreSpec } from './store-url.js'
 
 /** What the command reads and writes: the process's streams and environment, or a test's. */
 export interface CliIo {
@@ -392,6 +392,7 @@ const GROUPS = ['apps', 'users', 'keys', 'tokens', 'rate']
  */
 export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   let stores: OpenedStores | undefined
+  let storeName: string | undefined
   try {
     const { command, name, args, values } = parse(argv)
     if (values.help === true || command === undefined) {
@@ -399,6 +400,7 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
       return EXIT.ok
     }
     const spec = storeSpec(values, io.env)
+    storeName = `the store at ${redact(spec.store)}`
     stores = await (io.openStores ?? openStores)(spec)
     const gate = createGate({
       store: stores.records.store,
@@ -411,7 +413,7 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     io.stdout.write(values.json === true ? json(output.json) : output.human)
     return EXIT.ok
   } catch (error) {
-    const { code, message } = classify(error)
+    const { code, message } = classify(error, storeName)
     io.stderr.write(`open-data-gate: ${message}\n`)
     return code
   } finally {

@@ -69,6 +69,8 @@ export function typeHidden(text: string, keys: string): HiddenLine {
 function promptHidden(source: SecretSource, prompt: PromptSink, question: string): Promise<string> {
   return new Promise((resolve, reject) => {
     let text = ''
+    // No echo from the first keystroke: raw mode is on before the prompt shows.
+    source.setRawMode?.(true)
     prompt.write(question)
     const finish = () => {
       source.off?.('data', onData)
@@ -88,7 +90,6 @@ function promptHidden(source: SecretSource, prompt: PromptSink, question: string
         text = state.text
       }
     }
-    source.setRawMode?.(true)
     source.on?.('data', onData)
     source.resume?.()
   })

@@ -44,6 +44,9 @@ export interface OpenedStores {
 /** How long one store call may take in the command: long enough for a slow link, short enough to fail fast. */
 export const COMMAND_TIMEOUT_MS = 2000
 
+/** How long the command waits for the stores to close before it exits anyway. */
+const CLOSE_WAIT_MS = 500
+
 type Kind = OpenedStore['kind']
 
 /** The kind of store a URL names. @throws {UsageError} for `memory:` and anything unknown */
@@ -84,7 +87,8 @@ export async function openStores(spec: StoreSpec, modules: Partial<StoreModules>
     records,
     rates,
     async close() {
-      await Promise.allSettled([records.store.close?.(), rates?.store.close?.()])
+      // A driver that never connected may take its time to give up; the command is done.
+      await Promise.race([Promise.allSettled([records.store.close?.(), rates?.store.close?.()]), new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref())])
     },
   }
 }
