@@ -39,13 +39,13 @@ export async function demoOptions(argv: string[], env: NodeJS.ProcessEnv): Promi
 
 const hidePassword = (url: string) => url.replace(/^([a-z]+:\/\/[^:/@]*:)[^@/]*@/i, '$1***@')
 
-// Variables, not literals: the store subpaths resolve when the demo runs, and only the one used.
-const REDIS = 'open-data-gate/redis'
+// A variable until the PostgreSQL store module is in this tree; each is imported only when used.
 const POSTGRES = 'open-data-gate/postgres'
 
 async function openStore(url: string): Promise<GateStore> {
   if (/^rediss?:\/\//.test(url)) {
-    const { RedisStore } = (await import(REDIS)) as { RedisStore: new (options: { url: string }) => GateStore }
+    // Imported only for this scheme: ioredis stays optional.
+    const { RedisStore } = await import('open-data-gate/redis')
     return new RedisStore({ url })
   }
   if (/^postgres(ql)?:\/\//.test(url)) {
