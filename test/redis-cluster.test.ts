@@ -1,9 +1,9 @@
 import { Cluster } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RedisStore, redisClientDefaults } from '../src/store/redis-store.js'
+import { describeStore } from '../src/testing/index.js'
 import { describeSameAsMemoryStore } from './redis/same-as-memory.js'
 import { OwnRedisCluster, randomPrefix, redisBinariesAvailable } from './redis/servers.js'
-import { describeStoreConformance } from './store-conformance.js'
 
 // Ports 17001-17003 of this project's test range (17000-17199).
 const available = redisBinariesAvailable('RedisStore on a three-node Redis Cluster')
@@ -20,7 +20,7 @@ describe.skipIf(!available)('RedisStore on a three-node Redis Cluster', () => {
       await cluster.stop()
       throw error
     }
-    client = new Cluster(cluster.nodes, { enableOfflineQueue: false, redisOptions: redisClientDefaults() })
+    client = new Cluster(cluster.nodes, { enableOfflineQueue: false, enableAutoPipelining: true, redisOptions: redisClientDefaults() })
     client.on('error', () => {})
     await new Promise<void>((resolve) => client.once('ready', () => resolve()))
   }, 30_000)
@@ -30,10 +30,7 @@ describe.skipIf(!available)('RedisStore on a three-node Redis Cluster', () => {
     await cluster.stop()
   })
 
-  describeStoreConformance('RedisStore (Cluster)', () => {
-    const store = new RedisStore({ client, prefix })
-    return { store, cleanup: () => store.close() }
-  })
+  describeStore('RedisStore (Cluster)', () => new RedisStore({ client, prefix }), { describe, it, after: afterAll, cleanup: (store) => store.close() })
 
   describeSameAsMemoryStore('RedisStore (Cluster)', () => new RedisStore({ client, prefix }))
 

@@ -109,7 +109,7 @@ describe.skipIf(!available)('gates in four processes on one Redis', () => {
     const user = await gate.users.create({ username: `race-${Date.now()}`, password: 'correct horse battery staple', displayName: 'Ada', email: 'ada@example.org' })
     const code = `code-${Date.now()}-${Math.random()}`
     const redirectUri = 'https://client.example/cb/done'
-    // As pressing Allow does: the grant first (the token endpoint refuses a code whose grant is gone), then the code.
+    // What the consent page leaves behind: the user's grant, and a code.
     await store.recordGrant(user.id, appToken, Date.now())
     await store.insertAuthorizationCode({
       codeHash: sha256(code),

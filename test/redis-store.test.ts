@@ -1,11 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { nodeGate } from '../adapters/node.js'
 import { createGate } from '../src/index.js'
+import { describeStore } from '../src/testing/index.js'
 import { RedisStore } from '../src/store/redis-store.js'
+import { listen } from './adapters/servers.js'
 import { describeSameAsMemoryStore } from './redis/same-as-memory.js'
 import { deletePrefix, randomPrefix, REDIS_URL, sharedRedisAvailable } from './redis/servers.js'
-import { describeStoreConformance } from './store-conformance.js'
 
 const available = await sharedRedisAvailable('RedisStore on the shared Redis')
 const prefix = randomPrefix('store')
@@ -20,10 +22,7 @@ describe.skipIf(!available)('RedisStore', () => {
     await admin.quit()
   })
 
-  describeStoreConformance('RedisStore', () => {
-    const store = new RedisStore({ url: REDIS_URL, prefix })
-    return { store, cleanup: () => store.close() }
-  })
+  describeStore('RedisStore', () => new RedisStore({ url: REDIS_URL, prefix }), { describe, it, after: afterAll, cleanup: (store) => store.close() })
 
   it('keeps records as hashes, and lets Redis expire tokens and codes itself', async () => {
     const store = new RedisStore({ url: REDIS_URL, prefix })
@@ -61,6 +60,63 @@ describe.skipIf(!available)('RedisStore', () => {
     } finally {
       monitor.disconnect()
       await store.close()
+    }
+  })
+
+  /** Counts the commands a store's client sends (what MONITOR shows; a script's inner calls are not sent). */
+  function countCommands(store: RedisStore): { readonly sent: number } {
+    const counter = { sent: 0 }
+    const client = store.client as Redis
+    const send = client.sendCommand.bind(client)
+    client.sendCommand = (command, stream) => {
+      counter.sent++
+      return send(command, stream)
+    }
+    return counter
+  }
+
+  it('sends Redis one command per app-token request, and three per OAuth request, once the application is cached', async () => {
+    const store = new RedisStore({ url: REDIS_URL, prefix })
+    const counter = countCommands(store)
+    const gate = createGate({ store, trustProxy: 'loopback', throttle: { application: { limit: 1000, windowMs: 60_000 } } })
+    const http = await listen(nodeGate(gate, (_req, res) => res.end('ok')))
+    try {
+      const { appToken } = await gate.applications.register({ name: 'commands' })
+      const user = await gate.users.create({ username: `commands-${Date.now()}`, password: 'correct horse battery staple', displayName: 'A', email: 'a@example.org' })
+      const { accessToken } = await gate.tokens.issue({ userId: user.id, appToken })
+      const perRequest = async (headers: Record<string, string>) => {
+        expect((await fetch(`${http.url}/x`, { headers })).status).toBe(200)
+        // The first use of a token also notes its grant's use, in the background (at most daily).
+        await sleep(100)
+        const before = counter.sent
+        for (let i = 0; i < 10; i++) expect((await fetch(`${http.url}/x`, { headers })).status).toBe(200)
+        return (counter.sent - before) / 10
+      }
+      expect(await perRequest({ 'x-app-token': appToken })).toBe(1)
+      // The token, the user and the rate step.
+      expect(await perRequest({ 'x-app-token': appToken, 'x-forwarded-proto': 'https', authorization: `OAuth ${accessToken}` })).toBe(3)
+    } finally {
+      await http.close()
+      await gate.close()
+    }
+  })
+
+  it('answers a client over its limit without asking Redis until it may retry', async () => {
+    const store = new RedisStore({ url: REDIS_URL, prefix })
+    const counter = countCommands(store)
+    const gate = createGate({ store, throttle: { anonymous: { limit: 2, windowMs: 60_000, scope: 'shared' } } })
+    const http = await listen(nodeGate(gate, (_req, res) => res.end('ok')))
+    try {
+      const statuses: number[] = []
+      const get = async () => statuses.push((await fetch(`${http.url}/x`)).status)
+      for (let i = 0; i < 3; i++) await get()
+      const before = counter.sent
+      for (let i = 0; i < 20; i++) await get()
+      expect(statuses).toEqual([200, 200, ...Array.from({ length: 21 }, () => 429)])
+      expect(counter.sent - before).toBe(0)
+    } finally {
+      await http.close()
+      await gate.close()
     }
   })
 

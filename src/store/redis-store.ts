@@ -110,7 +110,7 @@ export type RedisStoreOptions = RedisStoreUrlOptions | RedisStoreClientOptions
  * twice), and the client reconnects within a quarter second of Redis answering again, or
  * of a restarted Redis finishing loading its data.
  * Use them for a client you hand to the store: `new Redis(url, redisClientDefaults())`, or
- * `new Cluster(nodes, { enableOfflineQueue: false, redisOptions: redisClientDefaults() })`.
+ * `new Cluster(nodes, { enableOfflineQueue: false, enableAutoPipelining: true, redisOptions: redisClientDefaults() })`.
  */
 export function redisClientDefaults(commandTimeoutMs = 500): Omit<RedisOptions, 'replyMapping'> {
   return {
@@ -247,7 +247,7 @@ function isNoScript(error: unknown): boolean {
  * // The store makes its client and owns it: gate.close() quits it.
  * const gate = createGate({ store: new RedisStore({ url: 'redis://127.0.0.1:6379', prefix: 'odg:' }), storeTimeoutMs: 250 })
  * // Or a client (Redis or Cluster) you own; the store never closes it.
- * const store = new RedisStore({ client: new Cluster(nodes, { enableOfflineQueue: false, redisOptions: redisClientDefaults() }) })
+ * const store = new RedisStore({ client: new Cluster(nodes, { enableOfflineQueue: false, enableAutoPipelining: true, redisOptions: redisClientDefaults() }) })
  */
 export class RedisStore implements GateStore {
   readonly #client: RedisClient
