@@ -28,7 +28,7 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
-import { expectedBody, variants } from './variants.mjs'
+import { cleanup, expectedBody, variants } from './variants.mjs'
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)))
 const children = new Set()
@@ -224,6 +224,7 @@ function summarize(selected, samples) {
       serverCpuPct: median(mine.map((s) => s.serverCpuPct)),
       loadCpuPct: median(mine.map((s) => s.loadCpuPct)),
       otherCpuPct: Math.max(...mine.map((s) => Math.max(s.otherOnServerCpuPct, s.otherOnLoadCpuPct))),
+      queriesPerReq: mine[0]?.queriesPerReq === null ? null : median(mine.map((s) => s.queriesPerReq)),
       redisCmdPerReq: v.redis ? median(mine.map((s) => s.redisCmdPerReq)) : null,
       redisCpuUsPerReq: v.redis ? median(mine.map((s) => s.redisCpuUsPerReq)) : null,
       ...(v.target !== undefined && { target: v.target, pass: ratio >= v.target }),
@@ -234,15 +235,17 @@ function summarize(selected, samples) {
 const signed = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(1)}`
 
 function printTable(rows) {
+  const withQueries = rows.some((r) => r.queriesPerReq !== null)
   const redis = rows.some((r) => r.redisCmdPerReq !== null)
   const head = ['variant', 'req/s', '× bare', 'min–max', 'p99 ms', 'CPU µs/req', '+µs/req', 'srv CPU', 'load CPU', 'others max',
-    ...(redis ? ['Redis cmd/req', 'Redis µs/req'] : [])]
+    ...(redis ? ['Redis cmd/req', 'Redis µs/req'] : []), ...(withQueries ? ['SQL/req'] : [])]
   const body = rows.map((r) => [
     r.name, r.rps.toFixed(0), r.ratio.toFixed(2), `${r.ratioMin.toFixed(2)}–${r.ratioMax.toFixed(2)}`,
     r.p99Ms.toFixed(0), r.cpuUsPerReq.toFixed(1),
     r.name === r.baseline ? '–' : signed(r.extraCpuUsPerReq),
     `${r.serverCpuPct.toFixed(0)}%`, `${r.loadCpuPct.toFixed(0)}%`, `${r.otherCpuPct.toFixed(0)}%`,
     ...(redis ? [r.redisCmdPerReq === null ? '–' : r.redisCmdPerReq.toFixed(2), r.redisCpuUsPerReq === null ? '–' : r.redisCpuUsPerReq.toFixed(1)] : []),
+    ...(withQueries ? [r.queriesPerReq === null ? '–' : r.queriesPerReq.toFixed(2)] : []),
   ])
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)))
   const line = (row) => '  ' + row.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')
@@ -364,6 +367,8 @@ async function main() {
         otherOnLoadCpuPct: others(config.loadCpu, r.cpuUs + redisAfter - redisBefore),
         redisCmdPerReq: server.v.redis ? (after.redisCommands - before.redisCommands) / served : null,
         redisCpuUsPerReq: server.v.redis ? (redisAfter - redisBefore) / served : null,
+        // Statements the store sent per request served, for the variants on a database.
+        queriesPerReq: after.queries === null ? null : (after.queries - before.queries) / served,
       }
       samples.push(sample)
       console.log(`  round ${round}/${config.rounds}  ${server.v.name.padEnd(20)} ${sample.rps.toFixed(0).padStart(6)} req/s  ` +
@@ -404,4 +409,5 @@ try {
   process.exitCode = 1
 } finally {
   stopChildren()
+  await cleanup()
 }

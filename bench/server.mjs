@@ -14,7 +14,7 @@ if (!variant) {
 }
 
 const made = await variant.create()
-const { listener, headers = {} } = typeof made === 'function' ? { listener: made } : made
+const { listener, headers = {}, queries } = typeof made === 'function' ? { listener: made } : made
 
 let requests = 0
 const server = http.createServer((req, res) => {
@@ -30,7 +30,7 @@ server.listen(Number(port), '127.0.0.1', () => {
 
 if (process.send) {
   process.on('message', (msg) => {
-    if (msg === 'usage') process.send({ type: 'usage', cpu: process.cpuUsage(), requests, redisCommands: globalThis.benchRedisCommands?.() ?? null })
+    if (msg === 'usage') process.send({ type: 'usage', cpu: process.cpuUsage(), requests, redisCommands: globalThis.benchRedisCommands?.() ?? null, queries: queries?.() ?? null })
   })
   // The parent is gone (even if it was SIGKILLed): nobody will stop us otherwise.
   process.on('disconnect', () => process.exit(0))

@@ -12,10 +12,15 @@
 //              the response, so a middleware that is mounted but not doing its job (a
 //              token silently ignored, a default limit) can't pass as "fast"
 //   target     optional minimum ratio to the baseline, printed as PASS/MISS
-//   create     async () => listener  |  { listener, headers }
+//   create     async () => listener  |  { listener, headers, queries }
 //              `headers` there are merged over the static ones: for credentials the
 //              variant only knows after its setup (a registered app's token, a Basic
-//              password, an OAuth access token, ...)
+//              password, an OAuth access token, ...). `queries`, for a variant on a
+//              database, returns how many statements its store has sent so far: the run
+//              reports statements per request.
+//
+// Variants on PostgreSQL use DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test),
+// in the schema odg_bench, made afresh by each server process and dropped by cleanup().
 
 const PATH = '/resource/x.json'
 const BODY = '{"ok":true}'
@@ -52,11 +57,60 @@ async function benchStore(redis) {
   return { store }
 }
 
-async function gateWithApp(redis = false) {
+const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+const BENCH_SCHEMA = 'odg_bench'
+
+/**
+ * The gate's store options for a layout, and a statement counter for the database ones:
+ *   memory (false)  the default MemoryStore
+ *   redis (true)    RedisStore alone
+ *   pg              PostgresStore alone (records and rate steps)
+ *   pg+memory       PostgresStore records, MemoryStore rates
+ *   pg+redis        PostgresStore records, RedisStore rates (the bench's redis-server)
+ * Every statement goes through pool.query (a counting wrapper); the LISTEN connection
+ * and migrate() check out their own connection and are not counted.
+ */
+async function storeLayout(layout) {
+  if (layout === false || layout === 'memory') return { options: {}, queries: undefined }
+  if (layout === true || layout === 'redis') return { options: await benchStore(true), queries: undefined }
+  const { default: pg } = await import('pg')
+  const { PostgresStore } = await import('../dist/postgres.js')
+  const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 10 })
+  await pool.query(`DROP SCHEMA IF EXISTS ${BENCH_SCHEMA} CASCADE`)
+  let queries = 0
+  const counting = { query: (q) => { queries++; return pool.query(q) }, connect: () => pool.connect(), end: () => pool.end() }
+  const store = new PostgresStore({ pool: counting, schema: BENCH_SCHEMA, sweepIntervalMs: 0 })
+  await store.migrate()
+  const options = { store }
+  if (layout === 'pg+memory') {
+    const { MemoryStore } = await import('../dist/index.js')
+    options.rateStore = new MemoryStore()
+  } else if (layout === 'pg+redis') {
+    options.rateStore = (await benchStore(true)).store
+  }
+  return { options, queries: () => queries }
+}
+
+/** Drops what the database variants left: run once at the end of the bench. */
+export async function cleanup() {
+  const { default: pg } = await import('pg')
+  const client = new pg.Client({ connectionString: DATABASE_URL, connectionTimeoutMillis: 2000 })
+  try {
+    await client.connect()
+    await client.query(`DROP SCHEMA IF EXISTS ${BENCH_SCHEMA} CASCADE`)
+  } catch {
+    // no database, no leftovers
+  } finally {
+    await client.end().catch(() => {})
+  }
+}
+
+async function gateWithApp(layout = 'memory') {
   const { createGate } = await import('../dist/index.js')
-  const gate = createGate({ ...(await benchStore(redis)), throttle: { application: HUGE, anonymous: HUGE } })
+  const { options, queries } = await storeLayout(layout)
+  const gate = createGate({ ...options, throttle: { application: HUGE, anonymous: HUGE } })
   const { appToken } = await gate.applications.register({ name: 'bench' })
-  return { gate, headers: { 'x-app-token': appToken } }
+  return { gate, headers: { 'x-app-token': appToken }, queries }
 }
 
 const PASSWORD = 'correct horse battery staple'
@@ -68,9 +122,10 @@ const basicHeader = (user, password) => `Basic ${Buffer.from(`${user}:${password
  * X-Forwarded-Proto: https, as behind a load balancer (a token sent over plain http would
  * rightly be revoked).
  */
-async function gateWithCredentials(kind, redis = false) {
+async function gateWithCredentials(kind, layout = 'memory') {
   const { createGate } = await import('../dist/index.js')
-  const gate = createGate({ ...(await benchStore(redis)), throttle: { application: HUGE, anonymous: HUGE }, trustProxy: 'loopback' })
+  const { options, queries } = await storeLayout(layout)
+  const gate = createGate({ ...options, throttle: { application: HUGE, anonymous: HUGE }, trustProxy: 'loopback' })
   const { appToken } = await gate.applications.register({ name: 'bench' })
   const user = await gate.users.create({ username: 'ada', password: PASSWORD, displayName: 'Ada', email: 'ada@example.org' })
   const headers = { 'x-app-token': appToken, 'x-forwarded-proto': 'https' }
@@ -80,7 +135,7 @@ async function gateWithCredentials(kind, redis = false) {
     headers.authorization = basicHeader(keyId, keySecret)
   }
   if (kind === 'password') headers.authorization = basicHeader('ada', PASSWORD)
-  return { gate, headers }
+  return { gate, headers, queries }
 }
 
 async function expressApp(...middleware) {
@@ -326,6 +381,36 @@ export const variants = [
     },
   },
 ]
+
+/**
+ * The gate on Express with records in PostgreSQL: alone, and with rates in another store
+ * (Redis; `BENCH_PG_RATES=memory` puts them in this process's memory instead, for a
+ * machine without Redis). App-token and OAuth-token requests.
+ */
+const PG_RATES = process.env.BENCH_PG_RATES === 'memory' ? 'pg+memory' : 'pg+redis'
+for (const [suffix, layout] of [['pg', 'pg'], [PG_RATES === 'pg+redis' ? 'pg-redis' : 'pg-memrates', PG_RATES]]) {
+  variants.push(
+    {
+      name: `express-gate-${suffix}`, framework: 'express', baseline: 'express-bare', path: PATH,
+      expectHeaders: GATE_HEADERS, ...(layout === 'pg+redis' && { redis: true }),
+      create: async () => {
+        const { expressGate } = await import('../dist/express.js')
+        const { gate, headers, queries } = await gateWithApp(layout)
+        return { listener: await expressApp(expressGate(gate)), headers, queries }
+      },
+    },
+    {
+      name: `express-gate-${suffix}-oauth`, framework: 'express', baseline: 'express-bare', path: PATH,
+      expectHeaders: AUTH_HEADERS, ...(layout === 'pg+redis' && { redis: true }),
+      create: async () => {
+        const { expressGate } = await import('../dist/express.js')
+        const { gate, headers, queries } = await gateWithCredentials('oauth', layout)
+        const app = await expressApp(expressGate(gate))
+        return { listener: app, headers, queries }
+      },
+    },
+  )
+}
 
 // The issue's targets: an OAuth-token request at most 10% below bare Koa, a password
 // request with a warm cache at most 15% below.

@@ -6,6 +6,7 @@ const { checkStore } = require('open-data-gate/testing')
 const { nodeGate } = require('open-data-gate/node')
 const { expressGate } = require('open-data-gate/express')
 const { koaGate } = require('open-data-gate/koa')
+const { PostgresStore } = require('open-data-gate/postgres')
 const { RedisStore, redisClientDefaults } = require('open-data-gate/redis')
 
 ;(async () => {
@@ -23,6 +24,10 @@ const { RedisStore, redisClientDefaults } = require('open-data-gate/redis')
   assert.equal(await res.text(), 'smoke')
   assert.match(res.headers.get('ratelimit'), /^"app";r=999;t=\d+$/)
   server.close()
+  // The store and its migrations load from the CommonJS build (no connection is made until a query).
+  const store = new PostgresStore({ connectionString: 'postgres://nobody@127.0.0.1:1/none', sweepIntervalMs: 0 })
+  assert.equal(PostgresStore.schemaVersion, 2)
+  await store.close()
   const report = await checkStore(() => new MemoryStore())
   assert.deepEqual(report.failed, [])
   assert.ok(report.passed.length > 40)

@@ -7,6 +7,7 @@ import { createGate, GateError, MemoryStore } from 'open-data-gate'
 import { expressGate } from 'open-data-gate/express'
 import { koaGate } from 'open-data-gate/koa'
 import { nodeGate, runGate } from 'open-data-gate/node'
+import { PostgresStore } from 'open-data-gate/postgres'
 import { checkStore } from 'open-data-gate/testing'
 
 const gate = createGate({ store: new MemoryStore() })
@@ -30,6 +31,10 @@ for (const [name, listener] of [['express', expressApp], ['koa', koaApp.callback
 }
 await assert.rejects(gate.applications.register({ name: 'x', callbackPrefix: 'http://insecure' }), TypeError)
 assert.equal(typeof GateError, 'function')
+// The store and its migrations load from the ESM build (no connection is made until a query).
+const pgStore = new PostgresStore({ connectionString: 'postgres://nobody@127.0.0.1:1/none', sweepIntervalMs: 0 })
+assert.equal(PostgresStore.schemaVersion, 2)
+await pgStore.close()
 // The conformance kit, on the store users get from the main entry point.
 const report = await checkStore(() => new MemoryStore())
 assert.deepEqual(report.failed, [])

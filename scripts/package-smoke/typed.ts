@@ -7,6 +7,8 @@ import { createGate, MemoryStore, type GateContext, type GateStore, type Throttl
 import { expressGate } from 'open-data-gate/express'
 import { koaGate } from 'open-data-gate/koa'
 import { nodeGate } from 'open-data-gate/node'
+import { PostgresStore } from 'open-data-gate/postgres'
+import pg from 'pg'
 import { RedisStore, type RedisStoreOptions } from 'open-data-gate/redis'
 import { checkStore, describeStore, type StoreReport } from 'open-data-gate/testing'
 
@@ -37,6 +39,9 @@ koa.use((ctx) => {
 http.createServer(nodeGate(gate, (req, res) => res.end(req.gate.clientIp)))
 
 export const store: GateStore = createGate().store
+
+// A pg.Pool of the user's own fits the store's pool type.
+export const pgStore: GateStore = new PostgresStore({ pool: new pg.Pool(), schema: 'portal' })
 
 // The conformance kit's types, with node:test's describe, it and after.
 

@@ -4,8 +4,13 @@
  * or with a promise. Records are plain JSON-safe objects; times are epoch milliseconds.
  *
  * Operations the gate relies on being atomic say so: a backend must run each of them as
- * one indivisible step (a Lua script, one SQL statement, a compare-and-set), never as a
- * read followed by a write.
+ * one indivisible step (a Lua script, one SQL statement, a compare-and-set, or a
+ * transaction that locks what it reads with `SELECT ... FOR UPDATE`), never as a read
+ * followed by a write.
+ *
+ * Keys (app tokens, ids, usernames, hashes) are case-sensitive: compare them exactly. In
+ * SQL that means a binary collation (`COLLATE "C"`, `utf8mb4_bin`): MySQL's and MariaDB's
+ * default collations would find `ABC` under `abc`.
  *
  * Secrets never reach the store in clear: it holds SHA-256 hashes of high-entropy
  * secrets and scrypt hashes of passwords, and looks records up by those hashes.
@@ -281,7 +286,7 @@ export interface GateStore {
   consumeAuthorizationCode(codeHash: string, at: number): Awaitable<boolean>
 
   insertSession(record: SessionRecord): Awaitable<void>
-  /** May drop expired sessions. */
+  /** The session, or `undefined` once it has expired (`expiresAt` ≤ now); may drop expired sessions. */
   getSession(sessionHash: string): Awaitable<SessionRecord | undefined>
   deleteSession(sessionHash: string): Awaitable<boolean>
   /**

@@ -1,0 +1,278 @@
+/**
+ * A GateStore of your own: MariaDB (or MySQL) with mysql2, written from the README's
+ * "Storage" section and the GateStore TSDoc alone. It passes the project's conformance
+ * suite (test/custom-store.test.ts).
+ *
+ *   const store = new MariaDbStore({ pool: mysql.createPool(process.env.MARIADB_URL), prefix: 'gate_' })
+ *   await store.createTables()
+ *   const gate = createGate({ store })
+ *
+ * What the contract asks, and how this store does it:
+ * - Atomic operations are one statement: `UPDATE ... WHERE used_at IS NULL`, a revocation
+ *   `UPDATE ... WHERE revoked_at IS NULL`, the rate step `INSERT ... ON DUPLICATE KEY
+ *   UPDATE ... RETURNING` on the database's clock, with the exported `gcraStep` for the
+ *   answer.
+ * - Patches `UPDATE` only the fields given.
+ * - MariaDB has no change notifications: the gate's application cache expires on its own.
+ */
+import { emissionInterval, gcraStep, type AccessTokenFilter, type AccessTokenRecord, type ApiKeyPatch, type ApiKeyQuery, type ApiKeyRecord, type GrantRecord, type ApplicationPatch, type ApplicationRecord, type AuthorizationCodeRecord, type GateStore, type RateResult, type SessionRecord, type UserPatch, type UserRecord } from 'open-data-gate'
+import type { Pool, RowDataPacket } from 'mysql2/promise'
+
+type Row = RowDataPacket & Record<string, unknown>
+const num = (v: unknown) => (v === null || v === undefined ? null : Number(v))
+
+export class MariaDbStore implements GateStore {
+  readonly #db: Pool
+  readonly #p: string
+
+  /** `prefix` names this store's tables (letters, digits, underscores). */
+  constructor(options: { pool: Pool; prefix?: string }) {
+    this.#db = options.pool
+    this.#p = options.prefix ?? 'gate_'
+    if (!/^\w+$/.test(this.#p)) throw new TypeError('prefix: letters, digits and underscores only')
+  }
+
+  /** Creates the tables if they are missing. */
+  async createTables(): Promise<void> {
+    const p = this.#p
+    const opts = 'ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin'
+    for (const ddl of [
+      `applications (app_token VARCHAR(255) PRIMARY KEY, name TEXT NOT NULL, secret_hash VARCHAR(255) NOT NULL, callback_prefix TEXT NULL, rate_limit INT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)`,
+      `users (id VARCHAR(255) PRIMARY KEY, username VARCHAR(255) NOT NULL UNIQUE, screen_name TEXT NOT NULL, display_name TEXT NOT NULL, email TEXT NOT NULL, rights TEXT NOT NULL, password_hash TEXT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)`,
+      `api_keys (key_id VARCHAR(255) PRIMARY KEY, user_id VARCHAR(255) NOT NULL, name VARCHAR(255) NOT NULL, secret_hash VARCHAR(255) NOT NULL, created_at BIGINT NOT NULL, last_used_at BIGINT NULL, revoked_at BIGINT NULL, INDEX (user_id, created_at))`,
+      `access_tokens (token_hash VARCHAR(255) PRIMARY KEY, user_id VARCHAR(255) NOT NULL, app_token VARCHAR(255) NOT NULL, code_hash VARCHAR(255) NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, revoked_at BIGINT NULL, INDEX (user_id, app_token), INDEX (app_token), INDEX (code_hash))`,
+      `codes (code_hash VARCHAR(255) PRIMARY KEY, app_token VARCHAR(255) NOT NULL, user_id VARCHAR(255) NOT NULL, redirect_uri TEXT NOT NULL, code_challenge VARCHAR(255) NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, used_at BIGINT NULL)`,
+      `sessions (session_hash VARCHAR(255) PRIMARY KEY, user_id VARCHAR(255) NOT NULL, password_stamp VARCHAR(255) NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, INDEX (user_id, created_at))`,
+      `grants (user_id VARCHAR(255) NOT NULL, app_token VARCHAR(255) NOT NULL, first_authorized_at BIGINT NOT NULL, last_used_at BIGINT NOT NULL, PRIMARY KEY (user_id, app_token))`,
+      `rates (rate_key VARCHAR(255) PRIMARY KEY, tat_us BIGINT NOT NULL, seen_us BIGINT NOT NULL, allowed BOOLEAN NOT NULL, INDEX (tat_us))`,
+    ]) {
+      await this.#db.query(`CREATE TABLE IF NOT EXISTS ${p}${ddl} ${opts}`)
+    }
+  }
+
+  /** Drops this store's tables. */
+  async dropTables(): Promise<void> {
+    for (const t of ['applications', 'users', 'api_keys', 'access_tokens', 'codes', 'sessions', 'grants', 'rates']) await this.#db.query(`DROP TABLE IF EXISTS ${this.#p}${t}`)
+  }
+
+  async #rows(sql: string, values: unknown[] = []): Promise<Row[]> {
+    const [rows] = await this.#db.execute<Row[]>(sql, values as never[])
+    return rows
+  }
+
+  async #changed(sql: string, values: unknown[]): Promise<number> {
+    const [result] = await this.#db.execute(sql, values as never[])
+    return (result as { affectedRows: number }).affectedRows
+  }
+
+  /** Saves a record; the table's primary and unique keys refuse a duplicate. */
+  async #insert(table: string, row: Record<string, unknown>): Promise<void> {
+    const columns = Object.keys(row)
+    await this.#changed(`INSERT INTO ${this.#p}${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`, Object.values(row))
+  }
+
+  /** `UPDATE ... SET` of the given fields only, then the row. */
+  async #patch<T>(table: string, keyColumn: string, key: string, patch: object, columns: Record<string, string>, read: () => Promise<T | undefined>): Promise<T | undefined> {
+    const entries = Object.entries(patch).filter(([field, value]) => columns[field] !== undefined && value !== undefined)
+    if (entries.length > 0) {
+      const sets = entries.map(([field]) => `${columns[field]} = ?`).join(', ')
+      const values = entries.map(([field, value]) => (field === 'rights' ? JSON.stringify(value) : value))
+      await this.#changed(`UPDATE ${this.#p}${table} SET ${sets} WHERE ${keyColumn} = ?`, [...values, key])
+    }
+    return read()
+  }
+
+  insertApplication(r: ApplicationRecord) {
+    return this.#insert('applications', { app_token: r.appToken, name: r.name, secret_hash: r.secretHash, callback_prefix: r.callbackPrefix, rate_limit: r.limit, created_at: r.createdAt, updated_at: r.updatedAt })
+  }
+  async getApplication(appToken: string) {
+    return (await this.#rows(`SELECT * FROM ${this.#p}applications WHERE app_token = ?`, [appToken])).map(toApplication)[0]
+  }
+  async listApplications() {
+    return (await this.#rows(`SELECT * FROM ${this.#p}applications ORDER BY created_at, app_token`)).map(toApplication)
+  }
+  updateApplication(appToken: string, patch: ApplicationPatch) {
+    const columns = { name: 'name', secretHash: 'secret_hash', callbackPrefix: 'callback_prefix', limit: 'rate_limit', updatedAt: 'updated_at' }
+    return this.#patch('applications', 'app_token', appToken, patch, columns, () => this.getApplication(appToken))
+  }
+  async deleteApplication(appToken: string) {
+    return (await this.#changed(`DELETE FROM ${this.#p}applications WHERE app_token = ?`, [appToken])) > 0
+  }
+
+  insertUser(r: UserRecord) {
+    return this.#insert('users', { id: r.id, username: r.username, screen_name: r.screenName, display_name: r.displayName, email: r.email, rights: JSON.stringify(r.rights), password_hash: r.passwordHash, created_at: r.createdAt, updated_at: r.updatedAt })
+  }
+  async getUser(id: string) {
+    return (await this.#rows(`SELECT * FROM ${this.#p}users WHERE id = ?`, [id])).map(toUser)[0]
+  }
+  async getUserByUsername(username: string) {
+    return (await this.#rows(`SELECT * FROM ${this.#p}users WHERE username = ?`, [username])).map(toUser)[0]
+  }
+  updateUser(id: string, patch: UserPatch) {
+    const columns = { screenName: 'screen_name', displayName: 'display_name', email: 'email', rights: 'rights', passwordHash: 'password_hash', updatedAt: 'updated_at' }
+    return this.#patch('users', 'id', id, patch, columns, () => this.getUser(id))
+  }
+  async deleteUser(id: string) {
+    return (await this.#changed(`DELETE FROM ${this.#p}users WHERE id = ?`, [id])) > 0
+  }
+
+  insertApiKey(r: ApiKeyRecord) {
+    return this.#insert('api_keys', { key_id: r.keyId, user_id: r.userId, name: r.name, secret_hash: r.secretHash, created_at: r.createdAt, last_used_at: r.lastUsedAt, revoked_at: r.revokedAt })
+  }
+  async getApiKey(keyId: string) {
+    return (await this.#rows(`SELECT * FROM ${this.#p}api_keys WHERE key_id = ?`, [keyId])).map(toApiKey)[0]
+  }
+  /** All of a user's keys, or one page: sorted in SQL, the page found from the `after` key by a row comparison. */
+  async listApiKeys(userId: string, query?: ApiKeyQuery) {
+    if (query === undefined) return (await this.#rows(`SELECT * FROM ${this.#p}api_keys WHERE user_id = ? ORDER BY created_at, key_id`, [userId])).map(toApiKey)
+    const sort = { createdAt: 'created_at', lastUsedAt: 'COALESCE(last_used_at, 0)', revokedAt: 'COALESCE(revoked_at, 0)', name: 'name' }[query.sortBy]
+    const [dir, cmp] = query.order === 'asc' ? ['ASC', '>'] : ['DESC', '<']
+    const where = ['user_id = ?']
+    const values: unknown[] = [userId]
+    if (!query.includeRevoked) where.push('revoked_at IS NULL')
+    if (query.nameSearch) {
+      where.push('(LOCATE(LOWER(?), LOWER(name)) > 0 OR key_id = ?)')
+      values.push(query.nameSearch, query.nameSearch)
+    }
+    if (query.after !== undefined) {
+      where.push(`(${sort}, key_id) ${cmp} (SELECT ${sort}, key_id FROM ${this.#p}api_keys WHERE key_id = ? AND user_id = ?)`)
+      values.push(query.after, userId)
+    }
+    const limit = Math.max(1, Math.min(100, Math.floor(query.limit)))
+    return (await this.#rows(`SELECT * FROM ${this.#p}api_keys WHERE ${where.join(' AND ')} ORDER BY ${sort} ${dir}, key_id ${dir} LIMIT ${limit}`, values)).map(toApiKey)
+  }
+  updateApiKey(keyId: string, patch: ApiKeyPatch) {
+    const columns = { name: 'name', secretHash: 'secret_hash', lastUsedAt: 'last_used_at', revokedAt: 'revoked_at' }
+    return this.#patch('api_keys', 'key_id', keyId, patch, columns, () => this.getApiKey(keyId))
+  }
+
+  insertAccessToken(r: AccessTokenRecord) {
+    return this.#insert('access_tokens', { token_hash: r.tokenHash, user_id: r.userId, app_token: r.appToken, code_hash: r.codeHash, created_at: r.createdAt, expires_at: r.expiresAt, revoked_at: r.revokedAt })
+  }
+  async getAccessToken(tokenHash: string) {
+    return (await this.#rows(`SELECT * FROM ${this.#p}access_tokens WHERE token_hash = ?`, [tokenHash])).map(toAccessToken)[0]
+  }
+  async revokeAccessToken(tokenHash: string, at: number) {
+    return (await this.#changed(`UPDATE ${this.#p}access_tokens SET revoked_at = ? WHERE token_hash = ? AND revoked_at IS NULL`, [at, tokenHash])) > 0
+  }
+  revokeAccessTokens(filter: AccessTokenFilter, at: number) {
+    const fields = 'codeHash' in filter ? { code_hash: filter.codeHash } : { user_id: filter.userId, app_token: filter.appToken }
+    const given = Object.entries(fields).filter(([, value]) => value !== undefined)
+    const where = given.map(([column]) => `${column} = ?`).join(' AND ')
+    return this.#changed(`UPDATE ${this.#p}access_tokens SET revoked_at = ? WHERE ${where} AND revoked_at IS NULL`, [at, ...given.map(([, value]) => value)])
+  }
+  async listAccessTokens(userId: string) {
+    const sql = `SELECT * FROM ${this.#p}access_tokens WHERE user_id = ? AND revoked_at IS NULL AND expires_at > ? ORDER BY created_at, token_hash`
+    return (await this.#rows(sql, [userId, Date.now()])).map(toAccessToken)
+  }
+
+  async recordGrant(userId: string, appToken: string, at: number) {
+    const sql = `INSERT INTO ${this.#p}grants (user_id, app_token, first_authorized_at, last_used_at) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE last_used_at = GREATEST(last_used_at, VALUES(last_used_at))`
+    await this.#changed(sql, [userId, appToken, at, at])
+  }
+  async getGrant(userId: string, appToken: string) {
+    return (await this.#rows(`SELECT * FROM ${this.#p}grants WHERE user_id = ? AND app_token = ?`, [userId, appToken])).map(toGrant)[0]
+  }
+  async listGrants(userId: string) {
+    return (await this.#rows(`SELECT * FROM ${this.#p}grants WHERE user_id = ? ORDER BY first_authorized_at, app_token`, [userId])).map(toGrant)
+  }
+  async deleteGrant(userId: string, appToken: string) {
+    return (await this.#changed(`DELETE FROM ${this.#p}grants WHERE user_id = ? AND app_token = ?`, [userId, appToken])) > 0
+  }
+
+  insertAuthorizationCode(r: AuthorizationCodeRecord) {
+    return this.#insert('codes', { code_hash: r.codeHash, app_token: r.appToken, user_id: r.userId, redirect_uri: r.redirectUri, code_challenge: r.codeChallenge, created_at: r.createdAt, expires_at: r.expiresAt, used_at: r.usedAt })
+  }
+  async getAuthorizationCode(codeHash: string) {
+    return (await this.#rows(`SELECT * FROM ${this.#p}codes WHERE code_hash = ?`, [codeHash])).map(toCode)[0]
+  }
+  async consumeAuthorizationCode(codeHash: string, at: number) {
+    return (await this.#changed(`UPDATE ${this.#p}codes SET used_at = ? WHERE code_hash = ? AND used_at IS NULL`, [at, codeHash])) > 0
+  }
+
+  insertSession(r: SessionRecord) {
+    return this.#insert('sessions', { session_hash: r.sessionHash, user_id: r.userId, password_stamp: r.passwordStamp, created_at: r.createdAt, expires_at: r.expiresAt })
+  }
+  async getSession(sessionHash: string) {
+    return (await this.#rows(`SELECT * FROM ${this.#p}sessions WHERE session_hash = ? AND expires_at > ?`, [sessionHash, Date.now()])).map(toSession)[0]
+  }
+  async deleteSession(sessionHash: string) {
+    return (await this.#changed(`DELETE FROM ${this.#p}sessions WHERE session_hash = ?`, [sessionHash])) > 0
+  }
+  /** One DELETE joined to the user's sessions past the newest `keep` (a derived table, so MariaDB may read the table it deletes from). */
+  trimSessions(userId: string, keep: number) {
+    const skip = Math.max(0, Math.floor(keep))
+    const older = `SELECT session_hash FROM ${this.#p}sessions WHERE user_id = ? ORDER BY created_at DESC, session_hash DESC LIMIT ${skip}, 18446744073709551615`
+    return this.#changed(`DELETE s FROM ${this.#p}sessions s JOIN (${older}) doomed USING (session_hash)`, [userId])
+  }
+
+  /**
+   * One GCRA step in one statement on the database's clock (MariaDB 10.5+ for `RETURNING`).
+   * MariaDB applies `ON DUPLICATE KEY UPDATE` assignments left to right: "now" becomes
+   * the later of this statement's clock and the last step's on the row (the clock is read
+   * before the row lock is granted, and time must not run backwards between steps),
+   * `allowed` is decided from the old arrival time, and `tat_us` moves only when it is
+   * true: a refused request costs nothing. `gcraStep` turns what the statement saw into the answer.
+   */
+  async consumeRate(key: string, limit: number, windowMs: number, cost: number): Promise<RateResult> {
+    const interval = emissionInterval(limit, windowMs)
+    const now = 'CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)'
+    if (cost === 0) {
+      const [row] = await this.#rows(`SELECT ${now} AS now_us, (SELECT tat_us FROM ${this.#p}rates WHERE rate_key = ?) AS tat_us`, [key])
+      return result(gcraStep(num(row?.tat_us) ?? undefined, Number(row?.now_us), limit, windowMs, 0))
+    }
+    const [inc, tol] = [cost * interval, limit * interval]
+    const [row] = await this.#rows(
+      `INSERT INTO ${this.#p}rates (rate_key, tat_us, seen_us, allowed) VALUES (?, ${now} + IF(? <= ?, ?, 0), ${now}, ? <= ?)
+       ON DUPLICATE KEY UPDATE
+         seen_us = GREATEST(seen_us, VALUES(seen_us)),
+         allowed = seen_us >= GREATEST(tat_us, seen_us) + ? - ?,
+         tat_us = IF(allowed, GREATEST(tat_us, seen_us) + ?, tat_us)
+       RETURNING tat_us, seen_us, allowed`,
+      [key, inc, tol, inc, inc, tol, inc, tol, inc],
+    )
+    const [tat, seen, allowed] = [Number(row?.tat_us), Number(row?.seen_us), Number(row?.allowed) === 1]
+    return result(gcraStep(allowed ? tat - inc : tat, seen, limit, windowMs, cost))
+  }
+  async resetRate(key: string) {
+    await this.#changed(`DELETE FROM ${this.#p}rates WHERE rate_key = ?`, [key])
+  }
+
+  /** Deletes expired tokens, codes, sessions and drained rate rows; call it from a timer. */
+  async sweep(): Promise<void> {
+    const now = Date.now()
+    for (const table of ['access_tokens', 'codes', 'sessions']) await this.#changed(`DELETE FROM ${this.#p}${table} WHERE expires_at < ? LIMIT 1000`, [now])
+    await this.#changed(`DELETE FROM ${this.#p}rates WHERE tat_us < CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) LIMIT 1000`, [])
+  }
+
+  /** The pool is yours: end it yourself. */
+  close() {}
+}
+
+function result(step: RateResult): RateResult {
+  return { allowed: step.allowed, remaining: step.remaining, resetMs: step.resetMs, retryAfterMs: step.retryAfterMs }
+}
+
+// Rows to records: BIGINT columns come back as numbers or strings depending on the driver's settings.
+
+function toApplication(r: Row): ApplicationRecord {
+  return { appToken: r.app_token as string, name: r.name as string, secretHash: r.secret_hash as string, callbackPrefix: r.callback_prefix as string | null, limit: num(r.rate_limit), createdAt: Number(r.created_at), updatedAt: Number(r.updated_at) }
+}
+function toUser(r: Row): UserRecord {
+  return { id: r.id as string, username: r.username as string, screenName: r.screen_name as string, displayName: r.display_name as string, email: r.email as string, rights: JSON.parse(r.rights as string) as string[], passwordHash: r.password_hash as string | null, createdAt: Number(r.created_at), updatedAt: Number(r.updated_at) }
+}
+function toApiKey(r: Row): ApiKeyRecord {
+  return { keyId: r.key_id as string, userId: r.user_id as string, name: r.name as string, secretHash: r.secret_hash as string, createdAt: Number(r.created_at), lastUsedAt: num(r.last_used_at), revokedAt: num(r.revoked_at) }
+}
+function toAccessToken(r: Row): AccessTokenRecord {
+  return { tokenHash: r.token_hash as string, userId: r.user_id as string, appToken: r.app_token as string, codeHash: r.code_hash as string | null, createdAt: Number(r.created_at), expiresAt: Number(r.expires_at), revokedAt: num(r.revoked_at) }
+}
+function toCode(r: Row): AuthorizationCodeRecord {
+  return { codeHash: r.code_hash as string, appToken: r.app_token as string, userId: r.user_id as string, redirectUri: r.redirect_uri as string, codeChallenge: r.code_challenge as string | null, createdAt: Number(r.created_at), expiresAt: Number(r.expires_at), usedAt: num(r.used_at) }
+}
+function toGrant(r: Row): GrantRecord {
+  return { userId: r.user_id as string, appToken: r.app_token as string, firstAuthorizedAt: Number(r.first_authorized_at), lastUsedAt: Number(r.last_used_at) }
+}
+function toSession(r: Row): SessionRecord {
+  return { sessionHash: r.session_hash as string, userId: r.user_id as string, passwordStamp: r.password_stamp as string, createdAt: Number(r.created_at), expiresAt: Number(r.expires_at) }
+}
