@@ -39,17 +39,14 @@ export async function demoOptions(argv: string[], env: NodeJS.ProcessEnv): Promi
 
 const hidePassword = (url: string) => url.replace(/^([a-z]+:\/\/[^:/@]*:)[^@/]*@/i, '$1***@')
 
-// Variables, not literals: the store subpaths resolve when the demo runs, and only the one used.
-const REDIS = 'open-data-gate/redis'
-const POSTGRES = 'open-data-gate/postgres'
-
 async function openStore(url: string): Promise<GateStore> {
   if (/^rediss?:\/\//.test(url)) {
-    const { RedisStore } = (await import(REDIS)) as { RedisStore: new (options: { url: string }) => GateStore }
+    // Imported only for this scheme: ioredis stays optional.
+    const { RedisStore } = await import('open-data-gate/redis')
     return new RedisStore({ url })
   }
   if (/^postgres(ql)?:\/\//.test(url)) {
-    const { PostgresStore } = (await import(POSTGRES)) as { PostgresStore: new (options: { connectionString: string }) => GateStore & { migrate(): Promise<unknown> } }
+    const { PostgresStore } = await import('open-data-gate/postgres')
     const store = new PostgresStore({ connectionString: url })
     await store.migrate()
     return store

@@ -104,24 +104,21 @@ async function open(kind: Kind, url: string, spec: StoreSpec, modules: Partial<S
   return { kind, store, migrate: () => store.migrate() }
 }
 
-// The store modules are subpaths of this package, each with its driver as an optional
-// peer dependency; the specifier is resolved when the scheme is first used.
-const REDIS_MODULE = 'open-data-gate/redis'
-const POSTGRES_MODULE = 'open-data-gate/postgres'
-
+// Each store module is imported on first use of its scheme; its driver (ioredis, pg) is
+// an optional peer dependency that only then has to be installed.
 async function loadRedis(): Promise<StoreModules['redis']> {
-  const mod = (await importDriver(REDIS_MODULE, 'ioredis')) as { RedisStore: new (options: object) => GateStore }
-  return (options) => new mod.RedisStore(options)
+  const { RedisStore } = await importDriver(() => import('../store/redis-store.js'), 'ioredis')
+  return (options) => new RedisStore(options)
 }
 
 async function loadPostgres(): Promise<StoreModules['postgres']> {
-  const mod = (await importDriver(POSTGRES_MODULE, 'pg')) as { PostgresStore: new (options: object) => GateStore & { migrate(): Promise<MigrateResult> } }
-  return (options) => new mod.PostgresStore({ sweepIntervalMs: 0, poolOptions: { max: 2, connectionTimeoutMillis: COMMAND_TIMEOUT_MS }, ...options })
+  const { PostgresStore } = await importDriver(() => import('../store/postgres-store.js'), 'pg')
+  return (options) => new PostgresStore({ sweepIntervalMs: 0, poolOptions: { max: 2, connectionTimeoutMillis: COMMAND_TIMEOUT_MS }, ...options })
 }
 
-async function importDriver(specifier: string, driver: string): Promise<unknown> {
+async function importDriver<T>(load: () => Promise<T>, driver: string): Promise<T> {
   try {
-    return await import(specifier)
+    return await load()
   } catch (error) {
     const code = (error as { code?: unknown }).code
     if ((code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && String((error as Error).message).includes(`'${driver}'`)) {
