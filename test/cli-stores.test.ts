@@ -33,16 +33,19 @@ const suffix = randomBytes(5).toString('hex')
 const prefix = `odg-cli-${suffix}:`
 const schema = `odg_cli_${suffix}`
 
+/** Removes this run's keys from the shared Redis (never FLUSHALL). */
+async function dropRedisKeys(): Promise<void> {
+  const redis = new Redis(REDIS_URL)
+  for await (const keys of redis.scanStream({ match: `${prefix}*`, count: 500 }) as AsyncIterable<string[]>) if (keys.length > 0) await redis.del(...keys)
+  await redis.quit()
+}
+
 const layouts: Layout[] = [
   {
     name: 'Redis alone',
     args: ['--store', REDIS_URL, '--prefix', prefix],
     gate: () => createGate({ store: new RedisStore({ url: REDIS_URL, prefix }), basic: { scrypt: { logN: 10 } } }),
-    async cleanup() {
-      const redis = new Redis(REDIS_URL)
-      for await (const keys of redis.scanStream({ match: `${prefix}*`, count: 500 }) as AsyncIterable<string[]>) if (keys.length > 0) await redis.del(...keys)
-      await redis.quit()
-    },
+    cleanup: dropRedisKeys,
   },
   {
     name: 'PostgreSQL records, Redis rates',
@@ -58,6 +61,7 @@ const layouts: Layout[] = [
       await client.connect()
       await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
       await client.end()
+      await dropRedisKeys()
     },
   },
 ]
