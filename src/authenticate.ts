@@ -31,6 +31,11 @@ import type { AccessTokenRecord, Awaitable, GateStore, UserRecord } from './stor
 import type { Throttle } from './throttle.js'
 import { API_KEY_ID, MAX_USERNAME_LENGTH, normalizeUsername } from './users.js'
 
+/** An access token already looked up by the gate (for its budget): verification reuses the read. */
+export interface TokenLookup {
+  readonly record: AccessTokenRecord | undefined
+}
+
 /** How a request proved who it acts for. */
 export type AuthMethod = 'password' | 'api-key' | 'oauth' | 'none'
 
@@ -93,8 +98,11 @@ export class Authenticator {
    * @throws {PlatformError} 401 `invalid_credentials` / `invalid_token`
    * @throws {ThrottledError} 429 when a username's failure budget is spent
    */
-  verify(credentials: Credentials, client: ClientInfo): Awaitable<Authentication> {
-    if (credentials.kind === 'token') return this.#verifyToken(credentials.token, credentials.scheme, client)
+  verify(credentials: Credentials, client: ClientInfo, token?: TokenLookup): Awaitable<Authentication> {
+    if (credentials.kind === 'token') {
+      const record = token === undefined ? this.#store.getAccessToken(sha256(credentials.token)) : token.record
+      return andThen(record, (found) => this.#verifyToken(found, credentials.scheme, client))
+    }
     if (API_KEY_ID.test(credentials.user)) return this.#verifyApiKey(credentials.user, credentials.password, client)
     return this.#verifyPassword(credentials.user, credentials.password, client)
   }
@@ -135,14 +143,12 @@ export class Authenticator {
     if (updated !== undefined) this.#emit('apiKeyRevoked', { reason: 'insecure-transport', keyId: record.keyId, userId: record.userId, ip: client.ip })
   }
 
-  #verifyToken(token: string, scheme: 'oauth' | 'bearer', client: ClientInfo): Awaitable<Authentication> {
-    return andThen(this.#store.getAccessToken(sha256(token)), (record) => {
-      if (record === undefined || record.revokedAt !== null || record.expiresAt <= Date.now()) throw this.#invalidToken(scheme, client)
-      return andThen(this.#store.getUser(record.userId), (user): Authentication => {
-        if (user === undefined) throw this.#invalidToken(scheme, client)
-        this.#touchGrant(record)
-        return { user, method: 'oauth', apiKeyId: null, token: record }
-      })
+  #verifyToken(record: AccessTokenRecord | undefined, scheme: 'oauth' | 'bearer', client: ClientInfo): Awaitable<Authentication> {
+    if (record === undefined || record.revokedAt !== null || record.expiresAt <= Date.now()) throw this.#invalidToken(scheme, client)
+    return andThen(this.#store.getUser(record.userId), (user): Authentication => {
+      if (user === undefined) throw this.#invalidToken(scheme, client)
+      this.#touchGrant(record)
+      return { user, method: 'oauth', apiKeyId: null, token: record }
     })
   }
 

@@ -10,7 +10,7 @@ import { ApiKeyEndpoints } from './api-key-endpoints.js'
 import { ApiKeys } from './api-keys.js'
 import { extractAppToken, isPlausibleAppToken } from './app-token.js'
 import { Applications, toApplication, type Application } from './applications.js'
-import { Authenticator, toGateUser, type Authentication, type AuthMethod, type GateUser } from './authenticate.js'
+import { Authenticator, toGateUser, type Authentication, type AuthMethod, type GateUser, type TokenLookup } from './authenticate.js'
 import { readCredentials, tokensSentIn, type Credentials } from './authorization-header.js'
 import { andThen, isPromiseLike } from './awaitable.js'
 import { currentUserJson, currentUserXml } from './current-user.js'
@@ -27,7 +27,7 @@ import { LoginSessions } from './oauth/session.js'
 import { SelfService, type SelfServiceRoute } from './self-service.js'
 import { guardStore } from './store/guarded-store.js'
 import { StoreHealth, type StoreRole } from './store/store-health.js'
-import type { ApplicationRecord, Awaitable, GateStore, StoreEventSink } from './store/store.js'
+import type { AccessTokenRecord, ApplicationRecord, Awaitable, GateStore, StoreEventSink } from './store/store.js'
 import { Throttle, type ThrottleInfo, type ThrottlePass } from './throttle.js'
 import { Users } from './users.js'
 
@@ -182,19 +182,37 @@ export class Gate extends TypedEmitter<GateEvents> {
     // (Cheapest tests first: most requests carry no proxy header and stop at the second.)
     if (!client.secure && hasProxyHeaders(request) && this.#claimsHttpsUntrusted(request, client) && (request.headers.authorization !== undefined || this.#isSecureOnlyRoute(request))) {
       this.#warnOnUntrustedProxy(client, true)
-      throw new PlatformError(
+      const refusal = new PlatformError(
         'proxy_not_trusted',
         'The request came through a proxy that is not trusted: set the gate option trustProxy to the proxy\'s address so the gate can see that the client used https',
       )
+      return this.#refusedBeforeRoute(refusal, request)
     }
     // A token sent in clear is revoked before anything else can refuse the request
     // (an unknown app token, a malformed header, an OAuth endpoint): spec, OAuth 2.0 step 7.
     // Whatever form it came in: a header, malformed or not, the query, a parsed body.
     if (!client.secure) {
       const sent = tokensSentIn(request, request.parsedBody?.())
-      if (sent.length > 0) return this.#auth.revokeInsecure(sent, client).then((revoked) => this.#route(request, client, revoked > 0))
+      if (sent.length > 0) {
+        return this.#auth.revokeInsecure(sent, client).then(
+          (revoked) => this.#route(request, client, revoked > 0),
+          (error: unknown) => this.#refusedBeforeRoute(error, request),
+        )
+      }
     }
     return this.#route(request, client, false)
+  }
+
+  /**
+   * A request refused before it reached its route (a proxy left untrusted, the store failing
+   * while revoking a token sent in clear) is answered in the shape of the endpoint it was
+   * for: a page at authorize and the connected-apps page, RFC 6749 JSON at the token
+   * endpoint; the data API's error everywhere else.
+   */
+  #refusedBeforeRoute(error: unknown, request: GateRequest): GateOutcome {
+    const route = this.#routes.size === 0 ? undefined : this.#routes.get(pathOf(request.url))
+    if (route?.kind !== 'oauth') throw error
+    return respond(this.#oauth.failure(route.endpoint, error, request))
   }
 
   /** The OAuth endpoints and pages and the self-service endpoints: served over https only. */
@@ -279,9 +297,12 @@ export class Gate extends TypedEmitter<GateEvents> {
       throw new PlatformError('app_token_required', 'Requests authenticated with HTTP Basic must include an application token in the X-App-Token header')
     }
     if (credentials.kind === 'token' && (application !== null || this.#config.oauthTokenBudget === 'application')) {
-      return andThen(this.#tokenApplication(credentials.token, application), (budget) => this.#throttleThenVerify(request, client, budget, credentials, route))
+      // One hash and one read serve both the budget and the verification after the throttle.
+      return andThen(this.store.getAccessToken(sha256(credentials.token)), (record) =>
+        andThen(this.#tokenApplication(record, application), (budget) => this.#throttleThenVerify(request, client, budget, credentials, route, { record })),
+      )
     }
-    return this.#throttleThenVerify(request, client, application, credentials, route)
+    return this.#throttleThenVerify(request, client, application, credentials, route, undefined)
   }
 
   #throttleThenVerify(
@@ -290,9 +311,10 @@ export class Gate extends TypedEmitter<GateEvents> {
     application: ApplicationRecord | null,
     credentials: Credentials,
     route: CheckedRoute | undefined,
+    token: TokenLookup | undefined,
   ): Awaitable<GateOutcome> {
     return andThen(this.#throttle.check(application, client), (pass) =>
-      andThen(this.#auth.verify(credentials, client), (authentication) => this.#outcome(request, client, application, pass, authentication, false, route)),
+      andThen(this.#auth.verify(credentials, client, token), (authentication) => this.#outcome(request, client, application, pass, authentication, false, route)),
     )
   }
 
@@ -303,15 +325,13 @@ export class Gate extends TypedEmitter<GateEvents> {
    * the request is counted as it came, and verification refuses it after the throttle.
    * @throws {PlatformError} 403 `app_token_mismatch`
    */
-  #tokenApplication(token: string, sent: ApplicationRecord | null): Awaitable<ApplicationRecord | null> {
-    return andThen(this.store.getAccessToken(sha256(token)), (record) => {
-      if (record === undefined || record.revokedAt !== null || record.expiresAt <= Date.now()) return sent
-      if (sent !== null) {
-        if (sent.appToken === record.appToken) return sent
-        throw new PlatformError('app_token_mismatch', 'The X-App-Token names another application than the one the access token was issued to')
-      }
-      return andThen(this.#applicationCache.get(record.appToken), (found) => found ?? null)
-    })
+  #tokenApplication(record: AccessTokenRecord | undefined, sent: ApplicationRecord | null): Awaitable<ApplicationRecord | null> {
+    if (record === undefined || record.revokedAt !== null || record.expiresAt <= Date.now()) return sent
+    if (sent !== null) {
+      if (sent.appToken === record.appToken) return sent
+      throw new PlatformError('app_token_mismatch', 'The X-App-Token names another application than the one the access token was issued to')
+    }
+    return andThen(this.#applicationCache.get(record.appToken), (found) => found ?? null)
   }
 
   /** A token sent in clear (already revoked by #decide, if it was live): the request goes on unauthenticated. */

@@ -113,3 +113,11 @@ export function errorResponse(error: GateError): GateResponse {
 function headerSafe(message: string): string {
   return message.replace(/[^\x20-\x7e]/g, '?')
 }
+
+/**
+ * Percent-encodes everything outside printable ASCII, as a `Location` must be: by code
+ * point (never half a surrogate pair), and a lone surrogate as U+FFFD, as a browser would.
+ */
+export function encodeUnprintable(text: string): string {
+  return text.replace(/[^\x21-\x7e]/gu, (c) => (c.length === 1 && c >= '\ud800' && c <= '\udfff' ? '%EF%BF%BD' : encodeURIComponent(c)))
+}

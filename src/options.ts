@@ -153,7 +153,7 @@ export interface OAuthOptions {
    * prefix receives a code without the user seeing anything (RFC 9700 §4.11).
    */
   rememberConsent?: boolean
-  /** Budget of client authentication attempts per client and address, given back on success. Default 10 per 15 minutes. */
+  /** Budget of failed client authentications per client and address; once spent, even the right secret is refused. Default 10 per 15 minutes. */
   clientFailures?: RatePolicyOptions | false
   /**
    * Budget of posts to the OAuth endpoints (sign-in, consent, token, revocation) per

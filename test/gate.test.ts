@@ -122,3 +122,45 @@ describe('errors', () => {
     expect(warn.mock.calls[0]?.[0]).toMatch(/trustProxy is false/)
   })
 })
+
+describe('store reads per request', () => {
+  it('reads an access token once per OAuth request, for its budget and its verification alike', async () => {
+    let reads = 0
+    class CountingStore extends MemoryStore {
+      override getAccessToken(tokenHash: string) {
+        reads++
+        return super.getAccessToken(tokenHash)
+      }
+    }
+    const gate = createGate({ store: new CountingStore() })
+    const { appToken } = await gate.applications.register({ name: 'A' })
+    const user = await gate.users.create({ username: 'ada', displayName: 'A', email: 'a@example.org' })
+    const { accessToken } = await gate.tokens.issue({ userId: user.id, appToken })
+    reads = 0
+    const outcome = await gate.handle(coreRequest({ headers: { authorization: `OAuth ${accessToken}` } }))
+    expect(outcome).toMatchObject({ type: 'next', context: { auth: 'oauth', application: { appToken } } })
+    expect(reads).toBe(1)
+  })
+})
+
+describe('addresses the gate writes back', () => {
+  it('percent-encodes a sign-out redirect by code point, even for characters beyond the BMP in the query', async () => {
+    // Node hands a request target over as Latin-1, but a host may pass real Unicode.
+    const gate = createGate()
+    const { appToken } = await gate.applications.register({ name: 'A', callbackPrefix: 'https://app.example/cb/' })
+    const csrf = 'c'.repeat(43)
+    const body = Buffer.from(`csrf_token=${csrf}&action=logout`)
+    const outcome = await gate.handle(
+      coreRequest({
+        method: 'POST',
+        url: `/oauth/authorize?client_id=${appToken}&response_type=code&redirect_uri=https://app.example/cb/&note=\u{1F600}\ud800`,
+        headers: { cookie: `__Host-odg-csrf=${csrf}`, 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+        readBody: async () => ({ kind: 'raw', bytes: body }),
+      }),
+    )
+    expect(outcome.type).toBe('respond')
+    if (outcome.type !== 'respond') return
+    expect(outcome.response.status).toBe(303)
+    expect(outcome.response.headers.location).toMatch(/&note=%F0%9F%98%80%EF%BF%BD$/)
+  })
+})

@@ -5,7 +5,7 @@
  * behaviour against a real Redis killed, paused and restarted is in the Redis suite.)
  */
 import { setTimeout as sleep } from 'node:timers/promises'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { createGate, MemoryStore, type GateOptions, type GateOutcome, type StoreErrorEvent, type StoreRecoveredEvent } from '../src/index.js'
 import { FlakyStore } from './support/flaky-store.js'
 import { coreRequest } from './support/requests.js'
@@ -183,5 +183,59 @@ describe('records and rates in two stores', () => {
     const gate = createGate({ rateStore: { consumeRate: (...a) => rates.consumeRate(...a), resetRate: (k) => rates.resetRate(k) } })
     expect(pass(await gate.handle(coreRequest())).context.throttle?.remaining).toBe(59)
     expect(() => createGate({ rateStore: {} as never })).toThrow(/rateStore must have consumeRate and resetRate/)
+  })
+})
+
+describe('a store outage while revoking a token sent in clear', () => {
+  /** A store whose access-token reads fail: the revocation of a token sent over http cannot happen. */
+  class TokenReadsFail extends MemoryStore {
+    override getAccessToken(): never {
+      throw new Error('connect ECONNREFUSED')
+    }
+  }
+  const overHttp = (url: string, method = 'POST') => coreRequest({ method, url, tls: false, headers: { authorization: 'OAuth someAccessToken0123456789' } })
+
+  it('answers the token and revocation endpoints in RFC 6749 shape, and the data API in its own', async () => {
+    const gate = createGate({ store: new TokenReadsFail() })
+    for (const path of ['/oauth/access_token', '/oauth/revoke']) {
+      const response = respond(await gate.handle(overHttp(path)))
+      expect(response.status).toBe(503)
+      expect(JSON.parse(response.body)).toEqual({ error: 'temporarily_unavailable', error_description: expect.any(String) })
+    }
+    const data = respond(await gate.handle(overHttp('/resource/abcd-1234.json', 'GET')))
+    expect(data.status).toBe(503)
+    expect(JSON.parse(data.body)).toMatchObject({ code: 'service_unavailable', error: true })
+  })
+
+  it('answers the authorize endpoint with a page, never JSON', async () => {
+    const gate = createGate({ store: new TokenReadsFail() })
+    const response = respond(await gate.handle(overHttp('/oauth/authorize?client_id=x', 'GET')))
+    expect(response.status).toBe(503)
+    expect(response.headers['content-type']).toBe('text/html; charset=utf-8')
+    expect(response.headers['x-frame-options']).toBe('DENY')
+  })
+})
+
+describe('a forgotten proxy at the OAuth endpoints', () => {
+  const claimsHttps = (url: string, method = 'GET') => coreRequest({ method, url, peerAddress: '10.0.0.2', tls: false, headers: { 'x-forwarded-proto': 'https' } })
+
+  it('is refused with a page at authorize and the connected-apps page, and with JSON at the token endpoint', async () => {
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {})
+    try {
+      const gate = createGate()
+      for (const path of ['/oauth/authorize?client_id=x', '/oauth/grants']) {
+        const page = respond(await gate.handle(claimsHttps(path)))
+        expect(page.status).toBe(500)
+        expect(page.headers['content-type']).toBe('text/html; charset=utf-8')
+        expect(page.headers['x-frame-options']).toBe('DENY')
+        expect(page.body).toContain('proxy_not_trusted')
+      }
+      const token = respond(await gate.handle(claimsHttps('/oauth/access_token', 'POST')))
+      expect(token.status).toBe(500)
+      expect(JSON.parse(token.body)).toMatchObject({ code: 'proxy_not_trusted' })
+      expect(warn.mock.calls.map((call) => (call[1] as { code?: string }).code)).toContain('ODG_UNTRUSTED_PROXY_HEADERS')
+    } finally {
+      warn.mockRestore()
+    }
   })
 })

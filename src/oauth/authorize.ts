@@ -18,7 +18,7 @@ import { isPlausibleAppToken } from '../app-token.js'
 import type { Authenticator } from '../authenticate.js'
 import { PlatformError, StoreError, ThrottledError, type OAuthErrorCode } from '../errors.js'
 import type { ReportFailure } from '../events.js'
-import type { GateRequest, GateResponse } from '../http.js'
+import { encodeUnprintable, type GateRequest, type GateResponse } from '../http.js'
 import type { ResolvedConfig } from '../options.js'
 import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, queryParams, type Params } from '../params.js'
 import type { ClientInfo } from '../proxy.js'
@@ -269,7 +269,7 @@ export class AuthorizeEndpoint {
  */
 function sameUrl(request: GateRequest): string {
   const q = request.url.indexOf('?')
-  return (q === -1 ? '?' : request.url.slice(q)).replace(/[^\x21-\x7e]/g, (c) => encodeURIComponent(c))
+  return encodeUnprintable(q === -1 ? '?' : request.url.slice(q))
 }
 
 /** 303 See Other: the browser follows with a GET, never re-posting the form (no 307). */

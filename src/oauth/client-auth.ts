@@ -3,8 +3,8 @@
  * `Authorization: Basic` with the form-encoded client_id and client_secret
  * (client_secret_basic), or client_id and client_secret as parameters (client_secret_post,
  * and the spec's query form). Exactly one method per request. The secret is compared in
- * constant time against its stored hash; attempts spend a budget per client and source
- * address, given back on success.
+ * constant time against its stored hash; failed attempts spend a budget per client and
+ * source address, and once it is spent every attempt from there is refused.
  */
 import { isPlausibleAppToken } from '../app-token.js'
 import { readCredentials } from '../authorization-header.js'
@@ -53,6 +53,13 @@ export async function authenticateClient(request: GateRequest, params: Params, c
   if (clientId === undefined || secret === undefined) {
     throw new OAuthError('invalid_client', 'Client authentication is required: send client_id and client_secret', { headers: challenge })
   }
+  const locked = (retryAfterMs: number) => {
+    const retryAfter = retryAfterSeconds(retryAfterMs)
+    deps.emit('throttled', { policy: 'client', appToken: clientId, ip: client.ip, retryAfterMs })
+    return new OAuthError('invalid_client', `Too many failed client authentications; retry in ${retryAfter} seconds`, {
+      headers: { ...challenge, 'retry-after': String(retryAfter) },
+    })
+  }
   const refuse = () => {
     deps.emit('authenticationFailed', { method: 'client', ip: client.ip, username: undefined })
     return new OAuthError('invalid_client', 'Client authentication failed: unknown client_id or wrong client_secret', { headers: challenge })
@@ -64,19 +71,21 @@ export async function authenticateClient(request: GateRequest, params: Params, c
   const application = isPlausibleAppToken(clientId) ? await deps.store.getApplication(clientId) : undefined
   if (application === undefined) throw refuse()
   const failureKey = `client:${clientId}:${addressKey(client.ip, 56)}`
-  if (deps.failures !== null) {
-    // Counted before the secret is checked, atomically, so a burst cannot pass a stale check.
-    const budget = await deps.throttle.consume(failureKey, deps.failures.limit, deps.failures.windowMs, 1)
-    if (budget !== null && !budget.allowed) {
-      const retryAfter = retryAfterSeconds(budget.retryAfterMs)
-      deps.emit('throttled', { policy: 'client', appToken: clientId, ip: client.ip, retryAfterMs: budget.retryAfterMs })
-      throw new OAuthError('invalid_client', `Too many failed client authentications; retry in ${retryAfter} seconds`, {
-        headers: { ...challenge, 'retry-after': String(retryAfter) },
-      })
-    }
+  const failures = deps.failures
+  // The secret is one constant-time compare of hashes (no scrypt), so it is checked first
+  // and only failures are counted: a busy client exchanging many codes at once never
+  // spends its own budget. A spent budget refuses even the right secret.
+  if (failures !== null) {
+    const state = await deps.throttle.consume(failureKey, failures.limit, failures.windowMs, 0)
+    if (state !== null && state.remaining === 0) throw locked(state.retryAfterMs)
   }
-  if (!secretMatches(secret, application.secretHash)) throw refuse()
-  if (deps.failures !== null) await deps.throttle.reset(failureKey)
+  if (!secretMatches(secret, application.secretHash)) {
+    if (failures !== null) {
+      const spent = await deps.throttle.consume(failureKey, failures.limit, failures.windowMs, 1)
+      if (spent !== null && !spent.allowed) throw locked(spent.retryAfterMs)
+    }
+    throw refuse()
+  }
   return application
 }
 

@@ -11,7 +11,7 @@ import type { Authenticator } from '../authenticate.js'
 import { PlatformError, ThrottledError } from '../errors.js'
 import type { ConnectedApp, Grants } from '../grants.js'
 import type { GateRequest, GateResponse } from '../http.js'
-import { pathOf } from '../http.js'
+import { encodeUnprintable, pathOf } from '../http.js'
 import type { ResolvedConfig } from '../options.js'
 import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, type Params } from '../params.js'
 import type { ClientInfo } from '../proxy.js'
@@ -176,7 +176,7 @@ function withCsrfCookie(headers: Record<string, string>, setCookie: string | und
 function here(request: GateRequest): string {
   const path = pathOf(request.url)
   const last = path.slice(path.lastIndexOf('/') + 1)
-  return last === '' ? './' : last.replace(/[^\x21-\x7e]/g, (c) => encodeURIComponent(c))
+  return last === '' ? './' : encodeUnprintable(last)
 }
 
 /** 303 See Other: the browser follows with a GET, never re-posting the form. */

@@ -82,7 +82,7 @@ export class OAuthServer {
           return metadataResponse(this.#config, request)
       }
     } catch (error) {
-      return this.#failure(endpoint, error, request)
+      return this.failure(endpoint, error, request)
     }
   }
 
@@ -100,7 +100,11 @@ export class OAuthServer {
     throw new ThrottledError(`Too many requests to the sign-in and token endpoints; retry in ${retryAfter} seconds`, result.retryAfterMs)
   }
 
-  #failure(endpoint: OAuthEndpoint, error: unknown, request: GateRequest): GateResponse {
+  /**
+   * The answer to a failure at an endpoint, in that endpoint's shape: a page at authorize,
+   * RFC 6749 JSON at token and revocation. Reports what is not a refusal on purpose.
+   */
+  failure(endpoint: OAuthEndpoint, error: unknown, request: GateRequest): GateResponse {
     this.#report(error, request)
     const page = PAGES.has(endpoint)
     if (error instanceof StoreError) {
