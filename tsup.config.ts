@@ -1,8 +1,8 @@
 import { defineConfig } from 'tsup'
 
-// One package, five entry points: the core, three adapters and the store conformance kit.
-// `splitting` is on for both formats so the core is emitted once per format and shared by
-// the other entries: an error thrown by the core is `instanceof GateError` whichever entry
+// One package, six entry points: the core, three adapters, the Redis store and the store
+// conformance kit. `splitting` is on for both formats so the core is emitted once per format
+// and shared by the other entries: an error thrown by the core is `instanceof GateError` whichever entry
 // point the user imported it from.
 export default defineConfig({
   entry: {
@@ -10,6 +10,7 @@ export default defineConfig({
     express: 'adapters/express.ts',
     koa: 'adapters/koa.ts',
     node: 'adapters/node.ts',
+    redis: 'src/store/redis-store.ts',
     testing: 'src/testing/index.ts',
     // The `open-data-gate` command (package.json `bin`); its shebang is the source's first line.
     cli: 'src/cli/index.ts',

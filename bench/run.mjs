@@ -12,14 +12,21 @@
 // every server was started once. A new process per window spreads that luck evenly over
 // the variants; the medians over rounds then compare like with like.
 //
+// Variants on Redis (`redis: true`) talk to a redis-server this script starts on
+// BENCH_REDIS_PORT, pinned to the load generator's core so that the server's core stays
+// the server's; per window it reads the commands the server process sent (counted in its
+// client) and the Redis server's CPU (INFO cpu), both per request.
+//
 // Knobs (env): BENCH_ROUNDS=8 BENCH_DURATION=4 BENCH_WARMUP=2 (seconds) BENCH_CONNECTIONS=50
 //   BENCH_ONLY=node-gate,koa-gate (baselines are added) BENCH_SERVER_CPU=1 BENCH_LOAD_CPU=0
+//   BENCH_REDIS_PORT=17190 BENCH_REDIS=0 (leave the Redis variants out)
 import { spawn } from 'node:child_process'
-import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { expectedBody, variants } from './variants.mjs'
 
@@ -42,13 +49,15 @@ function readConfig() {
     connections: intEnv('BENCH_CONNECTIONS', 50, 1),
     serverCpu: intEnv('BENCH_SERVER_CPU', 1, 0),
     loadCpu: intEnv('BENCH_LOAD_CPU', 0, 0),
+    redisPort: intEnv('BENCH_REDIS_PORT', 17190, 1),
+    redis: intEnv('BENCH_REDIS', 1, 0) === 1,
     only: process.env.BENCH_ONLY || null,
   }
   if (config.serverCpu === config.loadCpu) throw new Error('BENCH_SERVER_CPU and BENCH_LOAD_CPU must differ')
   return config
 }
 
-function selectVariants(only) {
+function selectVariants(only, redis) {
   const byName = new Map(variants.map((v) => [v.name, v]))
   for (const v of variants) {
     const base = byName.get(v.baseline)
@@ -56,7 +65,7 @@ function selectVariants(only) {
       throw new Error(`variant ${v.name}: baseline "${v.baseline}" must be a bare ${v.framework} variant`)
     }
   }
-  if (!only) return variants
+  if (!only) return redis ? variants : variants.filter((v) => !v.redis)
   const wanted = new Set()
   for (const name of only.split(',').map((s) => s.trim()).filter(Boolean)) {
     const v = byName.get(name)
@@ -147,6 +156,41 @@ async function cpuBusyUs() {
   return busy
 }
 
+/** The bench's own redis-server: nothing else runs on it, so its CPU is the variants'. */
+async function startRedis(config) {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'odg-bench-redis-'))
+  const child = spawn('taskset', ['-c', String(config.loadCpu), 'redis-server', '--port', String(config.redisPort), '--bind', '127.0.0.1',
+    '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no', '--loglevel', 'warning'], { stdio: ['ignore', 'ignore', 'inherit'] })
+  children.add(child)
+  child.on('exit', () => children.delete(child))
+  const { Redis } = await import('ioredis')
+  const client = new Redis({ port: config.redisPort, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null })
+  client.on('error', () => {})
+  for (let i = 0; ; i++) {
+    try {
+      await client.connect()
+      break
+    } catch (err) {
+      if (i === 100 || child.exitCode !== null) throw new Error(`redis-server on ${config.redisPort} did not start: ${err.message}`)
+      await sleep(50)
+    }
+  }
+  process.env.BENCH_REDIS_URL = `redis://127.0.0.1:${config.redisPort}`
+  return {
+    /** used_cpu_sys + used_cpu_user of the Redis server, in µs. */
+    async cpuUs() {
+      const info = await client.info('cpu')
+      const field = (name) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)[1])
+      return (field('used_cpu_sys') + field('used_cpu_user')) * 1e6
+    },
+    async stop() {
+      client.disconnect()
+      child.kill()
+      await rm(dir, { recursive: true, force: true })
+    },
+  }
+}
+
 function shuffle(list) {
   const a = [...list]
   for (let i = a.length - 1; i > 0; i--) {
@@ -180,6 +224,8 @@ function summarize(selected, samples) {
       serverCpuPct: median(mine.map((s) => s.serverCpuPct)),
       loadCpuPct: median(mine.map((s) => s.loadCpuPct)),
       otherCpuPct: Math.max(...mine.map((s) => Math.max(s.otherOnServerCpuPct, s.otherOnLoadCpuPct))),
+      redisCmdPerReq: v.redis ? median(mine.map((s) => s.redisCmdPerReq)) : null,
+      redisCpuUsPerReq: v.redis ? median(mine.map((s) => s.redisCpuUsPerReq)) : null,
       ...(v.target !== undefined && { target: v.target, pass: ratio >= v.target }),
     }
   })
@@ -188,12 +234,15 @@ function summarize(selected, samples) {
 const signed = (x) => `${x >= 0 ? '+' : ''}${x.toFixed(1)}`
 
 function printTable(rows) {
-  const head = ['variant', 'req/s', '× bare', 'min–max', 'p99 ms', 'CPU µs/req', '+µs/req', 'srv CPU', 'load CPU', 'others max']
+  const redis = rows.some((r) => r.redisCmdPerReq !== null)
+  const head = ['variant', 'req/s', '× bare', 'min–max', 'p99 ms', 'CPU µs/req', '+µs/req', 'srv CPU', 'load CPU', 'others max',
+    ...(redis ? ['Redis cmd/req', 'Redis µs/req'] : [])]
   const body = rows.map((r) => [
     r.name, r.rps.toFixed(0), r.ratio.toFixed(2), `${r.ratioMin.toFixed(2)}–${r.ratioMax.toFixed(2)}`,
     r.p99Ms.toFixed(0), r.cpuUsPerReq.toFixed(1),
     r.name === r.baseline ? '–' : signed(r.extraCpuUsPerReq),
     `${r.serverCpuPct.toFixed(0)}%`, `${r.loadCpuPct.toFixed(0)}%`, `${r.otherCpuPct.toFixed(0)}%`,
+    ...(redis ? [r.redisCmdPerReq === null ? '–' : r.redisCmdPerReq.toFixed(2), r.redisCpuUsPerReq === null ? '–' : r.redisCpuUsPerReq.toFixed(1)] : []),
   ])
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)))
   const line = (row) => '  ' + row.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')
@@ -227,6 +276,36 @@ function report(config, summary, samples) {
     }
   }
 
+  const byName = new Map(summary.map((r) => [r.name, r]))
+  const inRound = (name, round) => samples.find((s) => s.variant === name && s.round === round)
+  const perRound = (a, b, f) => median(samples.filter((s) => s.variant === a && inRound(b, s.round)).map((s) => f(s, inRound(b, s.round))))
+  const redisLines = []
+  const check = (ok, text) => redisLines.push(`  ${ok ? 'PASS' : 'MISS'}  ${text}`)
+  // Commands per request are counted between two instants while requests are in flight:
+  // a window's edges leave a few commands without their request (< 0.5% at 50 connections).
+  const EDGE = 1.005
+  for (const name of ['node-gate-redis', 'express-gate-redis', 'koa-gate-redis']) {
+    const r = byName.get(name)
+    if (!r) continue
+    check(r.redisCmdPerReq <= 1.0 * EDGE, `${name}: ${r.redisCmdPerReq.toFixed(3)} Redis commands per app-token request (target ≤ 1.0)`)
+    check(r.redisCpuUsPerReq <= 10, `${name}: ${r.redisCpuUsPerReq.toFixed(1)} µs of redis-server CPU per request (target ≤ 10)`)
+  }
+  for (const name of ['node-gate-redis-oauth', 'express-gate-redis-oauth', 'koa-gate-redis-oauth']) {
+    const r = byName.get(name)
+    if (r) check(r.redisCmdPerReq <= 3.0 * EDGE, `${name}: ${r.redisCmdPerReq.toFixed(3)} Redis commands per OAuth request (target ≤ 3.0)`)
+  }
+  if (byName.has('express-gate-redis') && byName.has('express-rlflex-redis')) {
+    const ratio = perRound('express-gate-redis', 'express-rlflex-redis', (a, b) => a.rps / b.rps)
+    const flex = byName.get('express-rlflex-redis')
+    check(ratio >= 1, `express-gate-redis: ${ratio.toFixed(2)}× the req/s of express + RateLimiterRedis (target ≥ 1.00; ` +
+      `RateLimiterRedis: ${flex.redisCmdPerReq.toFixed(2)} cmd/req, ${flex.redisCpuUsPerReq.toFixed(1)} Redis µs/req)`)
+  }
+  if (byName.has('node-gate-redis') && byName.has('node-gate')) {
+    const extra = perRound('node-gate-redis', 'node-gate', (a, b) => a.cpuUsPerReq - b.cpuUsPerReq)
+    check(extra <= 20, `node-gate-redis: ${signed(extra)} µs of server CPU per request over node-gate on the memory store (target ≤ 20)`)
+  }
+  if (redisLines.length) console.log(`\nRedis targets:\n${redisLines.join('\n')}`)
+
   // A saturated load generator with an idle-ish server measures autocannon, not the server.
   const loadBound = samples.filter((s) => s.loadCpuPct > 95 && s.serverCpuPct < 90)
   if (loadBound.length) {
@@ -243,7 +322,8 @@ function report(config, summary, samples) {
 
 async function main() {
   const config = readConfig()
-  const selected = selectVariants(config.only)
+  const selected = selectVariants(config.only, config.redis)
+  const redis = selected.some((v) => v.redis) ? await startRedis(config) : null
   console.log(`bench: ${selected.map((v) => v.name).join(', ')}; servers on cpu ${config.serverCpu}, load on cpu ${config.loadCpu}`)
 
   const start = async (v) => {
@@ -263,11 +343,13 @@ async function main() {
       const server = await start(v)
       if (config.warmup > 0) await load(loader, server, config.warmup, config.connections)
       const before = await ask(server.child, 'usage', 'usage', 5000, `server ${server.v.name}`)
+      const redisBefore = server.v.redis ? await redis.cpuUs() : 0
       const busyBefore = await cpuBusyUs()
       const t0 = performance.now()
       const r = await load(loader, server, config.duration, config.connections)
       const busyAfter = await cpuBusyUs()
       const after = await ask(server.child, 'usage', 'usage', 5000, `server ${server.v.name}`)
+      const redisAfter = server.v.redis ? await redis.cpuUs() : 0
       const wallUs = (performance.now() - t0) * 1000
       const cpuUs = after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system
       const served = after.requests - before.requests
@@ -279,12 +361,15 @@ async function main() {
         // Near 100% with the server below it: the load generator, not the server, is the limit.
         loadCpuPct: r.cpuUs / wallUs * 100,
         otherOnServerCpuPct: others(config.serverCpu, cpuUs),
-        otherOnLoadCpuPct: others(config.loadCpu, r.cpuUs),
+        otherOnLoadCpuPct: others(config.loadCpu, r.cpuUs + redisAfter - redisBefore),
+        redisCmdPerReq: server.v.redis ? (after.redisCommands - before.redisCommands) / served : null,
+        redisCpuUsPerReq: server.v.redis ? (redisAfter - redisBefore) / served : null,
       }
       samples.push(sample)
       console.log(`  round ${round}/${config.rounds}  ${server.v.name.padEnd(20)} ${sample.rps.toFixed(0).padStart(6)} req/s  ` +
         `${sample.cpuUsPerReq.toFixed(1).padStart(6)} µs/req  p99 ${String(r.p99).padStart(3)} ms  ` +
-        `others ${sample.otherOnServerCpuPct.toFixed(0)}%/${sample.otherOnLoadCpuPct.toFixed(0)}%`)
+        `others ${sample.otherOnServerCpuPct.toFixed(0)}%/${sample.otherOnLoadCpuPct.toFixed(0)}%` +
+        (server.v.redis ? `  Redis ${sample.redisCmdPerReq.toFixed(2)} cmd/req ${sample.redisCpuUsPerReq.toFixed(1)} µs/req` : ''))
       server.child.kill()
     }
   }
@@ -297,6 +382,7 @@ async function main() {
   const machine = { node: process.version, cpus: os.cpus().map((c) => c.model), platform: `${os.platform()} ${os.release()}` }
   await writeFile(out, JSON.stringify({ date: new Date().toISOString(), machine, config, orders, summary, samples }, null, 2) + '\n')
   console.log(`\nwritten ${path.relative(process.cwd(), out) || out}`)
+  await redis?.stop()
 }
 
 function stopChildren() {

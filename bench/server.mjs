@@ -30,7 +30,7 @@ server.listen(Number(port), '127.0.0.1', () => {
 
 if (process.send) {
   process.on('message', (msg) => {
-    if (msg === 'usage') process.send({ type: 'usage', cpu: process.cpuUsage(), requests })
+    if (msg === 'usage') process.send({ type: 'usage', cpu: process.cpuUsage(), requests, redisCommands: globalThis.benchRedisCommands?.() ?? null })
   })
   // The parent is gone (even if it was SIGKILLed): nobody will stop us otherwise.
   process.on('disconnect', () => process.exit(0))

@@ -28,9 +28,33 @@ const nodeHandler = (req, res) => {
   res.end(BODY)
 }
 
-async function gateWithApp() {
+/**
+ * Counts the commands an ioredis client sends (what MONITOR would show: a script's inner
+ * calls are not sent, so not counted); the server process reports the count to run.mjs
+ * with its CPU usage.
+ */
+function countRedisCommands(client) {
+  let sent = 0
+  const send = client.sendCommand.bind(client)
+  client.sendCommand = (command, stream) => {
+    sent++
+    return send(command, stream)
+  }
+  globalThis.benchRedisCommands = () => sent
+}
+
+/** The gate's store: in memory, or a RedisStore on the bench's own redis-server (run.mjs starts it). */
+async function benchStore(redis) {
+  if (!redis) return {}
+  const { RedisStore } = await import('../dist/redis.js')
+  const store = new RedisStore({ url: process.env.BENCH_REDIS_URL, prefix: `bench:${process.pid}:` })
+  countRedisCommands(store.client)
+  return { store }
+}
+
+async function gateWithApp(redis = false) {
   const { createGate } = await import('../dist/index.js')
-  const gate = createGate({ throttle: { application: HUGE, anonymous: HUGE } })
+  const gate = createGate({ ...(await benchStore(redis)), throttle: { application: HUGE, anonymous: HUGE } })
   const { appToken } = await gate.applications.register({ name: 'bench' })
   return { gate, headers: { 'x-app-token': appToken } }
 }
@@ -44,9 +68,9 @@ const basicHeader = (user, password) => `Basic ${Buffer.from(`${user}:${password
  * X-Forwarded-Proto: https, as behind a load balancer (a token sent over plain http would
  * rightly be revoked).
  */
-async function gateWithCredentials(kind) {
+async function gateWithCredentials(kind, redis = false) {
   const { createGate } = await import('../dist/index.js')
-  const gate = createGate({ throttle: { application: HUGE, anonymous: HUGE }, trustProxy: 'loopback' })
+  const gate = createGate({ ...(await benchStore(redis)), throttle: { application: HUGE, anonymous: HUGE }, trustProxy: 'loopback' })
   const { appToken } = await gate.applications.register({ name: 'bench' })
   const user = await gate.users.create({ username: 'ada', password: PASSWORD, displayName: 'Ada', email: 'ada@example.org' })
   const headers = { 'x-app-token': appToken, 'x-forwarded-proto': 'https' }
@@ -92,13 +116,14 @@ const userHandler = (req, res) => {
   nodeHandler(req, res)
 }
 
-/** The gate with credentials, as a variant of each framework. */
-function authVariants(framework, baseline, kinds, targets = {}) {
+/** The gate with credentials, as a variant of each framework (on the memory store, or on Redis). */
+function authVariants(framework, baseline, kinds, targets = {}, redis = false) {
   return kinds.map((kind) => ({
-    name: `${framework}-gate-${kind}`, framework, baseline, path: PATH, expectHeaders: AUTH_HEADERS,
+    name: redis ? `${framework}-gate-redis-${kind}` : `${framework}-gate-${kind}`, framework, baseline, path: PATH, expectHeaders: AUTH_HEADERS,
     ...(targets[kind] === undefined ? {} : { target: targets[kind] }),
+    ...(redis && { redis: true }),
     create: async () => {
-      const { gate, headers } = await gateWithCredentials(kind)
+      const { gate, headers } = await gateWithCredentials(kind, redis)
       if (framework === 'node') {
         const { nodeGate } = await import('../dist/node.js')
         return { listener: nodeGate(gate, userHandler), headers }
@@ -305,5 +330,70 @@ export const variants = [
 // The issue's targets: an OAuth-token request at most 10% below bare Koa, a password
 // request with a warm cache at most 15% below.
 variants.push(...authVariants('koa', 'koa-bare', ['oauth', 'api-key', 'password'], { oauth: 0.9, password: 0.85 }))
+
+// The same gate on RedisStore, on the bench's own redis-server (bench/run.mjs starts it on
+// BENCH_REDIS_PORT and reports the commands each server sends per request and the Redis
+// server's CPU per request), and the off-the-shelf Redis limiter beside it.
+variants.push(
+  {
+    name: 'node-gate-redis', framework: 'node', baseline: 'node-bare', path: PATH, redis: true,
+    expectHeaders: GATE_HEADERS,
+    create: async () => {
+      const { nodeGate } = await import('../dist/node.js')
+      const { gate, headers } = await gateWithApp(true)
+      return { listener: nodeGate(gate, nodeHandler), headers }
+    },
+  },
+  {
+    name: 'express-gate-redis', framework: 'express', baseline: 'express-bare', path: PATH, redis: true,
+    expectHeaders: GATE_HEADERS,
+    create: async () => {
+      const { expressGate } = await import('../dist/express.js')
+      const { gate, headers } = await gateWithApp(true)
+      return { listener: await expressApp(expressGate(gate)), headers }
+    },
+  },
+  {
+    name: 'koa-gate-redis', framework: 'koa', baseline: 'koa-bare', path: PATH, redis: true,
+    expectHeaders: GATE_HEADERS,
+    create: async () => {
+      const { koaGate } = await import('../dist/koa.js')
+      const { gate, headers } = await gateWithApp(true)
+      return { listener: await koaApp(koaGate(gate)), headers }
+    },
+  },
+  ...['node', 'express', 'koa'].flatMap((fw) => authVariants(fw, `${fw}-bare`, ['oauth'], {}, true)),
+  {
+    // express + rate-limiter-flexible's RateLimiterRedis, keyed by the app token, on an
+    // ioredis client with the fail-fast settings its docs recommend, with the same two
+    // RateLimit headers the gate sends.
+    name: 'express-rlflex-redis', framework: 'express', baseline: 'express-bare', path: PATH, redis: true,
+    expectHeaders: { 'ratelimit-policy': /q=1000000000;/, ratelimit: /r=/ },
+    create: async () => {
+      const { Redis } = await import('ioredis')
+      const { RateLimiterRedis } = await import('rate-limiter-flexible')
+      const client = new Redis(process.env.BENCH_REDIS_URL, { enableOfflineQueue: false })
+      await new Promise((resolve) => client.once('ready', resolve))
+      countRedisCommands(client)
+      const limiter = new RateLimiterRedis({ storeClient: client, keyPrefix: `rlflx:${process.pid}`, points: HUGE.limit, duration: HUGE.windowMs / 1000 })
+      const app = await expressApp((req, res, next) => {
+        const token = req.headers['x-app-token']
+        limiter.consume(token ?? req.ip).then(
+          (r) => {
+            res.setHeader('ratelimit-policy', `"app";q=${HUGE.limit};w=${HUGE.windowMs / 1000}`)
+            res.setHeader('ratelimit', `"app";r=${r.remainingPoints};t=${Math.ceil(r.msBeforeNext / 1000)}`)
+            next()
+          },
+          (r) => {
+            if (r instanceof Error) return next(r)
+            res.setHeader('retry-after', String(Math.ceil(r.msBeforeNext / 1000)))
+            res.status(429).end()
+          },
+        )
+      })
+      return { listener: app, headers: { 'x-app-token': 'tok1234567890abcdefghij' } }
+    },
+  },
+)
 
 export const expectedBody = BODY

@@ -57,7 +57,7 @@ try {
   cpSync(join(root, 'scripts', 'package-smoke'), project, { recursive: true })
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'smoke', private: true, type: 'commonjs' }))
   run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', tarball,
-    ...['express', 'koa', 'typescript', '@types/express', '@types/koa', '@types/node'].map(pinned),
+    ...['express', 'koa', 'ioredis', 'typescript', '@types/express', '@types/koa', '@types/node'].map(pinned),
     `typescript7@npm:typescript@${TYPESCRIPT_7}`], project)
   run('node', ['esm.mjs'], project)
   run('node', ['cjs.cjs'], project)

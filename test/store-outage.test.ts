@@ -121,6 +121,7 @@ describe('a store outage', () => {
     pass(await request())
     store.modes.set('consumeRate', 'hang')
     await request() // the call that finds the outage, after the timeout
+    await sleep(200) // no probe goes out for as long as the failed call waited
     const before = store.count('consumeRate')
     const started = performance.now()
     const outcomes = await Promise.all(Array.from({ length: 30 }, () => request()))
@@ -129,6 +130,29 @@ describe('a store outage', () => {
     expect(store.count('consumeRate') - before).toBe(1)
     // The probe waits out its timeout; nobody waits longer than that.
     expect(elapsed).toBeLessThan(200 + 150)
+  })
+
+  it('spends one timeout on a request whose store calls all hang, not one per call', async () => {
+    const store = asyncStore()
+    const { gate, appToken, recovered } = await gateOn(store, { storeTimeoutMs: 150, basic: { scrypt: { logN: 10 } } })
+    await gate.users.create({ username: 'ada', password: 'correct horse battery', displayName: 'Ada', email: 'ada@example.org' })
+    const authorization = `Basic ${Buffer.from('ada:correct horse battery').toString('base64')}`
+    const signIn = () => gate.handle(coreRequest({ headers: { 'x-app-token': appToken, authorization } }))
+    expect(pass(await signIn()).context.user?.username).toBe('ada')
+    // A paused server: the application's rate step waits out the timeout and falls back to
+    // the local count; the sign-in budget step that follows (which may not fail open) is
+    // answered at once instead of becoming the next probe and waiting again.
+    store.modes.set('consumeRate', 'hang')
+    const before = store.count('consumeRate')
+    const started = performance.now()
+    expect(respond(await signIn()).status).toBe(503)
+    expect(performance.now() - started).toBeLessThan(150 + 100)
+    expect(store.count('consumeRate') - before).toBe(1)
+    // The next probe goes once the store has had as long as the failed call waited.
+    store.modes.set('consumeRate', 'async')
+    await sleep(160)
+    expect(pass(await signIn()).headers.ratelimit).toMatch(/^"app";r=\d+;t=\d+$/)
+    expect(recovered).toHaveLength(1)
   })
 
   it('sends no RateLimit headers while it counts in this process alone, and says so', async () => {

@@ -7,12 +7,17 @@ import { createGate, MemoryStore, type GateContext, type GateStore, type Throttl
 import { expressGate } from 'open-data-gate/express'
 import { koaGate } from 'open-data-gate/koa'
 import { nodeGate } from 'open-data-gate/node'
+import { RedisStore, type RedisStoreOptions } from 'open-data-gate/redis'
 import { checkStore, describeStore, type StoreReport } from 'open-data-gate/testing'
 
 const gate = createGate({
   throttle: { application: { limit: 1000, windowMs: 3_600_000 }, anonymous: { limit: 60, windowMs: 3_600_000, scope: 'shared' } },
   trustProxy: ['10.0.0.0/8'],
 })
+const redisOptions: RedisStoreOptions = { url: 'redis://127.0.0.1:6379', prefix: 'smoke:', commandTimeoutMs: 200 }
+const redisStore: GateStore = new RedisStore({ ...redisOptions, redisOptions: { lazyConnect: true } })
+void redisStore
+
 gate.on('throttled', (event) => console.log(event.policy, event.retryAfterMs))
 
 const app = express()

@@ -91,12 +91,13 @@ export function guardStore<S extends Partial<GateStore>>(store: S, timeoutMs: nu
 }
 
 function withTimeout<T>(promise: PromiseLike<T>, timeoutMs: number, operation: string, health: StoreHealth): Promise<T> {
+  const started = Date.now()
   return new Promise<T>((resolve, reject) => {
     let timedOut = false
     const timer = setTimeout(() => {
       timedOut = true
       const cause = new Error(`store call timed out after ${timeoutMs} ms`)
-      health.failed(operation, cause)
+      health.failed(operation, cause, Date.now() - started)
       reject(new StoreError(operation, cause))
     }, timeoutMs)
     promise.then(
@@ -109,7 +110,7 @@ function withTimeout<T>(promise: PromiseLike<T>, timeoutMs: number, operation: s
       (error: unknown) => {
         clearTimeout(timer)
         if (timedOut) return
-        health.failed(operation, error)
+        health.failed(operation, error, Date.now() - started)
         reject(new StoreError(operation, error))
       },
     )

@@ -6,6 +6,12 @@
  * While a store is down, at most one call at a time goes to it (the probe); the others fail
  * at once instead of each waiting for the timeout, so a paused server costs one timeout per
  * probe, not one per request. The first call that succeeds ends the outage.
+ *
+ * After a call fails, no probe goes out for as long as that call took: a request whose call
+ * just waited out the timeout gets its next call answered at once, instead of becoming the
+ * next probe and waiting a second time (the soak found requests with three store calls in a
+ * row that waited three timeouts on a paused Redis). A call that fails at once (a refused
+ * connection) costs no wait, so the next probe may go at once too.
  */
 import type { Emit, StoreErrorEvent } from '../events.js'
 
@@ -19,6 +25,8 @@ export class StoreHealth {
   #downSince: number | null = null
   #failures = 0
   #probing = false
+  /** While down: no probe before this time (ms, Date.now()). */
+  #probeAfter = 0
 
   constructor(role: StoreRole, emit: Emit, outcome: (operation: string) => StoreErrorEvent['outcome']) {
     this.#role = role
@@ -37,7 +45,7 @@ export class StoreHealth {
    */
   admit(): boolean {
     if (this.#downSince === null) return true
-    if (this.#probing) return false
+    if (this.#probing || Date.now() < this.#probeAfter) return false
     this.#probing = true
     return true
   }
@@ -47,9 +55,11 @@ export class StoreHealth {
     this.#failures++
   }
 
-  failed(operation: string, error: unknown): void {
+  /** @param elapsedMs how long the failed call took */
+  failed(operation: string, error: unknown, elapsedMs = 0): void {
     this.#probing = false
     this.#failures++
+    this.#probeAfter = Math.max(this.#probeAfter, Date.now() + elapsedMs)
     if (this.#downSince !== null) return
     this.#downSince = Date.now()
     this.#failures = 1

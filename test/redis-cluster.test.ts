@@ -1,0 +1,44 @@
+import { Cluster } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { RedisStore, redisClientDefaults } from '../src/store/redis-store.js'
+import { describeStore } from '../src/testing/index.js'
+import { describeSameAsMemoryStore } from './redis/same-as-memory.js'
+import { OwnRedisCluster, randomPrefix, redisBinariesAvailable } from './redis/servers.js'
+
+// Ports 17001-17003 of this project's test range (17000-17199).
+const available = redisBinariesAvailable('RedisStore on a three-node Redis Cluster')
+
+describe.skipIf(!available)('RedisStore on a three-node Redis Cluster', () => {
+  const cluster = new OwnRedisCluster([17001, 17002, 17003])
+  const prefix = randomPrefix('cluster')
+  let client: Cluster
+
+  beforeAll(async () => {
+    try {
+      await cluster.start()
+    } catch (error) {
+      await cluster.stop()
+      throw error
+    }
+    client = new Cluster(cluster.nodes, { enableOfflineQueue: false, enableAutoPipelining: true, redisOptions: redisClientDefaults() })
+    client.on('error', () => {})
+    await new Promise<void>((resolve) => client.once('ready', () => resolve()))
+  }, 30_000)
+
+  afterAll(async () => {
+    client?.disconnect()
+    await cluster.stop()
+  })
+
+  describeStore('RedisStore (Cluster)', () => new RedisStore({ client, prefix }), { describe, it, after: afterAll, cleanup: (store) => store.close() })
+
+  describeSameAsMemoryStore('RedisStore (Cluster)', () => new RedisStore({ client, prefix }))
+
+  it('spreads rate keys over the masters, and runs every step as one script on the key’s own node', async () => {
+    const store = new RedisStore({ client, prefix })
+    for (let i = 0; i < 30; i++) expect((await store.consumeRate(`spread-${i}`, 5, 60_000, 1)).remaining).toBe(4)
+    const perNode = await Promise.all(client.nodes('master').map((node) => node.dbsize()))
+    expect(perNode.filter((n) => n > 0).length).toBe(3)
+    await store.close()
+  })
+})

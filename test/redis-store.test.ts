@@ -1,0 +1,169 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Redis } from 'ioredis'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { nodeGate } from '../adapters/node.js'
+import { createGate } from '../src/index.js'
+import { describeStore } from '../src/testing/index.js'
+import { RedisStore } from '../src/store/redis-store.js'
+import { listen } from './adapters/servers.js'
+import { describeSameAsMemoryStore } from './redis/same-as-memory.js'
+import { deletePrefix, randomPrefix, REDIS_URL, sharedRedisAvailable } from './redis/servers.js'
+
+const available = await sharedRedisAvailable('RedisStore on the shared Redis')
+const prefix = randomPrefix('store')
+
+describe.skipIf(!available)('RedisStore', () => {
+  let admin: Redis
+  beforeAll(() => {
+    admin = new Redis(REDIS_URL)
+  })
+  afterAll(async () => {
+    await deletePrefix(admin, prefix)
+    await admin.quit()
+  })
+
+  describeStore('RedisStore', () => new RedisStore({ url: REDIS_URL, prefix }), { describe, it, after: afterAll, cleanup: (store) => store.close() })
+
+  it('keeps records as hashes, and lets Redis expire tokens and codes itself', async () => {
+    const store = new RedisStore({ url: REDIS_URL, prefix })
+    try {
+      const now = Date.now()
+      await store.insertAccessToken({ tokenHash: 'ttl-token', userId: 'u1', appToken: 'app1', codeHash: null, createdAt: now, expiresAt: now + 60_000, revokedAt: null })
+      expect(await admin.type(`${prefix}token:{ttl-token}`)).toBe('hash')
+      const ttl = await admin.pttl(`${prefix}token:{ttl-token}`)
+      expect(ttl).toBeGreaterThan(50_000)
+      expect(ttl).toBeLessThanOrEqual(60_000)
+      await store.insertSession({ sessionHash: 'ttl-session', userId: 'u1', passwordStamp: 'x', createdAt: now, expiresAt: now + 30_000 })
+      expect(await admin.pttl(`${prefix}{sessions}:s:ttl-session`)).toBeGreaterThan(20_000)
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('sends exactly one command per rate step', async () => {
+    const store = new RedisStore({ url: REDIS_URL, prefix })
+    const monitor = await admin.monitor()
+    const seen: string[][] = []
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args.some((a) => a.startsWith(prefix) && a.includes('rate:{monitored}'))) seen.push(args)
+    })
+    try {
+      await store.consumeRate('monitored', 10, 60_000, 1)
+      await sleep(100)
+      seen.length = 0
+      for (let i = 0; i < 5; i++) await store.consumeRate('monitored', 10, 60_000, 1)
+      await sleep(100)
+      // Only top-level commands: a script's inner GET/SET show as "lua" entries, filtered out by name.
+      const topLevel = seen.filter((args) => /^evalsha$/i.test(args[0] as string))
+      expect(topLevel).toHaveLength(5)
+      expect(seen.filter((args) => /^eval$/i.test(args[0] as string))).toHaveLength(0)
+    } finally {
+      monitor.disconnect()
+      await store.close()
+    }
+  })
+
+  /** Counts the commands a store's client sends (what MONITOR shows; a script's inner calls are not sent). */
+  function countCommands(store: RedisStore): { readonly sent: number } {
+    const counter = { sent: 0 }
+    const client = store.client as Redis
+    const send = client.sendCommand.bind(client)
+    client.sendCommand = (command, stream) => {
+      counter.sent++
+      return send(command, stream)
+    }
+    return counter
+  }
+
+  it('sends Redis one command per app-token request, and three per OAuth request, once the application is cached', async () => {
+    const store = new RedisStore({ url: REDIS_URL, prefix })
+    const counter = countCommands(store)
+    const gate = createGate({ store, trustProxy: 'loopback', throttle: { application: { limit: 1000, windowMs: 60_000 } } })
+    const http = await listen(nodeGate(gate, (_req, res) => res.end('ok')))
+    try {
+      const { appToken } = await gate.applications.register({ name: 'commands' })
+      const user = await gate.users.create({ username: `commands-${Date.now()}`, password: 'correct horse battery staple', displayName: 'A', email: 'a@example.org' })
+      const { accessToken } = await gate.tokens.issue({ userId: user.id, appToken })
+      const perRequest = async (headers: Record<string, string>) => {
+        expect((await fetch(`${http.url}/x`, { headers })).status).toBe(200)
+        // The first use of a token also notes its grant's use, in the background (at most daily).
+        await sleep(100)
+        const before = counter.sent
+        for (let i = 0; i < 10; i++) expect((await fetch(`${http.url}/x`, { headers })).status).toBe(200)
+        return (counter.sent - before) / 10
+      }
+      expect(await perRequest({ 'x-app-token': appToken })).toBe(1)
+      // The token, the user and the rate step.
+      expect(await perRequest({ 'x-app-token': appToken, 'x-forwarded-proto': 'https', authorization: `OAuth ${accessToken}` })).toBe(3)
+    } finally {
+      await http.close()
+      await gate.close()
+    }
+  })
+
+  it('answers a client over its limit without asking Redis until it may retry', async () => {
+    const store = new RedisStore({ url: REDIS_URL, prefix })
+    const counter = countCommands(store)
+    const gate = createGate({ store, throttle: { anonymous: { limit: 2, windowMs: 60_000, scope: 'shared' } } })
+    const http = await listen(nodeGate(gate, (_req, res) => res.end('ok')))
+    try {
+      const statuses: number[] = []
+      const get = async () => statuses.push((await fetch(`${http.url}/x`)).status)
+      for (let i = 0; i < 3; i++) await get()
+      const before = counter.sent
+      for (let i = 0; i < 20; i++) await get()
+      expect(statuses).toEqual([200, 200, ...Array.from({ length: 21 }, () => 429)])
+      expect(counter.sent - before).toBe(0)
+    } finally {
+      await http.close()
+      await gate.close()
+    }
+  })
+
+  it('tells every attached gate on every instance when an application changes', async () => {
+    const a = new RedisStore({ url: REDIS_URL, prefix })
+    const b = new RedisStore({ url: REDIS_URL, prefix })
+    const heardByA: string[] = []
+    const heardByB: string[] = []
+    const heardByB2: string[] = []
+    a.attach({ rateKeyEvicted: () => {}, applicationChanged: (t: string) => heardByA.push(t) })
+    b.attach({ rateKeyEvicted: () => {}, applicationChanged: (t: string) => heardByB.push(t) })
+    b.attach({ rateKeyEvicted: () => {}, applicationChanged: (t: string) => heardByB2.push(t) })
+    try {
+      await sleep(200) // the subscribers connect
+      const record = { appToken: `pubsub${Date.now()}`, name: 'x', secretHash: 'a'.repeat(64), callbackPrefix: null, limit: null, createdAt: 1, updatedAt: 1 }
+      await a.insertApplication(record)
+      await a.updateApplication(record.appToken, { limit: 5 })
+      await a.deleteApplication(record.appToken)
+      const deadline = Date.now() + 2000
+      while (heardByB.length < 3 && Date.now() < deadline) await sleep(10)
+      expect(heardByB).toEqual([record.appToken, record.appToken, record.appToken])
+      expect(heardByB2).toEqual(heardByB)
+      expect(heardByA.length).toBeGreaterThanOrEqual(3)
+    } finally {
+      await Promise.all([a.close(), b.close()])
+    }
+  })
+
+  it('quits a client it made, and never closes a client it was given', async () => {
+    const own = new RedisStore({ url: REDIS_URL, prefix })
+    await own.consumeRate('close', 10, 1000, 1)
+    await own.close()
+    await expect(own.client.ping()).rejects.toThrow()
+
+    const client = new Redis(REDIS_URL)
+    const given = new RedisStore({ client, prefix })
+    const gate = createGate({ store: given })
+    await given.consumeRate('close', 10, 1000, 1)
+    await gate.close()
+    expect(await client.ping()).toBe('PONG')
+    await client.quit()
+  })
+
+  describeSameAsMemoryStore('RedisStore', () => new RedisStore({ url: REDIS_URL, prefix }))
+
+  it('rejects a prefix that would break its hash tags', () => {
+    expect(() => new RedisStore({ url: REDIS_URL, prefix: 'a{b}:' })).toThrow(/prefix must be a string without \{ or \}/)
+    expect(() => new RedisStore({} as never)).toThrow(/needs \{ url \} or \{ client \}/)
+  })
+})
