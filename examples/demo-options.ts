@@ -39,9 +39,6 @@ export async function demoOptions(argv: string[], env: NodeJS.ProcessEnv): Promi
 
 const hidePassword = (url: string) => url.replace(/^([a-z]+:\/\/[^:/@]*:)[^@/]*@/i, '$1***@')
 
-// A variable until the PostgreSQL store module is in this tree; each is imported only when used.
-const POSTGRES = 'open-data-gate/postgres'
-
 async function openStore(url: string): Promise<GateStore> {
   if (/^rediss?:\/\//.test(url)) {
     // Imported only for this scheme: ioredis stays optional.
@@ -49,7 +46,7 @@ async function openStore(url: string): Promise<GateStore> {
     return new RedisStore({ url })
   }
   if (/^postgres(ql)?:\/\//.test(url)) {
-    const { PostgresStore } = (await import(POSTGRES)) as { PostgresStore: new (options: { connectionString: string }) => GateStore & { migrate(): Promise<unknown> } }
+    const { PostgresStore } = await import('open-data-gate/postgres')
     const store = new PostgresStore({ connectionString: url })
     await store.migrate()
     return store

@@ -1,16 +1,19 @@
 /**
  * The built `open-data-gate` command (dist/cli.js in a child process) against the real
- * Redis: what it writes, a gate in this process, on its own store instance, accepts.
- * Each run works in a key prefix of its own and removes it.
+ * Redis and PostgreSQL: what it writes, a gate in this process, on its own store
+ * instance, accepts. Each run works in a key prefix or schema of its own and removes it.
  */
 import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
+import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createGate, type Gate, type GateRequest } from '../src/index.js'
+import { PostgresStore } from '../src/store/postgres-store.js'
 import { RedisStore } from '../src/store/redis-store.js'
 import { atTerminal, cli, ensureBuilt } from './support/built-cli.js'
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
+const POSTGRES_URL = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
 const request = (headers: Record<string, string>, url = '/data'): GateRequest => ({ method: 'GET', url, headers, peerAddress: '127.0.0.1', tls: true })
@@ -28,6 +31,7 @@ interface Layout {
 
 const suffix = randomBytes(5).toString('hex')
 const prefix = `odg-cli-${suffix}:`
+const schema = `odg_cli_${suffix}`
 
 /** Removes this run's keys from the shared Redis (never FLUSHALL). */
 async function dropRedisKeys(): Promise<void> {
@@ -42,6 +46,23 @@ const layouts: Layout[] = [
     args: ['--store', REDIS_URL, '--prefix', prefix],
     gate: () => createGate({ store: new RedisStore({ url: REDIS_URL, prefix }), basic: { scrypt: { logN: 10 } } }),
     cleanup: dropRedisKeys,
+  },
+  {
+    name: 'PostgreSQL records, Redis rates',
+    args: ['--store', POSTGRES_URL, '--schema', schema, '--rate-store', REDIS_URL, '--prefix', prefix],
+    gate: () =>
+      createGate({
+        store: new PostgresStore({ connectionString: POSTGRES_URL, schema, sweepIntervalMs: 0 }),
+        rateStore: new RedisStore({ url: REDIS_URL, prefix }),
+        basic: { scrypt: { logN: 10 } },
+      }),
+    async cleanup() {
+      const client = new pg.Client({ connectionString: POSTGRES_URL })
+      await client.connect()
+      await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+      await client.end()
+      await dropRedisKeys()
+    },
   },
 ]
 
@@ -128,6 +149,7 @@ describe.each(layouts)('open-data-gate on $name', (layout) => {
 describe('open-data-gate when a store does not answer', () => {
   it.each([
     ['Redis', ['--store', 'redis://127.0.0.1:1']],
+    ['PostgreSQL', ['--store', 'postgres://postgres@127.0.0.1:1/test']],
     ['the rate store', ['--store', REDIS_URL, '--rate-store', 'redis://127.0.0.1:1']],
   ])('exits 3 quickly with one line when %s is unreachable (a closed port)', async (_, args) => {
     const ran = await cli([...args, ...(args.includes('--rate-store') ? ['rate', 'show', 'anon'] : ['apps', 'list'])])

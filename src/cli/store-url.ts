@@ -111,12 +111,9 @@ async function loadRedis(): Promise<StoreModules['redis']> {
   return (options) => new RedisStore(options)
 }
 
-// A variable specifier until PostgresStore is part of this tree: resolved when first used.
-const POSTGRES_MODULE = 'open-data-gate/postgres'
-
 async function loadPostgres(): Promise<StoreModules['postgres']> {
-  const mod = await importDriver(() => import(POSTGRES_MODULE) as Promise<{ PostgresStore: new (options: object) => GateStore & { migrate(): Promise<MigrateResult> } }>, 'pg')
-  return (options) => new mod.PostgresStore({ sweepIntervalMs: 0, poolOptions: { max: 2, connectionTimeoutMillis: COMMAND_TIMEOUT_MS }, ...options })
+  const { PostgresStore } = await importDriver(() => import('../store/postgres-store.js'), 'pg')
+  return (options) => new PostgresStore({ sweepIntervalMs: 0, poolOptions: { max: 2, connectionTimeoutMillis: COMMAND_TIMEOUT_MS }, ...options })
 }
 
 async function importDriver<T>(load: () => Promise<T>, driver: string): Promise<T> {
