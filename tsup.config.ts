@@ -13,6 +13,8 @@ export default defineConfig({
     postgres: 'src/store/postgres-store.ts',
     redis: 'src/store/redis-store.ts',
     testing: 'src/testing/index.ts',
+    // The `open-data-gate` command (package.json `bin`); its shebang is the source's first line.
+    cli: 'src/cli/index.ts',
   },
   format: ['esm', 'cjs'],
   dts: true,

@@ -18,7 +18,11 @@ import https from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { Agent } from 'undici'
 import { byHandAuthorizeUrl, exchangeCommand } from './demo-client.js'
+import { demoOptions } from './demo-options.js'
 import { createPortal } from './portal.js'
+
+// --store, --rate-store and --config (see demo-options.ts); no arguments: the in-memory store.
+const chosen = await demoOptions(process.argv.slice(2), process.env)
 
 const cert = readFileSync(new URL('tls/cert.pem', import.meta.url))
 const key = readFileSync(new URL('tls/key.pem', import.meta.url))
@@ -41,8 +45,11 @@ const httpPort = await listen(plain, Number(process.env.PORT ?? 8080), process.e
 const httpsPort = await listen(secure, Number(process.env.HTTPS_PORT ?? 8443), process.env.HTTPS_PORT !== undefined)
 const origin = `https://localhost:${httpsPort}`
 const trusting = new Agent({ connect: { ca: cert } })
-const { app, credentials: c } = await createPortal({
+const { app, credentials: c, provisioned } = await createPortal({
   origin,
+  ...(chosen.store === undefined ? {} : { store: chosen.store }),
+  ...(chosen.rateStore === undefined ? {} : { rateStore: chosen.rateStore }),
+  ...(chosen.config === undefined ? {} : { config: chosen.config }),
   // The global fetch takes an undici dispatcher; its types come from a copy of undici's.
   fetch: (url, options) => fetch(url, { ...options, dispatcher: trusting } as unknown as RequestInit),
 })
@@ -106,4 +113,15 @@ OAuth by hand, as the README describes the flow:
 3. Call the API with the access_token from the answer (replace TOKEN):
   ${tls} -H 'Authorization: OAuth TOKEN' ${origin}/api/users/current.json
 
+Developer settings (register an application, API keys, connected apps): sign in as
+${c.username} at ${origin}/profile/edit/developer_settings
+
+Store: ${chosen.describe}.
 Ctrl-C (or kill ${process.pid}) stops it.`)
+// What --config provisioned; a secret shows only when the file gave it or it is new.
+if (chosen.config !== undefined) console.log('\nProvisioned from the file:')
+for (const a of provisioned.applications) console.log(`  app ${JSON.stringify(a.name)}: ${a.appToken}${a.secretToken === null ? '' : ` / secret ${a.secretToken}`}${a.created ? '' : ' (existed)'}`)
+for (const u of provisioned.users) {
+  console.log(`  user ${u.username} (${u.id})${u.created ? '' : ' (existed)'}`)
+  for (const k of u.apiKeys) console.log(`    API key ${JSON.stringify(k.name)}: ${k.keyId}${k.keySecret === null ? '' : ` / ${k.keySecret}`}`)
+}

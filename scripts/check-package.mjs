@@ -61,6 +61,9 @@ try {
     `typescript7@npm:typescript@${TYPESCRIPT_7}`], project)
   run('node', ['esm.mjs'], project)
   run('node', ['cjs.cjs'], project)
+  // The package's bin, as an operator runs it: npx finds it in the installed tarball.
+  const help = execFileSync('npx', ['--no-install', 'open-data-gate', '--help'], { cwd: project }).toString()
+  if (!help.startsWith('Usage: open-data-gate')) throw new Error(`npx open-data-gate --help printed:\n${help}`)
   const compilers = [
     ['TypeScript 5.9', join(project, 'node_modules', 'typescript', 'bin', 'tsc')],
     [`TypeScript ${TYPESCRIPT_7}`, join(project, 'node_modules', 'typescript7', 'bin', 'tsc')],

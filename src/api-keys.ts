@@ -5,10 +5,11 @@
  *
  * @see spec "HTTP Basic" 2-3; socrata-behaviour.md "API keys"
  */
-import { NotFoundError } from './errors.js'
+import { checkImportedSecret } from './applications.js'
+import { NotFoundError, PlatformError } from './errors.js'
 import { optionsObject } from './options.js'
 import { randomId, randomToken, sha256 } from './secrets.js'
-import { noSuchUser } from './users.js'
+import { API_KEY_ID, noSuchUser } from './users.js'
 import type { ApiKeyRecord, GateStore } from './store/store.js'
 
 /** An API key as the gate shows it: everything but the secret's hash. */
@@ -19,6 +20,19 @@ export interface ApiKey {
   readonly createdAt: number
   readonly lastUsedAt: number | null
   readonly revokedAt: number | null
+}
+
+/** What {@link ApiKeys.create} takes. */
+export interface CreateApiKey {
+  /** What the key is for, shown in listings. 1 to 200 characters. */
+  name: string
+  /**
+   * Import: keep a key id already in use elsewhere: 25 characters of `2-9` and `a-z`
+   * without `l` and `o`, not taken. Default: a new random id.
+   */
+  keyId?: string
+  /** Import: keep the key's existing secret (stored hashed). 16 to 512 characters. Default: a new random secret. */
+  keySecret?: string
 }
 
 /** A new or rotated key: the only time its secret is visible. */
@@ -49,19 +63,27 @@ export class ApiKeys {
 
   /**
    * Creates a key for a user. One key per app or job lets each be revoked or rotated alone.
+   * @throws {TypeError} for a bad name, an unknown field, or an imported `keyId`/`keySecret` of the wrong form
    * @throws {NotFoundError} `not_found` when there is no such user
+   * @throws {PlatformError} `conflict` when an imported `keyId` is taken
    * @example
    * const { keyId, keySecret } = await gate.apiKeys.create(user.id, { name: 'nightly ETL' })
    * // curl -u "$keyId:$keySecret" -H "X-App-Token: $APP_TOKEN" https://data.example/resource/abcd-1234.json
    */
-  async create(userId: string, input: { name: string }): Promise<IssuedApiKey> {
-    if (typeof input === 'object' && input !== null) optionsObject('apiKeys.create() input', input, ['name'])
+  async create(userId: string, input: CreateApiKey): Promise<IssuedApiKey> {
+    if (typeof input === 'object' && input !== null) optionsObject('apiKeys.create() input', input, ['name', 'keyId', 'keySecret'])
     const name = typeof input?.name === 'string' ? input.name.trim() : ''
     if (name === '' || name.length > 200) throw new TypeError('open-data-gate: an API key name must be a non-empty string of at most 200 characters')
+    if (input.keyId !== undefined && (typeof input.keyId !== 'string' || !API_KEY_ID.test(input.keyId))) {
+      throw new TypeError('open-data-gate: an imported keyId must be 25 characters of 2-9 and a-z without l and o (how Basic credentials tell a key from a username)')
+    }
+    const keySecret = input.keySecret === undefined ? randomToken(32) : checkImportedSecret('keySecret', input.keySecret)
     if ((await this.#store.getUser(userId)) === undefined) throw noSuchUser(userId)
-    const keySecret = randomToken(32)
+    if (input.keyId !== undefined && (await this.#store.getApiKey(input.keyId)) !== undefined) {
+      throw new PlatformError('conflict', `An API key with the id ${input.keyId} exists`)
+    }
     const record: ApiKeyRecord = {
-      keyId: randomId(25),
+      keyId: input.keyId ?? randomId(25),
       userId,
       name,
       secretHash: sha256(keySecret),

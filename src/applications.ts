@@ -5,7 +5,8 @@
  *
  * @see spec "Resources and their fields", "OAuth 2.0" step 1
  */
-import { NotFoundError } from './errors.js'
+import { isPlausibleAppToken, MAX_APP_TOKEN_LENGTH } from './app-token.js'
+import { NotFoundError, PlatformError } from './errors.js'
 import { optionsObject, positiveInteger } from './options.js'
 import { randomToken, secretMatches, sha256 } from './secrets.js'
 import type { ApplicationRecord, GateStore } from './store/store.js'
@@ -28,6 +29,16 @@ export interface RegisterApplication {
   callbackPrefix?: string | null
   /** A per-application throttle limit (requests per the application window). */
   limit?: number | null
+  /**
+   * Import: keep an app token the application already uses (moving from another portal).
+   * 1 to 128 letters, digits, `-` or `_`, not taken. Default: a new random token.
+   */
+  appToken?: string
+  /**
+   * Import: keep the application's existing secret token (it is stored hashed, like a new
+   * one). At least 16 characters, no spaces or control characters. Default: a new random secret.
+   */
+  secretToken?: string
 }
 
 /** What {@link Applications.update} can change. `null` clears an optional field. */
@@ -72,23 +83,32 @@ export class Applications {
 
   /**
    * Registers an application.
-   * @throws {TypeError} for a missing name, a callback prefix that is not an absolute https URL, a bad limit, an unknown field
+   * @throws {TypeError} for a missing name, a callback prefix that is not an absolute https URL, a bad limit, an unknown field,
+   *   an imported `appToken` or `secretToken` of the wrong form
+   * @throws {PlatformError} `conflict` when an imported `appToken` is taken
    * @example
    * const { appToken, secretToken } = await gate.applications.register({
    *   name: 'Transit dashboard', callbackPrefix: 'https://transit.example/oauth/',
    * })
+   * // Importing an application that already has its credentials elsewhere:
+   * await gate.applications.register({ name: 'Transit dashboard', appToken: 'aB3dE5fG7hJ9kL1mN3pQ5rS7t', secretToken: process.env.TRANSIT_SECRET })
    */
   async register(input: RegisterApplication): Promise<RegisteredApplication> {
     if (typeof input !== 'object' || input === null) throw new TypeError('open-data-gate: register() takes { name, callbackPrefix?, limit? }')
-    optionsObject('register()', input, APPLICATION_FIELDS)
+    optionsObject('register()', input, REGISTER_FIELDS)
     const now = Date.now()
-    const secretToken = randomToken(32)
+    const secretToken = input.secretToken === undefined ? randomToken(32) : checkImportedSecret('secretToken', input.secretToken)
+    const appToken = input.appToken === undefined ? randomToken(18) : checkImportedAppToken(input.appToken)
+    const fields = { name: checkName(input.name), callbackPrefix: checkCallbackPrefix(input.callbackPrefix ?? null, this.#allowLoopback), limit: checkLimit(input.limit ?? null) }
+    if (input.appToken !== undefined && (await this.#store.getApplication(appToken)) !== undefined) {
+      throw new PlatformError('conflict', `An application with the app token ${appToken} exists`)
+    }
     const record: ApplicationRecord = {
-      appToken: randomToken(18),
-      name: checkName(input.name),
+      appToken,
+      name: fields.name,
       secretHash: sha256(secretToken),
-      callbackPrefix: checkCallbackPrefix(input.callbackPrefix ?? null, this.#allowLoopback),
-      limit: checkLimit(input.limit ?? null),
+      callbackPrefix: fields.callbackPrefix,
+      limit: fields.limit,
       createdAt: now,
       updatedAt: now,
     }
@@ -158,9 +178,30 @@ export class Applications {
 }
 
 const APPLICATION_FIELDS = ['name', 'callbackPrefix', 'limit']
+/** Registration also takes credentials to import. */
+const REGISTER_FIELDS = [...APPLICATION_FIELDS, 'appToken', 'secretToken']
 
 function noSuchApplication(appToken: string): NotFoundError {
   return new NotFoundError(`No application has the app token ${JSON.stringify(appToken.slice(0, 40))}`)
+}
+
+function checkImportedAppToken(token: unknown): string {
+  if (typeof token !== 'string' || !isPlausibleAppToken(token)) {
+    throw new TypeError(`open-data-gate: an imported appToken must be 1 to ${MAX_APP_TOKEN_LENGTH} letters, digits, "-" or "_"`)
+  }
+  return token
+}
+
+/**
+ * An imported secret (an app's secret token, an API key's secret) is kept as its SHA-256
+ * like a generated one, which is only sound for a high-entropy secret: refuse short ones.
+ */
+export function checkImportedSecret(field: string, secret: unknown): string {
+  // eslint-disable-next-line no-control-regex
+  if (typeof secret !== 'string' || secret.length < 16 || secret.length > 512 || /[\s\u0000-\u001f\u007f]/.test(secret)) {
+    throw new TypeError(`open-data-gate: an imported ${field} must be 16 to 512 characters without spaces or control characters`)
+  }
+  return secret
 }
 
 function checkName(name: unknown): string {

@@ -121,6 +121,16 @@ export class Users {
   }
 
   /**
+   * Every account, oldest first, for operators.
+   * @throws {TypeError} when the store cannot list users (it has no `listUsers`)
+   */
+  async list(): Promise<User[]> {
+    if (this.#store.listUsers === undefined) throw new TypeError('open-data-gate: this store cannot list users (it has no listUsers)')
+    const records = await this.#store.listUsers()
+    return records.map(toUser).sort((a, b) => a.createdAt - b.createdAt)
+  }
+
+  /**
    * Changes names, email or rights.
    * @returns the updated user
    * @throws {NotFoundError} `not_found` when there is no user with this id

@@ -48,8 +48,11 @@ export const STORE_METHODS = [
   'resetRate',
 ] as const satisfies readonly Method[]
 
+/** Methods a store may leave out; the gate says so when it needs one the store lacks. */
+export const OPTIONAL_STORE_METHODS = ['listUsers'] as const satisfies readonly Method[]
+
 // Adding a method to GateStore without guarding it fails to compile here.
-type Unguarded = Exclude<Method, (typeof STORE_METHODS)[number] | 'attach' | 'close'>
+type Unguarded = Exclude<Method, (typeof STORE_METHODS)[number] | (typeof OPTIONAL_STORE_METHODS)[number] | 'attach' | 'close'>
 const everyMethodGuarded: Unguarded extends never ? true : Unguarded = true
 void everyMethodGuarded
 
@@ -63,7 +66,7 @@ export function guardStore<S extends Partial<GateStore>>(store: S, timeoutMs: nu
   const guarded = {} as Record<string, unknown>
   if (store.attach !== undefined) guarded.attach = store.attach.bind(store)
   if (store.close !== undefined) guarded.close = store.close.bind(store)
-  for (const name of STORE_METHODS) {
+  for (const name of [...STORE_METHODS, ...OPTIONAL_STORE_METHODS]) {
     const method = store[name] as ((a: unknown, b: unknown, c: unknown, d: unknown) => Awaitable<unknown>) | undefined
     if (typeof method !== 'function') continue
     // Fixed arity (no contract method takes more than four arguments): no rest array per call.

@@ -144,6 +144,10 @@ export class MemoryStore implements GateStore {
     return true
   }
 
+  listUsers(): UserRecord[] {
+    return [...this.#users.values()]
+  }
+
   insertApiKey(record: ApiKeyRecord): void {
     if (this.#apiKeys.has(record.keyId)) throw new Error('an API key with this id exists')
     this.#apiKeys.set(record.keyId, record)

@@ -227,6 +227,11 @@ export interface GateStore {
   updateUser(id: string, patch: UserPatch): Awaitable<UserRecord | undefined>
   /** Deletes a user; their keys and tokens stop working because they no longer resolve to a user. */
   deleteUser(id: string): Awaitable<boolean>
+  /**
+   * Every user, oldest first: for operators (`open-data-gate users list`), never on a
+   * request's path. Optional: without it `gate.users.list()` says the store cannot list.
+   */
+  listUsers?(): Awaitable<UserRecord[]>
 
   /** @throws when a key with the same id exists */
   insertApiKey(record: ApiKeyRecord): Awaitable<void>

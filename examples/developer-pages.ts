@@ -1,0 +1,274 @@
+/**
+ * The portal's own pages for its users: a sign-in, and the developer settings page at the
+ * platform's path (`/profile/edit/developer_settings`) where a signed-in user registers an
+ * application (its app token and secret token are shown once), manages API keys over the
+ * gate's `/api/api_keys` endpoints, and finds the connected-apps page.
+ *
+ * The portal keeps its own browser session and tells the gate who is signed in through
+ * `oauth.authenticateUser`, as a host application does: the gate's authorize endpoint and
+ * its API key and connected-apps endpoints then know the user without a second sign-in.
+ * Passwords are checked by the gate itself (a Basic request to the current-user endpoint
+ * through `gate.handle`), so its failed-login budget and hashing apply unchanged.
+ */
+import { randomBytes, timingSafeEqual } from 'node:crypto'
+import express, { type Request, type Response, type Router } from 'express'
+import type { Gate, GateRequest } from 'open-data-gate'
+
+const SESSION_COOKIE = '__Host-portal-session'
+const SESSION_TTL_MS = 3_600_000
+
+interface PortalSession {
+  readonly userId: string
+  readonly displayName: string
+  /** The token the portal's own forms carry (synchronizer pattern). */
+  readonly csrf: string
+  readonly expiresAt: number
+}
+
+const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+
+/** The pages' security headers: no inline script, no framing, nothing cached. */
+const HEADERS = {
+  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'x-frame-options': 'DENY',
+  'cache-control': 'no-store',
+  'referrer-policy': 'same-origin',
+}
+
+function page(res: Response, status: number, title: string, body: string, data: Record<string, string> = {}): void {
+  const attributes = Object.entries(data)
+    .map(([k, v]) => ` data-${k}="${escape(v)}"`)
+    .join('')
+  res
+    .status(status)
+    .set(HEADERS)
+    .type('html')
+    .send(
+      `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${escape(title)}</title><link rel="stylesheet" href="/assets/portal.css"></head><body${attributes}><main><h1>${escape(title)}</h1>${body}</main></body></html>`,
+    )
+}
+
+/** The portal's sign-ins, kept in this process (a demo; a real portal has its own sessions). */
+export class PortalSessions {
+  readonly #sessions = new Map<string, PortalSession>()
+
+  /** The session of a request (Express or the gate's plain request), if live. */
+  session(headers: Readonly<Record<string, string | string[] | undefined>>): PortalSession | undefined {
+    const raw = headers.cookie
+    const cookie = (Array.isArray(raw) ? raw.join('; ') : (raw ?? '')).split(/;\s*/).find((c) => c.startsWith(`${SESSION_COOKIE}=`))
+    const id = cookie?.slice(SESSION_COOKIE.length + 1)
+    if (id === undefined) return undefined
+    const session = this.#sessions.get(id)
+    if (session === undefined || session.expiresAt <= Date.now()) return undefined
+    return session
+  }
+
+  /** For the gate's `oauth.authenticateUser`: the signed-in user's id, or nothing. */
+  readonly userOf = (request: GateRequest): string | undefined => this.session(request.headers)?.userId
+
+  start(res: Response, userId: string, displayName: string): void {
+    const id = randomBytes(32).toString('base64url')
+    this.#sessions.set(id, { userId, displayName, csrf: randomBytes(32).toString('base64url'), expiresAt: Date.now() + SESSION_TTL_MS })
+    res.cookie(SESSION_COOKIE, id, { httpOnly: true, secure: true, sameSite: 'lax', path: '/', maxAge: SESSION_TTL_MS })
+  }
+
+  end(req: Request, res: Response): void {
+    const id = req.headers.cookie?.split(/;\s*/).find((c) => c.startsWith(`${SESSION_COOKIE}=`))
+    if (id !== undefined) this.#sessions.delete(id.slice(SESSION_COOKIE.length + 1))
+    res.clearCookie(SESSION_COOKIE, { httpOnly: true, secure: true, sameSite: 'lax', path: '/' })
+  }
+}
+
+/** Where to go after signing in: a path on this portal only, never another site. */
+function returnTo(value: unknown): string {
+  return typeof value === 'string' && value.startsWith('/') && !value.startsWith('//') && !value.startsWith('/\\') ? value : '/profile/edit/developer_settings'
+}
+
+/** A text field of a posted form. */
+function field(req: Request, name: string): string | undefined {
+  const value = (req.body as Record<string, unknown> | undefined)?.[name]
+  return typeof value === 'string' ? value : undefined
+}
+
+function sameCsrf(session: PortalSession, submitted: unknown): boolean {
+  if (typeof submitted !== 'string') return false
+  const a = Buffer.from(session.csrf)
+  const b = Buffer.from(submitted)
+  return a.length === b.length && timingSafeEqual(a, b)
+}
+
+export interface DeveloperPagesOptions {
+  gate: Gate
+  sessions: PortalSessions
+  /** The portal's own application: its pages send this token with their API calls. */
+  portalAppToken: string
+}
+
+/** The sign-in and developer settings pages, and their stylesheet and script. */
+export function developerPages({ gate, sessions, portalAppToken }: DeveloperPagesOptions): Router {
+  const router = express.Router()
+  const form = express.urlencoded({ extended: false, limit: '8kb' })
+
+  router.get('/assets/portal.css', (_req, res) => {
+    res.type('css').set('cache-control', 'no-cache').send(CSS)
+  })
+  router.get('/assets/developer-settings.js', (_req, res) => {
+    res.type('js').set('cache-control', 'no-cache').send(SCRIPT)
+  })
+
+  const loginForm = (res: Response, status: number, to: string, problem = '') =>
+    page(
+      res,
+      status,
+      'Sign in to the example portal',
+      `${problem === '' ? '' : `<p class="problem" role="alert">${escape(problem)}</p>`}<form method="post" action="/login"><input type="hidden" name="return_to" value="${escape(to)}"><label>Username <input name="username" autocomplete="username" required></label><label>Password <input name="password" type="password" autocomplete="current-password" required></label><button>Sign in</button></form>`,
+    )
+
+  router.get('/login', (req, res) => {
+    if (!req.secure) return page(res, 403, 'Sign in over https', '<p>Signing in needs https: open the https address the portal printed.</p>')
+    loginForm(res, 200, returnTo(req.query.return_to))
+  })
+
+  router.post('/login', form, async (req, res) => {
+    const to = returnTo(field(req, 'return_to'))
+    // Another site must not sign a visitor in to an account of its choosing.
+    if (!req.secure || (req.headers['sec-fetch-site'] !== undefined && req.headers['sec-fetch-site'] !== 'same-origin')) {
+      return page(res, 403, 'Refused', '<p>Sign in from this portal&apos;s own page, over https.</p>')
+    }
+    const username = field(req, 'username') ?? ''
+    const password = field(req, 'password') ?? ''
+    if (username === '' || password === '') return loginForm(res, 400, to, 'Give a username and a password.')
+    // The gate checks the password, with its own failed-login budget.
+    const outcome = await gate.handle({
+      method: 'GET',
+      url: '/api/users/current.json',
+      headers: { authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`, 'x-app-token': portalAppToken },
+      peerAddress: req.socket.remoteAddress,
+      tls: true,
+    })
+    if (outcome.type !== 'respond' || outcome.response.status !== 200) {
+      const status = outcome.type === 'respond' ? outcome.response.status : 500
+      return loginForm(res, status === 429 ? 429 : 401, to, status === 429 ? 'Too many failed sign-ins; wait a while and try again.' : 'That username and password do not match.')
+    }
+    const user = JSON.parse(String(outcome.response.body)) as { id: string; displayName: string }
+    sessions.start(res, user.id, user.displayName)
+    res.redirect(303, to)
+  })
+
+  router.post('/logout', form, (req, res) => {
+    const session = sessions.session(req.headers)
+    if (session !== undefined && sameCsrf(session, field(req, 'csrf'))) sessions.end(req, res)
+    res.redirect(303, '/login')
+  })
+
+  const settings = (res: Response, session: PortalSession, status: number, registered = '', problem = '', name = '', prefix = '') =>
+    page(
+      res,
+      status,
+      'Developer settings',
+      `<div>Signed in as <strong>${escape(session.displayName)}</strong>. <form class="inline" method="post" action="/logout"><input type="hidden" name="csrf" value="${escape(session.csrf)}"><button>Sign out</button></form></div>
+<section><h2>Register an application</h2>
+<p>An application gets an <em>app token</em> (send it as <code>X-App-Token</code>, and as OAuth <code>client_id</code>) and a <em>secret token</em> (OAuth <code>client_secret</code>).</p>
+${registered}${problem === '' ? '' : `<p class="problem" role="alert">${escape(problem)}</p>`}
+<form method="post" action="/profile/edit/developer_settings"><input type="hidden" name="csrf" value="${escape(session.csrf)}">
+<label>Application name <input name="name" required maxlength="200" value="${escape(name)}"></label>
+<label>Callback Prefix <input name="callbackPrefix" type="url" placeholder="https://your-app.example/oauth/" value="${escape(prefix)}"></label>
+<button>Register</button></form></section>
+<section id="api-keys"><h2>API keys</h2>
+<p>A key id and secret sign in as you with HTTP Basic, in place of your password. One key per script lets you revoke one alone.</p>
+<p id="new-key" class="secret" hidden></p>
+<form id="create-key"><label>Key name <input name="keyName" required maxlength="200"></label><button>Create API key</button></form>
+<p id="key-problem" class="problem" role="alert" hidden></p>
+<table id="keys"><thead><tr><th>Name</th><th>Key id</th><th>Created</th><th>Last used</th><th></th></tr></thead><tbody></tbody></table></section>
+<section><h2>Connected apps</h2><p>The applications you allowed to act for you, and revoking them: <a id="connected-apps" href="/oauth/grants">connected apps</a>.</p></section>
+<script src="/assets/developer-settings.js" defer></script>`,
+      { 'app-token': portalAppToken },
+    )
+
+  router.get('/profile/edit/developer_settings', (req, res) => {
+    const session = sessions.session(req.headers)
+    if (session === undefined) return res.redirect(303, `/login?return_to=${encodeURIComponent(req.originalUrl)}`)
+    settings(res, session, 200)
+  })
+
+  router.post('/profile/edit/developer_settings', form, async (req, res) => {
+    const session = sessions.session(req.headers)
+    if (session === undefined) return res.redirect(303, '/login')
+    if (!sameCsrf(session, field(req, 'csrf'))) return page(res, 403, 'Refused', '<p>The form is out of date; reload the page and try again.</p>')
+    const name = field(req, 'name') ?? ''
+    const prefix = (field(req, 'callbackPrefix') ?? '').trim()
+    try {
+      const app = await gate.applications.register({ name, callbackPrefix: prefix === '' ? null : prefix })
+      const shown = `<div class="secret" id="registered" role="status"><p>Registered <strong>${escape(app.application.name)}</strong>. Copy the secret token now: it is shown this once, and only its hash is kept.</p>
+<dl><dt>App token</dt><dd><code id="app-token">${escape(app.appToken)}</code></dd><dt>Secret token</dt><dd><code id="secret-token">${escape(app.secretToken)}</code></dd></dl></div>`
+      settings(res, session, 201, shown)
+    } catch (error) {
+      if (!(error instanceof TypeError)) throw error
+      settings(res, session, 400, '', error.message.replace(/^open-data-gate: /, ''), name, prefix)
+    }
+  })
+  return router
+}
+
+const CSS = `body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f6f7f9;color:#1b1f24}
+main{max-width:46rem;margin:2rem auto;padding:0 1rem}
+section{background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:1rem 1.25rem;margin:1rem 0}
+label{display:block;margin:.5rem 0}input{display:block;width:100%;max-width:30rem;padding:.4rem;font:inherit}
+button{font:inherit;padding:.35rem .9rem;margin-top:.5rem}form.inline{display:inline}
+.problem{color:#a40e26;font-weight:600}.secret{background:#fff8c5;border:1px solid #d4a72c;padding:.5rem 1rem;border-radius:6px}
+code{word-break:break-all}table{border-collapse:collapse;width:100%;margin-top:1rem}th,td{text-align:left;padding:.3rem;border-bottom:1px solid #d0d7de;font-size:.9rem}
+@media (prefers-color-scheme:dark){body{background:#0d1117;color:#e6edf3}section{background:#161b22;border-color:#30363d}.secret{background:#3b2e00;border-color:#9e6a03}.problem{color:#ff7b72}}`
+
+/** The API key section: the platform's endpoints, called from the page with the portal session. */
+const SCRIPT = `'use strict'
+const appToken = document.body.dataset.appToken
+let csrf = null
+async function call(method, path, body) {
+  const headers = { accept: 'application/json', 'x-app-token': appToken }
+  if (csrf !== null) headers['x-csrf-token'] = csrf
+  if (body !== undefined) headers['content-type'] = 'application/json'
+  const response = await fetch(path, { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) })
+  csrf = response.headers.get('x-csrf-token') ?? csrf
+  const data = await response.json().catch(() => null)
+  if (!response.ok) throw new Error((data && data.message) || 'HTTP ' + response.status)
+  return data
+}
+function cell(row, text) { const td = document.createElement('td'); td.textContent = text; row.append(td); return td }
+const when = (t) => (t ? new Date(t).toLocaleString() : '-')
+function problem(error) { const p = document.getElementById('key-problem'); p.hidden = error === null; p.textContent = error === null ? '' : String(error.message || error) }
+async function refresh() {
+  const keys = await call('GET', '/api/api_keys?limit=100&sortBy=created_at&sortOrder=desc')
+  const body = document.querySelector('#keys tbody')
+  body.replaceChildren()
+  for (const key of keys) {
+    const row = document.createElement('tr')
+    row.dataset.keyId = key.keyId
+    cell(row, key.keyName); cell(row, key.keyId); cell(row, when(key.createdAtTimestamp)); cell(row, when(key.lastUsedAtTimestamp))
+    const button = document.createElement('button')
+    button.textContent = 'Delete'
+    button.addEventListener('click', async () => {
+      try { await call('DELETE', '/api/api_keys/' + encodeURIComponent(key.keyId)); problem(null); await refresh() } catch (error) { problem(error) }
+    })
+    cell(row, '').append(button)
+    body.append(row)
+  }
+}
+document.getElementById('create-key').addEventListener('submit', async (event) => {
+  event.preventDefault()
+  const form = event.target
+  try {
+    const key = await call('POST', '/api/api_keys', { keyName: form.keyName.value })
+    const shown = document.getElementById('new-key')
+    shown.hidden = false
+    shown.textContent = ''
+    shown.append('Created "' + key.keyName + '". Copy the secret now, it is shown this once. Key id: ')
+    const id = document.createElement('code'); id.id = 'new-key-id'; id.textContent = key.keyId
+    const secret = document.createElement('code'); secret.id = 'new-key-secret'; secret.textContent = key.keySecret
+    shown.append(id, ' Key secret: ', secret)
+    form.reset()
+    problem(null)
+    await refresh()
+  } catch (error) { problem(error) }
+})
+refresh().catch(problem)
+`

@@ -1,0 +1,169 @@
+/// <reference lib="dom" />
+/**
+ * The example portal's developer pages as a person uses them, in Chromium: sign in,
+ * register an application on the developer settings page (its secret shown once), create
+ * an API key there and use it from a script, sign in to the new application through
+ * OAuth, then revoke it on the connected-apps page and see its token refused.
+ * Screenshots of each page go to test-artifacts/ (gitignored).
+ *
+ * Skipped, with a notice, where Chromium is not installed; `.ci/run` installs it.
+ */
+import { existsSync, mkdirSync, readFileSync } from 'node:fs'
+import https from 'node:https'
+import type { AddressInfo } from 'node:net'
+import { chromium, type Browser, type Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { PRIVATE_DATASETS } from '../examples/datasets.js'
+import { createPortal, DEMO_USER } from '../examples/portal.js'
+import { tlsCustomFetch, tlsFetch } from './support/tls-fetch.js'
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+const available = existsSync(CHROMIUM)
+if (!available) console.warn(`browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`)
+
+const SHOTS = new URL('../test-artifacts/', import.meta.url)
+const shot = (page: Page, name: string) => page.screenshot({ path: new URL(`${name}.png`, SHOTS).pathname, fullPage: true })
+
+describe.skipIf(!available)('the developer settings page in Chromium', () => {
+  let browser: Browser
+  let server: https.Server
+  let origin: string
+
+  beforeAll(async () => {
+    const tls = new URL('fixtures/tls/', import.meta.url)
+    server = https.createServer({ cert: readFileSync(new URL('cert.pem', tls)), key: readFileSync(new URL('key.pem', tls)) })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    origin = `https://localhost:${(server.address() as AddressInfo).port}`
+    const { app } = await createPortal({ origin, fetch: tlsCustomFetch })
+    server.on('request', app)
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    })
+    mkdirSync(SHOTS, { recursive: true })
+  })
+
+  afterAll(async () => {
+    await browser?.close()
+    server?.closeAllConnections()
+    await new Promise((resolve) => server?.close(resolve))
+  })
+
+  /** A fresh profile; console errors (a CSP violation is one) and script errors are collected. */
+  async function open(): Promise<{ page: Page; problems: string[] }> {
+    const context = await browser.newContext({ ignoreHTTPSErrors: true })
+    const page = await context.newPage()
+    const problems: string[] = []
+    page.on('console', (message) => {
+      if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(message.text())
+    })
+    page.on('pageerror', (error) => problems.push(error.message))
+    return { page, problems }
+  }
+
+  /** The portal's own app token, which its pages send (the key above needs some app token). */
+  const appTokenOf = (page: Page) => portalAppTokens.get(page) as string
+  const portalAppTokens = new WeakMap<Page, string>()
+
+  async function signIn(page: Page): Promise<void> {
+    await page.goto(`${origin}/profile/edit/developer_settings`)
+    await page.getByRole('heading', { name: 'Sign in to the example portal' }).waitFor()
+    await shot(page, 'portal-sign-in')
+    await page.getByLabel('Username').fill(DEMO_USER.username)
+    await page.getByLabel('Password').fill(DEMO_USER.password)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('heading', { name: 'Developer settings' }).waitFor()
+    expect(new URL(page.url()).pathname).toBe('/profile/edit/developer_settings')
+    portalAppTokens.set(page, (await page.locator('body').getAttribute('data-app-token')) as string)
+  }
+
+  it('registers an application, shows its secret once, and signs in to it through OAuth', async () => {
+    const { page, problems } = await open()
+    await signIn(page)
+    await shot(page, 'developer-settings')
+
+    await page.getByLabel('Application name').fill('Transit dashboard')
+    await page.getByLabel('Callback Prefix').fill(`${origin}/transit/`)
+    await page.getByRole('button', { name: 'Register' }).click()
+    await page.getByRole('status').waitFor()
+    const appToken = (await page.locator('#app-token').textContent()) as string
+    const secretToken = (await page.locator('#secret-token').textContent()) as string
+    expect(appToken).toMatch(/^[\w-]{20,}$/)
+    expect(secretToken).toMatch(/^[\w-]{43}$/)
+    await shot(page, 'developer-settings-registered')
+    // Shown once: the page again has no secret on it.
+    await page.goto(`${origin}/profile/edit/developer_settings`)
+    expect(await page.content()).not.toContain(secretToken)
+
+    // The new application signs the user in: the portal's session carries over to the consent page.
+    const redirectUri = `${origin}/transit/callback`
+    await page.goto(`${origin}/oauth/authorize?${new URLSearchParams({ client_id: appToken, response_type: 'code', redirect_uri: redirectUri, state: 'xyz' })}`)
+    await page.getByRole('heading', { name: 'Allow Transit dashboard to use your account?' }).waitFor()
+    await shot(page, 'oauth-consent')
+    const landed = page.waitForURL((url) => url.pathname === '/transit/callback')
+    await page.getByRole('button', { name: 'Allow' }).click()
+    await landed
+    const code = new URL(page.url()).searchParams.get('code') as string
+    const exchanged = await tlsFetch(`${origin}/oauth/access_token`, {
+      method: 'POST',
+      body: new URLSearchParams({ grant_type: 'authorization_code', client_id: appToken, client_secret: secretToken, redirect_uri: redirectUri, code }),
+    })
+    expect(exchanged.status).toBe(200)
+    const { access_token: accessToken } = (await exchanged.json()) as { access_token: string }
+    const me = () => tlsFetch(`${origin}/api/users/current.json`, { headers: { authorization: `OAuth ${accessToken}` } })
+    expect(await (await me()).json()).toMatchObject({ email: 'ada@example.org', displayName: 'Ada Lovelace' })
+
+    // Connected apps: the user revokes the application, and its token is refused from then on.
+    await page.goto(`${origin}/profile/edit/developer_settings`)
+    await page.getByRole('link', { name: 'connected apps' }).click()
+    await page.getByRole('heading', { name: 'Connected apps' }).waitFor()
+    await expect(page.getByText('Transit dashboard').first().isVisible()).resolves.toBe(true)
+    await shot(page, 'connected-apps')
+    await page.getByRole('button', { name: 'Revoke access for Transit dashboard' }).click()
+    await page.getByRole('heading', { name: 'Connected apps' }).waitFor()
+    await shot(page, 'connected-apps-revoked')
+    expect(await page.getByRole('button', { name: 'Revoke access for Transit dashboard' }).count()).toBe(0)
+    const refused = await me()
+    expect(refused.status).toBe(401)
+    expect(await refused.json()).toMatchObject({ code: 'invalid_token' })
+    expect(problems).toEqual([])
+  })
+
+  it('creates an API key on the page, which a script then uses, and deletes it there', async () => {
+    const { page, problems } = await open()
+    await signIn(page)
+    await page.getByLabel('Key name').fill('Nightly export')
+    await page.getByRole('button', { name: 'Create API key' }).click()
+    await page.locator('#new-key-secret').waitFor()
+    const keyId = (await page.locator('#new-key-id').textContent()) as string
+    const keySecret = (await page.locator('#new-key-secret').textContent()) as string
+    await expect(page.locator(`#keys tr[data-key-id="${keyId}"]`).textContent()).resolves.toContain('Nightly export')
+    await shot(page, 'api-keys')
+
+    // What `curl -u keyId:keySecret` does, from outside the browser.
+    const basic = `Basic ${Buffer.from(`${keyId}:${keySecret}`).toString('base64')}`
+    const read = () => tlsFetch(`${origin}/resource/draft-budget.json`, { headers: { authorization: basic, 'x-app-token': appTokenOf(page) } })
+    const ok = await read()
+    expect(ok.status).toBe(200)
+    expect(await ok.json()).toEqual(PRIVATE_DATASETS['draft-budget']?.rows)
+
+    await page.locator(`#keys tr[data-key-id="${keyId}"]`).getByRole('button', { name: 'Delete' }).click()
+    await page.locator(`#keys tr[data-key-id="${keyId}"]`).waitFor({ state: 'detached' })
+    await shot(page, 'api-keys-deleted')
+    const refused = await read()
+    expect(refused.status).toBe(401)
+    expect(problems).toEqual([])
+  })
+
+  it('says what is wrong with a Callback Prefix and keeps what was typed', async () => {
+    const { page } = await open()
+    await signIn(page)
+    await page.getByLabel('Application name').fill('Plain http app')
+    await page.getByLabel('Callback Prefix').fill('http://insecure.example/cb/')
+    await page.getByRole('button', { name: 'Register' }).click()
+    await expect(page.getByRole('alert').first().textContent()).resolves.toContain('it does not use https')
+    await expect(page.getByLabel('Application name').inputValue()).resolves.toBe('Plain http app')
+    expect(await page.locator('#secret-token').count()).toBe(0)
+  })
+
+})

@@ -1,0 +1,168 @@
+/**
+ * The built `open-data-gate` command (dist/cli.js in a child process) against the real
+ * Redis and PostgreSQL: what it writes, a gate in this process, on its own store
+ * instance, accepts. Each run works in a key prefix or schema of its own and removes it.
+ */
+import { randomBytes } from 'node:crypto'
+import { Redis } from 'ioredis'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createGate, type Gate, type GateRequest } from '../src/index.js'
+import { PostgresStore } from '../src/store/postgres-store.js'
+import { RedisStore } from '../src/store/redis-store.js'
+import { atTerminal, cli, ensureBuilt } from './support/built-cli.js'
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
+const POSTGRES_URL = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+
+const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
+const request = (headers: Record<string, string>, url = '/data'): GateRequest => ({ method: 'GET', url, headers, peerAddress: '127.0.0.1', tls: true })
+
+beforeAll(() => ensureBuilt(), 240_000)
+
+interface Layout {
+  name: string
+  /** The command's store options. */
+  args: string[]
+  /** A gate in this process on the same data. */
+  gate(): Gate
+  cleanup(): Promise<void>
+}
+
+const suffix = randomBytes(5).toString('hex')
+const prefix = `odg-cli-${suffix}:`
+const schema = `odg_cli_${suffix}`
+
+/** Removes this run's keys from the shared Redis (never FLUSHALL). */
+async function dropRedisKeys(): Promise<void> {
+  const redis = new Redis(REDIS_URL)
+  for await (const keys of redis.scanStream({ match: `${prefix}*`, count: 500 }) as AsyncIterable<string[]>) if (keys.length > 0) await redis.del(...keys)
+  await redis.quit()
+}
+
+const layouts: Layout[] = [
+  {
+    name: 'Redis alone',
+    args: ['--store', REDIS_URL, '--prefix', prefix],
+    gate: () => createGate({ store: new RedisStore({ url: REDIS_URL, prefix }), basic: { scrypt: { logN: 10 } } }),
+    cleanup: dropRedisKeys,
+  },
+  {
+    name: 'PostgreSQL records, Redis rates',
+    args: ['--store', POSTGRES_URL, '--schema', schema, '--rate-store', REDIS_URL, '--prefix', prefix],
+    gate: () =>
+      createGate({
+        store: new PostgresStore({ connectionString: POSTGRES_URL, schema, sweepIntervalMs: 0 }),
+        rateStore: new RedisStore({ url: REDIS_URL, prefix }),
+        basic: { scrypt: { logN: 10 } },
+      }),
+    async cleanup() {
+      const client = new pg.Client({ connectionString: POSTGRES_URL })
+      await client.connect()
+      await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+      await client.end()
+      await dropRedisKeys()
+    },
+  },
+]
+
+describe.each(layouts)('open-data-gate on $name', (layout) => {
+  let gate: Gate
+  const run = (args: string[], input?: string) => cli([...args, ...layout.args], input === undefined ? {} : { input })
+  const json = async (args: string[], input?: string) => {
+    const ran = await run([...args, '--json'], input)
+    expect(ran.stderr).toBe('')
+    expect(ran.code).toBe(0)
+    return JSON.parse(ran.stdout)
+  }
+
+  beforeAll(async () => {
+    const migrated = await json(['migrate'])
+    expect(Array.isArray(migrated) ? migrated[0] : migrated).toMatchObject({ store: layout.args[1]?.startsWith('postgres') ? 'postgres' : 'redis' })
+    gate = layout.gate()
+  }, 30_000)
+
+  afterAll(async () => {
+    await gate?.close()
+    await layout.cleanup()
+  })
+
+  it('registers an application whose token a gate in another process accepts, and deletes it', async () => {
+    const registered = await json(['apps', 'register', '--name', 'Transit dashboard', '--callback-prefix', 'https://transit.example/oauth/'])
+    expect(Object.keys(registered).sort()).toEqual(['appToken', 'application', 'secretToken'])
+    expect(await gate.applications.verifySecret(registered.appToken, registered.secretToken)).toBe(true)
+    expect(await gate.handle(request({ 'x-app-token': registered.appToken }))).toMatchObject({ type: 'next', context: { application: { name: 'Transit dashboard' } } })
+
+    const listed = await json(['apps', 'list'])
+    expect(listed).toContainEqual(registered.application)
+    expect(JSON.stringify(listed)).not.toContain(registered.secretToken)
+
+    // A new limit reaches the serving gate (its cached copy is dropped on the store's change notice).
+    await json(['apps', 'set-limit', registered.appToken, '7'])
+    await expect.poll(async () => {
+      const outcome = await gate.handle(request({ 'x-app-token': registered.appToken }))
+      return outcome.type === 'next' ? outcome.headers['ratelimit-policy'] : undefined
+    }, { timeout: 8000 }).toMatch(/;q=7;/)
+    const shown = await json(['rate', 'show', `app:${registered.appToken}`])
+    expect(shown).toMatchObject({ key: `app:${registered.appToken}`, limit: 7, windowMs: 3_600_000 })
+    expect(shown.remaining).toBeLessThan(7)
+    expect(await json(['rate', 'reset', `app:${registered.appToken}`])).toEqual({ key: `app:${registered.appToken}`, reset: true })
+    expect(await json(['rate', 'show', `app:${registered.appToken}`])).toMatchObject({ remaining: 7 })
+
+    await json(['apps', 'delete', registered.appToken])
+    await expect.poll(async () => (await gate.handle(request({ 'x-app-token': registered.appToken }))).type, { timeout: 8000 }).toBe('respond')
+  })
+
+  it('creates a user with a password from standard input and a key, both accepted by the gate, and revokes them', async () => {
+    const app = await gate.applications.register({ name: 'probe' })
+    const username = `ada${suffix}`
+    const user = await json(['users', 'create', '--username', username, '--display-name', 'Ada Lovelace', '--email', 'ada@example.org', '--right', 'read_private'], 'correct horse battery staple\n')
+    expect(user).toMatchObject({ username, hasPassword: true, rights: ['read_private'] })
+    const withPassword = await gate.handle(request({ authorization: basic(username, 'correct horse battery staple'), 'x-app-token': app.appToken }))
+    expect(withPassword).toMatchObject({ type: 'next', context: { auth: 'password', user: { id: user.id } } })
+
+    const key = await json(['keys', 'create', '--user', username, '--name', 'Nightly ETL'])
+    expect(Object.keys(key).sort()).toEqual(['apiKey', 'keyId', 'keySecret'])
+    expect(await gate.handle(request({ authorization: basic(key.keyId, key.keySecret), 'x-app-token': app.appToken }))).toMatchObject({ type: 'next', context: { auth: 'api-key' } })
+    await json(['keys', 'revoke', key.keyId])
+    expect(await gate.handle(request({ authorization: basic(key.keyId, key.keySecret), 'x-app-token': app.appToken }))).toMatchObject({ type: 'respond', response: { status: 401 } })
+
+    const token = await gate.tokens.issue({ userId: user.id, appToken: app.appToken })
+    expect(await json(['tokens', 'revoke', '--user', user.id])).toEqual({ userId: user.id, revoked: 1 })
+    expect(await gate.handle(request({ authorization: `OAuth ${token.accessToken}`, 'x-app-token': app.appToken }))).toMatchObject({ type: 'respond', response: { status: 401 } })
+
+    // At a real terminal (script(1) gives the command a pseudo-terminal): asked twice, never echoed.
+    const typed = await atTerminal(['users', 'set-password', username, ...layout.args], ['a new passphrase for ada\r', 'a new passphrase for ada\r'])
+    expect(typed.output).toContain(`New password for ${username}: `)
+    expect(typed.output).toContain('set the password of')
+    expect(typed.output).not.toContain('a new passphrase')
+    expect(typed.code).toBe(0)
+    expect(await gate.handle(request({ authorization: basic(username, 'a new passphrase for ada'), 'x-app-token': app.appToken }))).toMatchObject({ type: 'next' })
+
+    const shown = await run(['users', 'show', username])
+    expect(shown.stdout).toMatch(new RegExp(`^id: +${user.id}\\nusername: +${username}\\n`))
+    await json(['users', 'delete', username])
+    expect(await gate.users.find(user.id)).toBeUndefined()
+  })
+})
+
+describe('open-data-gate when a store does not answer', () => {
+  it.each([
+    ['Redis', ['--store', 'redis://127.0.0.1:1']],
+    ['PostgreSQL', ['--store', 'postgres://postgres@127.0.0.1:1/test']],
+    ['the rate store', ['--store', REDIS_URL, '--rate-store', 'redis://127.0.0.1:1']],
+  ])('exits 3 quickly with one line when %s is unreachable (a closed port)', async (_, args) => {
+    const ran = await cli([...args, ...(args.includes('--rate-store') ? ['rate', 'show', 'anon'] : ['apps', 'list'])])
+    expect(ran.code).toBe(3)
+    expect(ran.stderr).toMatch(/^open-data-gate: the (rate store|store at \S+) did not answer/)
+    expect(ran.stderr.trimEnd().split('\n')).toHaveLength(1)
+    expect(ran.stdout).toBe('')
+    expect(ran.ms).toBeLessThan(6000)
+  })
+
+  it('exits 2 for a usage error without touching a store', async () => {
+    const ran = await cli(['apps', 'register', '--store', 'redis://127.0.0.1:1'])
+    expect(ran).toMatchObject({ code: 2, stderr: 'open-data-gate: apps register needs --name (see open-data-gate --help)\n' })
+    expect(ran.ms).toBeLessThan(3000)
+  })
+})

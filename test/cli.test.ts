@@ -1,0 +1,273 @@
+/**
+ * The `open-data-gate` command's parsing, output, prompts and exit codes, run in this
+ * process on a MemoryStore handed in as the opened store (the command refuses `memory:`
+ * itself). The same command against real Redis and PostgreSQL, as a child process, is in
+ * test/cli-stores.test.ts.
+ */
+import { PassThrough, Readable } from 'node:stream'
+import { describe, expect, it } from 'vitest'
+import { createGate, MemoryStore } from '../src/index.js'
+import { run, type CliIo } from '../src/cli/main.js'
+import { typeHidden } from '../src/cli/secret-input.js'
+import type { OpenedStores, StoreSpec } from '../src/cli/store-url.js'
+
+const FAST_SCRYPT = { logN: 10, blockSize: 8, parallelization: 1 }
+
+interface Ran {
+  code: number
+  stdout: string
+  stderr: string
+  specs: StoreSpec[]
+}
+
+function harness(store = new MemoryStore()) {
+  const specs: StoreSpec[] = []
+  const exec = async (argv: string[], options: { stdin?: CliIo['stdin']; env?: Record<string, string> } = {}): Promise<Ran> => {
+    let stdout = ''
+    let stderr = ''
+    const opened: OpenedStores = { records: { kind: 'redis', store, migrate: async () => null }, rates: undefined, close: async () => {} }
+    const code = await run(argv, {
+      stdout: { write: (text: string) => (stdout += text) },
+      stderr: { write: (text: string) => (stderr += text) },
+      stdin: options.stdin ?? Readable.from([]),
+      env: options.env ?? {},
+      openStores: async (spec) => {
+        specs.push(spec)
+        return opened
+      },
+    })
+    return { code, stdout, stderr, specs }
+  }
+  return { store, exec, specs }
+}
+
+const S = ['--store', 'redis://127.0.0.1:1']
+
+describe('open-data-gate command line', () => {
+  it('registers an application and prints its credentials once, in the library field names', async () => {
+    const { store, exec } = harness()
+    const ran = await exec(['apps', 'register', '--name', 'Transit', '--callback-prefix', 'https://transit.example/oauth/', '--limit', '5000', ...S, '--json'])
+    expect(ran).toMatchObject({ code: 0, stderr: '' })
+    const out = JSON.parse(ran.stdout)
+    expect(Object.keys(out).sort()).toEqual(['appToken', 'application', 'secretToken'])
+    expect(out.application).toMatchObject({ name: 'Transit', callbackPrefix: 'https://transit.example/oauth/', limit: 5000 })
+    const gate = createGate({ store })
+    expect(await gate.applications.verifySecret(out.appToken, out.secretToken)).toBe(true)
+    // Listing shows the application and never its secret.
+    const list = await exec(['--json', 'apps', 'list', ...S])
+    expect(JSON.parse(list.stdout)).toEqual([out.application])
+    expect(list.stdout).not.toContain(out.secretToken)
+  })
+
+  it('accepts the global options anywhere on the line, and the store from the environment', async () => {
+    const { exec, specs } = harness()
+    expect((await exec(['apps', '--json', 'list', '--store', 'redis://a:1', '--prefix', 'p:'])).code).toBe(0)
+    expect((await exec(['apps', 'list'], { env: { OPEN_DATA_GATE_STORE: 'postgres://b/db', OPEN_DATA_GATE_RATE_STORE: 'redis://c' } })).code).toBe(0)
+    expect(specs).toEqual([
+      { store: 'redis://a:1', rateStore: undefined, prefix: 'p:', schema: undefined },
+      { store: 'postgres://b/db', rateStore: 'redis://c', prefix: undefined, schema: undefined },
+    ])
+  })
+
+  it('prints human tables and field lines without --json', async () => {
+    const { exec } = harness()
+    const registered = await exec(['apps', 'register', '--name', 'Line\nbreak', ...S])
+    expect(registered.stdout).toMatch(/^app token: +\S+\nname: +Line↵break\n/)
+    expect(registered.stdout).toMatch(/secret token: +\S{43}\nShown once/)
+    const list = await exec(['apps', 'list', ...S])
+    expect(list.stdout.split('\n')[0]).toMatch(/^APP TOKEN +NAME +LIMIT +CALLBACK PREFIX +CREATED$/)
+    expect(list.stdout.split('\n')[1]).toContain('Line↵break')
+    expect((await exec(['users', 'list', ...S])).stdout).toBe('(none)\n')
+  })
+
+  it.each([
+    [['frobnicate', ...S], /unknown command "frobnicate"/],
+    [['apps', ...S], /apps needs a subcommand: register, list, show, set-limit, rotate-secret, delete/],
+    [['apps', 'register', ...S], /apps register needs --name/],
+    [['apps', 'show', ...S], /apps show needs APP_TOKEN/],
+    [['apps', 'show', 'a', 'b', ...S], /unexpected "b"/],
+    [['apps', 'list', '--name', 'x', ...S], /apps list does not take --name/],
+    [['apps', 'list', '--bogus', ...S], /Unknown option '--bogus'/],
+    [['apps', 'list', '--store'], /--store/],
+    [['apps', 'list'], /no store: give --store URL or set OPEN_DATA_GATE_STORE/],
+    [['apps', 'list', '--store', 'memory:'], /memory: keeps records inside one process/],
+    [['apps', 'list', '--store', 'mysql://x'], /--store must be a redis:\/\/, rediss:\/\/ or postgres:\/\/ URL, not "mysql:\/\/x"/],
+    [['users', 'create', '--username', 'ada', '--password', 'hunter2', ...S], /--password is not accepted: secrets never go on the command line/],
+    [['keys', 'rotate', 'k', '--key-secret=abc', ...S], /--key-secret is not accepted/],
+    [['tokens', 'revoke', ...S], /tokens revoke takes --user or --app/],
+    [['rate', 'show', 'login:ada', ...S], /needs --limit and --window-ms/],
+  ])('exits 2 with one line for a usage error: %j', async (argv, message) => {
+    const { exec, specs } = harness()
+    const ran = await exec(argv)
+    expect(ran.code).toBe(2)
+    expect(ran.stdout).toBe('')
+    expect(ran.stderr).toMatch(message)
+    expect(ran.stderr.trimEnd().split('\n')).toHaveLength(1)
+    // A usage error found on the line itself never opens a store.
+    if (!argv.includes('tokens') && !argv.includes('rate')) expect(specs).toEqual([])
+  })
+
+  it('redacts a password in a store URL it refuses', async () => {
+    const { exec } = harness()
+    const ran = await exec(['apps', 'list', '--store', 'mysql://root:s3cret@db/x'])
+    expect(ran.stderr).toContain('mysql://root:***@db/x')
+    expect(ran.stderr).not.toContain('s3cret')
+  })
+
+  it.each([
+    [['apps', 'show', 'nope', ...S], 'no application with app token nope'],
+    [['apps', 'set-limit', 'nope', '10', ...S], 'No application has the app token "nope"'],
+    [['apps', 'rotate-secret', 'nope', ...S], 'No application has the app token "nope"'],
+    [['keys', 'rotate', 'nope', ...S], 'No active API key has the id "nope"'],
+    [['apps', 'delete', 'nope', ...S], 'no application with app token nope'],
+    [['apps', 'register', '--name', 'x', '--callback-prefix', 'http://x.example/', ...S], 'callbackPrefix must be an absolute https URL'],
+    [['apps', 'register', '--name', 'x', '--limit', '0', ...S], '--limit must be a positive whole number, not "0"'],
+    [['users', 'show', 'nobody', ...S], 'no user nobody'],
+    [['keys', 'revoke', 'k', ...S], 'no active API key k'],
+    [['keys', 'create', '--user', 'nobody', '--name', 'etl', ...S], 'no user nobody'],
+    [['tokens', 'revoke', '--app', 'nope', ...S], 'no application with app token nope'],
+  ])('exits 1, naming what was wrong, when the input is refused: %j', async (argv, message) => {
+    const { exec } = harness()
+    const ran = await exec(argv)
+    expect(ran.code).toBe(1)
+    expect(ran.stderr).toContain(message)
+    expect(ran.stderr.trimEnd().split('\n')).toHaveLength(1)
+  })
+
+  it('takes a password from standard input, never from argv, and stores only its hash', async () => {
+    const store = new MemoryStore()
+    const { exec } = harness(store)
+    const ran = await exec(['users', 'create', '--username', 'Ada', '--display-name', 'Ada Lovelace', '--email', 'ada@example.org', '--right', 'read_private', '--right', 'admin', ...S, '--json'], {
+      stdin: Readable.from(['correct horse ', 'battery staple\n']),
+    })
+    expect(ran.code).toBe(0)
+    const user = JSON.parse(ran.stdout)
+    expect(user).toMatchObject({ username: 'ada', displayName: 'Ada Lovelace', hasPassword: true, rights: ['read_private', 'admin'] })
+    expect(user).not.toHaveProperty('passwordHash')
+    const record = store.getUser(user.id)
+    expect(record?.passwordHash).toMatch(/^\$?scrypt/)
+    expect(JSON.stringify(record)).not.toContain('battery')
+    // The password is the whole of stdin but its final line break: it signs in.
+    const gate = createGate({ store, basic: { scrypt: FAST_SCRYPT } })
+    const app = await gate.applications.register({ name: 'probe' })
+    const outcome = await gate.handle({
+      method: 'GET',
+      url: '/api/users/current.json',
+      headers: { authorization: `Basic ${Buffer.from('ada:correct horse battery staple').toString('base64')}`, 'x-app-token': app.appToken },
+      peerAddress: '127.0.0.1',
+      tls: true,
+    })
+    expect(outcome.type === 'respond' && outcome.response.status).toBe(200)
+  })
+
+  it('refuses an empty password and a taken username before asking for a password', async () => {
+    const { exec } = harness()
+    const args = ['users', 'create', '--username', 'ada', '--display-name', 'Ada', '--email', 'ada@example.org', ...S]
+    const empty = await exec(args, { stdin: Readable.from(['\n']) })
+    expect(empty.code).toBe(1)
+    expect(empty.stderr).toContain('the password is empty')
+    expect((await exec([...args, '--no-password'])).code).toBe(0)
+    const stdin = new PassThrough()
+    const taken = await exec(args, { stdin })
+    expect(taken).toMatchObject({ code: 1, stderr: 'open-data-gate: the username "ada" is taken\n' })
+    expect(stdin.readableFlowing).toBe(null)
+  })
+
+  it('asks twice at a terminal, without echo, and refuses two different entries', async () => {
+    const { exec } = harness()
+    await exec(['users', 'create', '--username', 'bob', '--display-name', 'Bob', '--email', 'b@example.org', '--no-password', ...S])
+    const terminal = (keys: string[]) => {
+      const stream = Object.assign(new PassThrough(), { isTTY: true, raw: [] as boolean[] })
+      const withRaw = Object.assign(stream, { setRawMode: (mode: boolean) => stream.raw.push(mode) })
+      setImmediate(() => keys.forEach((k, i) => setTimeout(() => stream.write(k), i * 5)))
+      return withRaw
+    }
+    const same = terminal(['pass', 'x\u007fword\r', 'password\r'])
+    const ok = await exec(['users', 'set-password', 'bob', ...S], { stdin: same })
+    expect(ok.stderr).toBe('New password for bob: \nNew password for bob again: \n')
+    expect(ok).toMatchObject({ code: 0, stdout: 'set the password of bob\n' })
+    expect(same.raw).toEqual([true, false, true, false])
+    const differ = await exec(['users', 'set-password', 'bob', ...S], { stdin: terminal(['one\r', 'two\r']) })
+    expect(differ.code).toBe(1)
+    expect(differ.stderr).toContain('the two passwords differ; nothing was changed')
+  })
+
+  it('edits hidden input as a terminal user expects', () => {
+    expect(typeHidden('', 'abc\u007fd')).toEqual({ done: false, text: 'abd' })
+    expect(typeHidden('ab', '\u0015xy\r')).toEqual({ done: true, text: 'xy' })
+    expect(typeHidden('ab', '\u0003')).toEqual({ cancelled: true })
+    expect(typeHidden('', 'é€\u007f\n')).toEqual({ done: true, text: 'é' })
+  })
+
+  it('manages keys, tokens, limits and secrets through the gate', async () => {
+    const store = new MemoryStore()
+    const { exec } = harness(store)
+    const json = async (argv: string[]) => {
+      const ran = await exec([...argv, ...S, '--json'])
+      expect(ran.stderr).toBe('')
+      expect(ran.code).toBe(0)
+      return JSON.parse(ran.stdout)
+    }
+    const user = await json(['users', 'create', '--username', 'ada', '--display-name', 'Ada', '--email', 'ada@example.org', '--no-password'])
+    const key = await json(['keys', 'create', '--user', 'ada', '--name', 'Nightly ETL'])
+    expect(Object.keys(key).sort()).toEqual(['apiKey', 'keyId', 'keySecret'])
+    const rotated = await json(['keys', 'rotate', key.keyId])
+    expect(rotated.keySecret).not.toBe(key.keySecret)
+    expect(await json(['keys', 'revoke', key.keyId])).toEqual({ keyId: key.keyId, revoked: true })
+    const [listed] = await json(['keys', 'list', '--user', user.id])
+    expect(listed).toMatchObject({ keyId: key.keyId, name: 'Nightly ETL' })
+    expect(listed.revokedAt).toEqual(expect.any(Number))
+
+    const app = await json(['apps', 'register', '--name', 'Dash'])
+    expect(await json(['apps', 'set-limit', app.appToken, '20'])).toMatchObject({ limit: 20 })
+    expect(await json(['apps', 'set-limit', app.appToken, 'default'])).toMatchObject({ limit: null })
+    const rotatedApp = await json(['apps', 'rotate-secret', app.appToken])
+    const gate = createGate({ store })
+    expect(await gate.applications.verifySecret(app.appToken, app.secretToken)).toBe(false)
+    expect(await gate.applications.verifySecret(app.appToken, rotatedApp.secretToken)).toBe(true)
+
+    await gate.tokens.issue({ userId: user.id, appToken: app.appToken })
+    await gate.tokens.issue({ userId: user.id, appToken: app.appToken })
+    expect(await json(['tokens', 'revoke', '--app', app.appToken])).toEqual({ appToken: app.appToken, revoked: 2 })
+    expect(await json(['tokens', 'revoke', '--user', 'ada'])).toEqual({ userId: user.id, revoked: 0 })
+
+    expect(await json(['apps', 'delete', app.appToken])).toEqual({ appToken: app.appToken, deleted: true })
+    expect(await json(['users', 'delete', 'ada'])).toEqual({ id: user.id, deleted: true })
+    expect(await json(['users', 'list'])).toEqual([])
+  })
+
+  it('reads a rate key without consuming it, and resets it', async () => {
+    const store = new MemoryStore()
+    const { exec } = harness(store)
+    const app = JSON.parse((await exec(['apps', 'register', '--name', 'Dash', '--limit', '10', ...S, '--json'])).stdout)
+    const key = `app:${app.appToken}`
+    for (let i = 0; i < 3; i++) store.consumeRate(key, 10, 3_600_000, 1)
+    const show = async () => JSON.parse((await exec(['rate', 'show', key, ...S, '--json'])).stdout)
+    expect(await show()).toMatchObject({ key, limit: 10, windowMs: 3_600_000, remaining: 7 })
+    expect(await show()).toMatchObject({ remaining: 7 })
+    const human = await exec(['rate', 'show', 'anon:10.0.0.1', ...S])
+    expect(human.stdout).toMatch(/policy: +60 per 3600000 ms \(assumed/)
+    expect(JSON.parse((await exec(['rate', 'reset', key, ...S, '--json'])).stdout)).toEqual({ key, reset: true })
+    expect(await show()).toMatchObject({ remaining: 10 })
+  })
+
+  it('says so, with exit 1, when the store cannot list users (listUsers is optional)', async () => {
+    const store = new MemoryStore()
+    Object.defineProperty(store, 'listUsers', { value: undefined })
+    const { exec } = harness(store)
+    const ran = await exec(['users', 'list', ...S])
+    expect(ran).toMatchObject({ code: 1, stderr: 'open-data-gate: this store cannot list users (it has no listUsers)\n' })
+    // Everything else works on such a store.
+    expect((await exec(['apps', 'list', ...S])).code).toBe(0)
+  })
+
+  it('prints help with exit 0, for everything or one group', async () => {
+    const { exec } = harness()
+    const all = await exec(['--help'])
+    expect(all.code).toBe(0)
+    expect(all.stdout).toContain('Exit codes: 0 done, 1 refused (bad input, not found), 2 usage, 3 store unreachable.')
+    const keys = await exec(['keys', '--help'])
+    expect(keys.stdout).toContain('keys rotate KEY_ID')
+    expect(keys.stdout).not.toContain('apps register')
+  })
+})
