@@ -75,7 +75,7 @@ export class ApiKeys {
     const name = typeof input?.name === 'string' ? input.name.trim() : ''
     if (name === '' || name.length > 200) throw new TypeError('open-data-gate: an API key name must be a non-empty string of at most 200 characters')
     if (input.keyId !== undefined && (typeof input.keyId !== 'string' || !API_KEY_ID.test(input.keyId))) {
-      throw new TypeError('open-data-gate: an imported keyId must be 25 characters of 2-9 and a-z without l and o (how Basic credentials tell a key from a username)')
+      throw new TypeError('open-data-gate: an imported keyId must be 25 lower-case letters and digits, as the platform\'s are (how Basic credentials tell a key from a username)')
     }
     const keySecret = input.keySecret === undefined ? randomToken(32) : checkImportedSecret('keySecret', input.keySecret)
     if ((await this.#store.getUser(userId)) === undefined) throw noSuchUser(userId)
