@@ -27,8 +27,8 @@ export interface CreateApiKey {
   /** What the key is for, shown in listings. 1 to 200 characters. */
   name: string
   /**
-   * Import: keep a key id already in use elsewhere: 25 characters of `2-9` and `a-z`
-   * without `l` and `o`, not taken. Default: a new random id.
+   * Import: keep a key id already in use elsewhere (the platform's, say): 25 lower-case
+   * letters and digits, not taken. Default: a new random id.
    */
   keyId?: string
   /** Import: keep the key's existing secret (stored hashed). 16 to 512 characters. Default: a new random secret. */
