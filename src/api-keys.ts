@@ -27,8 +27,8 @@ export interface CreateApiKey {
   /** What the key is for, shown in listings. 1 to 200 characters. */
   name: string
   /**
-   * Import: keep a key id already in use elsewhere: 25 characters of `2-9` and `a-z`
-   * without `l` and `o`, not taken. Default: a new random id.
+   * Import: keep a key id already in use elsewhere (the platform's, say): 25 lower-case
+   * letters and digits, not taken. Default: a new random id.
    */
   keyId?: string
   /** Import: keep the key's existing secret (stored hashed). 16 to 512 characters. Default: a new random secret. */
@@ -75,7 +75,7 @@ export class ApiKeys {
     const name = typeof input?.name === 'string' ? input.name.trim() : ''
     if (name === '' || name.length > 200) throw new TypeError('open-data-gate: an API key name must be a non-empty string of at most 200 characters')
     if (input.keyId !== undefined && (typeof input.keyId !== 'string' || !API_KEY_ID.test(input.keyId))) {
-      throw new TypeError('open-data-gate: an imported keyId must be 25 characters of 2-9 and a-z without l and o (how Basic credentials tell a key from a username)')
+      throw new TypeError('open-data-gate: an imported keyId must be 25 lower-case letters and digits, as the platform\'s are (how Basic credentials tell a key from a username)')
     }
     const keySecret = input.keySecret === undefined ? randomToken(32) : checkImportedSecret('keySecret', input.keySecret)
     if ((await this.#store.getUser(userId)) === undefined) throw noSuchUser(userId)

@@ -56,8 +56,12 @@ export function normalizeUsername(username: string): string {
 /** The longest username; longer ones are refused without a lookup. */
 export const MAX_USERNAME_LENGTH = 100
 
-/** What an API key id looks like (see api-keys.ts); no username may look like one. */
-export const API_KEY_ID = /^[2-9a-km-np-z]{25}$/
+/**
+ * What an API key id looks like: 25 lower-case letters and digits, as the platform's are
+ * (`33a32ov2gl6eh6u6ziushg2uf`), so imported platform keys work; new ids use the
+ * unambiguous alphabet of api-keys.ts. No username may look like one.
+ */
+export const API_KEY_ID = /^[a-z0-9]{25}$/
 
 /** `gate.users`: create and manage accounts. */
 export class Users {

@@ -23,7 +23,7 @@ describe('the example portal provisioned from a file', () => {
     ['type.json', { applications: [{ name: 'x', limit: '5' }] }, /applications\[0\]\.limit must be number or null/],
     ['missing.json', { users: [{ username: 'x', displayName: 'X' }] }, /users\[0\]\.email is missing/],
     ['prefix.json', { applications: [{ name: 'ok' }, { name: 'x', callbackPrefix: 'http://x.example/' }] }, /applications\[1\]: callbackPrefix must be an absolute https URL/],
-    ['key.json', { users: [{ username: 'x', displayName: 'X', email: 'x@example.org', apiKeys: [{ name: 'k', keyId: 'short' }] }] }, /users\[0\]\.apiKeys\[0\]: an imported keyId must be 25 characters/],
+    ['key.json', { users: [{ username: 'x', displayName: 'X', email: 'x@example.org', apiKeys: [{ name: 'k', keyId: 'short' }] }] }, /users\[0\]\.apiKeys\[0\]: an imported keyId must be 25 lower-case letters/],
     ['secret.json', { applications: [{ name: 'x', secretToken: 'tiny' }] }, /applications\[0\]: an imported secretToken must be 16 to 512/],
   ])('refuses %s naming the field', async (name, content, message) => {
     await expect(loadConfig(file(name, content))).rejects.toThrow(message)

@@ -34,7 +34,8 @@ describe('importing existing app tokens and API keys', () => {
     const gate = createGate({ basic: { scrypt: { logN: 10 } } })
     const app = await gate.applications.register({ name: 'probe' })
     const user = await gate.users.create({ username: 'ada', displayName: 'Ada', email: 'ada@example.org' })
-    const keyId = 'abcdefghijkmnpqrstuvwxyz2'
+    // A real platform key id, with the l, o, 0 and 1 the gate's own ids leave out.
+    const keyId = '33a32ov2gl6eh6u6ziushg2uf'
     const keySecret = 'imported-key-secret-abcdefghijklmnop'
     const issued = await gate.apiKeys.create(user.id, { name: 'Imported ETL', keyId, keySecret })
     expect(issued).toMatchObject({ keyId, keySecret, apiKey: { name: 'Imported ETL', userId: user.id } })
@@ -47,7 +48,7 @@ describe('importing existing app tokens and API keys', () => {
     })
     expect(outcome).toMatchObject({ type: 'next', context: { auth: 'api-key', apiKeyId: keyId, user: { username: 'ada' } } })
     await expect(gate.apiKeys.create(user.id, { name: 'again', keyId })).rejects.toBeInstanceOf(PlatformError)
-    await expect(gate.apiKeys.create(user.id, { name: 'x', keyId: 'ABC' })).rejects.toThrow(/imported keyId must be 25 characters/)
+    await expect(gate.apiKeys.create(user.id, { name: 'x', keyId: 'ABC' })).rejects.toThrow(/imported keyId must be 25 lower-case letters and digits/)
     await expect(gate.apiKeys.create(user.id, { name: 'x', keySecret: 'with a space in it ok?' })).rejects.toThrow(/imported keySecret must be 16 to 512/)
     expect((await gate.apiKeys.list(user.id)).map((k) => k.keyId)).toEqual([keyId])
   })

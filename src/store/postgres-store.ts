@@ -505,6 +505,11 @@ export class PostgresStore implements GateStore {
   getUserByUsername(username: string): Promise<UserRecord | undefined> {
     return this.#one(`SELECT ${USER_COLUMNS} FROM ${this.#q}.users WHERE username = $1`, [username], toUser)
   }
+  /** Every user, oldest first: for operators (the command's `users list`), never on the request path. */
+  listUsers(): Promise<UserRecord[]> {
+    return this.#all(`SELECT ${USER_COLUMNS} FROM ${this.#q}.users ORDER BY created_at, id`, [], (row) => toUser(row))
+  }
+
 
   updateUser(id: string, patch: UserPatch): Promise<UserRecord | undefined> {
     this.#prefetched.delete(id)

@@ -452,6 +452,13 @@ export class RedisStore implements GateStore {
     return decode(USER, (await this.#run(USER_BY_NAME, [`${this.#p}{users}:names`], [username, `${this.#p}{users}:user:`])) as string[])
   }
 
+  /** Every user, oldest first: for operators (the command's `users list`), never on the request path. */
+  async listUsers(): Promise<UserRecord[]> {
+    const ids = await this.#call((c) => c.hvals(`${this.#p}{users}:names`))
+    const found = await Promise.all(ids.map((id) => this.getUser(id)))
+    return found.filter((u): u is UserRecord => u !== undefined).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1))
+  }
+
   async updateUser(id: string, patch: UserPatch): Promise<UserRecord | undefined> {
     return decode(USER, (await this.#run(PATCH, [this.#userKey(id)], encodePatch(USER, patch))) as string[] | null)
   }

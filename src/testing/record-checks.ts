@@ -193,6 +193,19 @@ const users = group('users', [
       await store.insertUser(user(freshUserId(), { username: `user-${id}` }))
     },
   ],
+  [
+    'lists saved users, and no deleted one, when it can list (listUsers is optional)',
+    async (store) => {
+      if (store.listUsers === undefined) return
+      const [a, b, gone] = [freshUserId(), freshUserId(), freshUserId()]
+      for (const id of [a, b, gone]) await store.insertUser(user(id))
+      await store.deleteUser(gone)
+      const ids = (await store.listUsers()).map((u) => u.id)
+      assert.ok(ids.includes(a) && ids.includes(b), 'every saved user is listed')
+      assert.ok(!ids.includes(gone), 'a deleted user is not listed')
+      assert.deepEqual((await store.listUsers()).find((u) => u.id === a), user(a))
+    },
+  ],
 ])
 
 const names = (list: ApiKeyRecord[]) => list.map((k) => k.name)
@@ -539,7 +552,7 @@ const expiry = group('expiry', [
       const now = Date.now()
       const expiresAt = now + SHORT_TTL_MS
       const shortCode = code(freshHash(), { userId, expiresAt })
-      const shortToken = accessToken(freshHash(), { userId, expiresAt })
+      const shortToken = accessToken(freshHash(), { userId, expiresAt, createdAt: now })
       const shortSession = session(freshHash(), { userId, expiresAt })
       const liveToken = accessToken(freshHash(), { userId, createdAt: now + 1 })
       const liveSession = session(freshHash(), { userId })
