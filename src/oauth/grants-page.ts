@@ -16,7 +16,7 @@ import type { ResolvedConfig } from '../options.js'
 import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, type Params } from '../params.js'
 import type { ClientInfo } from '../proxy.js'
 import type { GateStore, UserRecord } from '../store/store.js'
-import { errorPage, escapeHtml, htmlResponse, layout, type ErrorView } from './pages.js'
+import { errorPage, escapeHtml, htmlResponse, layout, signInForm, type ErrorView } from './pages.js'
 import { withParams } from './redirect-uri.js'
 import { csrfToken, csrfValid, type LoginSessions } from './session.js'
 
@@ -106,21 +106,11 @@ export class GrantsPage {
 
   #signInPage(request: GateRequest, username: string, error: string | undefined, status: number, headers: Record<string, string> = {}): GateResponse {
     const csrf = csrfToken(request)
-    const alert = error === undefined ? '' : `<p class="error" role="alert" id="login-error">${escapeHtml(error)}</p>`
-    const describedBy = error === undefined ? '' : ' aria-describedby="login-error"'
     const html = layout(
       'Sign in',
       `<h1>Sign in</h1>
 <p>Sign in to see the applications connected to your account.</p>
-${alert}
-<form method="post">
-<input type="hidden" name="csrf_token" value="${escapeHtml(csrf.token)}">
-<label for="username">Username</label>
-<input type="text" id="username" name="username" value="${escapeHtml(username)}" autocomplete="username" autocapitalize="none" spellcheck="false" required autofocus${describedBy}>
-<label for="password">Password</label>
-<input type="password" id="password" name="password" autocomplete="current-password" required${describedBy}>
-<div class="actions"><button type="submit" class="primary" name="action" value="login">Sign in</button></div>
-</form>`,
+${signInForm(csrf.token, username, error, '<button type="submit" class="primary" name="action" value="login">Sign in</button>')}`,
       this.#config.oauth.pages.siteName,
     )
     return htmlResponse(status, html, { ownPage: true, headers: withCsrfCookie(headers, csrf.setCookie) })

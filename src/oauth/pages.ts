@@ -134,28 +134,37 @@ ${site}${body}
 `
 }
 
+/**
+ * The username and password form of every sign-in page the gate shows (the authorize
+ * flow's and connected apps'), with the error, if any, announced and tied to the fields.
+ * @param actions the buttons, as markup
+ */
+export function signInForm(csrfToken: string, username: string, error: string | undefined, actions: string): string {
+  const alert = error === undefined ? '' : `<p class="error" role="alert" id="login-error">${escapeHtml(error)}</p>`
+  const describedBy = error === undefined ? '' : ' aria-describedby="login-error"'
+  return `${alert}
+<form method="post">
+<input type="hidden" name="csrf_token" value="${escapeHtml(csrfToken)}">
+<label for="username">Username</label>
+<input type="text" id="username" name="username" value="${escapeHtml(username)}" autocomplete="username" autocapitalize="none" spellcheck="false" required autofocus${describedBy}>
+<label for="password">Password</label>
+<input type="password" id="password" name="password" autocomplete="current-password" required${describedBy}>
+<div class="actions">${actions}</div>
+</form>`
+}
+
 /** The gate's login page: sign in, or cancel back to the application (Sign in comes first: Enter submits it). */
 export function loginPage(view: LoginView): string {
   const app = escapeHtml(view.application.name)
-  const error = view.error === undefined ? '' : `<p class="error" role="alert" id="login-error">${escapeHtml(view.error)}</p>`
-  const describedBy = view.error === undefined ? '' : ' aria-describedby="login-error"'
   const heading = view.siteName === undefined ? 'Sign in' : `Sign in to ${view.siteName}`
   return layout(
     'Sign in',
     `<h1>${escapeHtml(heading)}</h1>
 <p><strong>${app}</strong> wants to use your account. Sign in to continue.</p>
-${error}
-<form method="post">
-<input type="hidden" name="csrf_token" value="${escapeHtml(view.csrfToken)}">
-<label for="username">Username</label>
-<input type="text" id="username" name="username" value="${escapeHtml(view.username)}" autocomplete="username" autocapitalize="none" spellcheck="false" required autofocus${describedBy}>
-<label for="password">Password</label>
-<input type="password" id="password" name="password" autocomplete="current-password" required${describedBy}>
-<div class="actions">
+${signInForm(view.csrfToken, view.username, view.error, `
 <button type="submit" class="primary" name="action" value="login">Sign in</button>
 <button type="submit" class="secondary" name="action" value="deny" formnovalidate>Cancel</button>
-</div>
-</form>`,
+`)}`,
     view.siteName,
     false, // the heading names the portal already
   )
