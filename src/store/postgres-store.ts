@@ -507,7 +507,7 @@ export class PostgresStore implements GateStore {
   }
   /** Every user, oldest first: for operators (the command's `users list`), never on the request path. */
   listUsers(): Promise<UserRecord[]> {
-    return this.#all(`SELECT ${USER_COLUMNS} FROM ${this.#q}.users ORDER BY created_at, id`, [], (row) => toUser(row))
+    return this.#all(`SELECT ${USER_COLUMNS} FROM ${this.#q}.users ORDER BY created_at, id`, [], toUser)
   }
 
 
@@ -528,7 +528,7 @@ export class PostgresStore implements GateStore {
       const oldest = this.#prefetched.keys().next()
       if (oldest.done !== true) this.#prefetched.delete(oldest.value)
     }
-    this.#prefetched.set(userId, { user: row.u_id === null ? undefined : toUser(row, 'u_'), at: Date.now() })
+    this.#prefetched.set(userId, { user: row.u_id === null ? undefined : joinedUser(row), at: Date.now() })
   }
 
   // API keys
@@ -816,7 +816,17 @@ function toApplication(row: Row): ApplicationRecord {
   }
 }
 
-function toUser(row: Row, p = ''): UserRecord {
+function toUser(row: Row): UserRecord {
+  return userFrom(row, '')
+}
+
+/** The user columns of a token or key joined with its user, prefixed `u_`. */
+function joinedUser(row: Row): UserRecord {
+  return userFrom(row, 'u_')
+}
+
+/** No default prefix: a mapper handed to `Array.map` would take the index for one. */
+function userFrom(row: Row, p: string): UserRecord {
   return {
     id: row[`${p}id`] as string,
     username: row[`${p}username`] as string,
