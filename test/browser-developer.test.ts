@@ -8,58 +8,30 @@
  *
  * Skipped, with a notice, where Chromium is not installed; `.ci/run` installs it.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs'
-import https from 'node:https'
-import type { AddressInfo } from 'node:net'
-import { chromium, type Browser, type Page } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
+import { chromiumAvailable, openPage, portalInChromium, screenshot, type PortalInChromium } from './support/chromium.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PRIVATE_DATASETS } from '../examples/datasets.js'
-import { createPortal, DEMO_USER } from '../examples/portal.js'
-import { tlsCustomFetch, tlsFetch } from './support/tls-fetch.js'
+import { DEMO_USER } from '../examples/portal.js'
+import { tlsFetch } from './support/tls-fetch.js'
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-const available = existsSync(CHROMIUM)
-if (!available) console.warn(`browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`)
+const shot = screenshot
 
-const SHOTS = new URL('../test-artifacts/', import.meta.url)
-const shot = (page: Page, name: string) => page.screenshot({ path: new URL(`${name}.png`, SHOTS).pathname, fullPage: true })
-
-describe.skipIf(!available)('the developer settings page in Chromium', () => {
+describe.skipIf(!chromiumAvailable)('the developer settings page in Chromium', () => {
   let browser: Browser
-  let server: https.Server
   let origin: string
+  let running: PortalInChromium | undefined
 
   beforeAll(async () => {
-    const tls = new URL('fixtures/tls/', import.meta.url)
-    server = https.createServer({ cert: readFileSync(new URL('cert.pem', tls)), key: readFileSync(new URL('key.pem', tls)) })
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-    origin = `https://localhost:${(server.address() as AddressInfo).port}`
-    const { app } = await createPortal({ origin, fetch: tlsCustomFetch })
-    server.on('request', app)
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    })
-    mkdirSync(SHOTS, { recursive: true })
+    running = await portalInChromium()
+    ;({ browser, origin } = running)
   })
 
   afterAll(async () => {
-    await browser?.close()
-    server?.closeAllConnections()
-    await new Promise((resolve) => server?.close(resolve))
+    await running?.close()
   })
 
-  /** A fresh profile; console errors (a CSP violation is one) and script errors are collected. */
-  async function open(): Promise<{ page: Page; problems: string[] }> {
-    const context = await browser.newContext({ ignoreHTTPSErrors: true })
-    const page = await context.newPage()
-    const problems: string[] = []
-    page.on('console', (message) => {
-      if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(message.text())
-    })
-    page.on('pageerror', (error) => problems.push(error.message))
-    return { page, problems }
-  }
+  const open = () => openPage(browser)
 
   /** The portal's own app token, which its pages send (the key above needs some app token). */
   const appTokenOf = (page: Page) => portalAppTokens.get(page) as string

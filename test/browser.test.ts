@@ -10,21 +10,13 @@
  *
  * Skipped, with a notice, where Chromium is not installed; `.ci/run` installs it.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import https from 'node:https'
-import type { AddressInfo } from 'node:net'
-import { chromium, type Browser, type Page } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
 import type { Gate } from '../src/index.js'
+import { chromiumAvailable, openPage, portalInChromium, screenshot, type PortalInChromium } from './support/chromium.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createPortal, DEMO_USER } from '../examples/portal.js'
-import { tlsCustomFetch } from './support/tls-fetch.js'
+import { DEMO_USER } from '../examples/portal.js'
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-const available = existsSync(CHROMIUM)
-if (!available) console.warn(`browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`)
-
-const SHOTS = new URL('../test-results/', import.meta.url)
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js')
 
 /** A text whose contrast with what is behind it is under WCAG AA's 4.5:1. */
@@ -82,53 +74,23 @@ async function axeViolations(page: Page): Promise<string[]> {
   return violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)
 }
 
-describe.skipIf(!available)('the sign-in and consent pages in Chromium', () => {
+describe.skipIf(!chromiumAvailable)('the sign-in and consent pages in Chromium', () => {
   let browser: Browser
-  let server: https.Server
   let origin: string
   let gate: Gate
+  let running: PortalInChromium | undefined
 
   beforeAll(async () => {
-    const tls = new URL('fixtures/tls/', import.meta.url)
-    server = https.createServer({ cert: readFileSync(new URL('cert.pem', tls)), key: readFileSync(new URL('key.pem', tls)) })
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-    origin = `https://localhost:${(server.address() as AddressInfo).port}`
-    const portal = await createPortal({ origin, fetch: tlsCustomFetch })
-    const app = portal.app
-    gate = portal.gate
-    server.on('request', app)
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      // The flags a closed-network CI machine needs: no sandbox as root, no background calls home.
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    })
-    mkdirSync(SHOTS, { recursive: true })
+    running = await portalInChromium()
+    ;({ browser, origin } = running)
+    gate = running.portal.gate
   })
 
   afterAll(async () => {
-    await browser?.close()
-    server?.closeAllConnections()
-    await new Promise((resolve) => server?.close(resolve))
+    await running?.close()
   })
 
-  /**
-   * A fresh browser profile, with every console error (a CSP violation is one), script
-   * error and failed response collected; the favicon the browser asks for on its own is
-   * not the pages' business.
-   */
-  async function open(): Promise<{ page: Page; problems: string[] }> {
-    const context = await browser.newContext({ ignoreHTTPSErrors: true })
-    const page = await context.newPage()
-    const problems: string[] = []
-    page.on('console', (message) => {
-      if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(message.text())
-    })
-    page.on('pageerror', (error) => problems.push(error.message))
-    page.on('response', (response) => {
-      if (response.status() >= 400 && !response.url().endsWith('/favicon.ico')) problems.push(`${response.status()} ${response.url()}`)
-    })
-    return { page, problems }
-  }
+  const open = () => openPage(browser, { failedResponses: true })
 
   it('signs a user in and back to the application, with the pages styled and nothing blocked', async () => {
     const { page, problems } = await open()
@@ -139,14 +101,14 @@ describe.skipIf(!available)('the sign-in and consent pages in Chromium', () => {
     // The inline stylesheet is allowed by its hash: the primary button has its colours.
     const background = await page.getByRole('button', { name: 'Sign in' }).evaluate((button) => window.getComputedStyle(button).backgroundColor)
     expect(background).toBe('rgb(26, 95, 180)')
-    await page.screenshot({ path: new URL('login.png', SHOTS).pathname, fullPage: true })
+    await screenshot(page, 'login')
     await page.getByLabel('Username').fill(DEMO_USER.username)
     await page.getByLabel('Password').fill(DEMO_USER.password)
     await page.getByRole('button', { name: 'Sign in' }).click()
 
     await expect(page.getByRole('heading', { name: 'Allow Demo dashboard to use your account?' }).isVisible()).resolves.toBe(true)
     await expect(page.getByText('Signed in as Ada Lovelace').isVisible()).resolves.toBe(true)
-    await page.screenshot({ path: new URL('consent.png', SHOTS).pathname, fullPage: true })
+    await screenshot(page, 'consent')
     await page.getByRole('button', { name: 'Allow' }).click()
 
     await page.getByRole('heading', { name: 'Signed in as Ada Lovelace' }).waitFor()
@@ -185,7 +147,7 @@ describe.skipIf(!available)('the sign-in and consent pages in Chromium', () => {
     const accents: string[] = []
     const check = async (name: string) => {
       accents.push(...(await page.locator('button.primary').evaluateAll((buttons) => buttons.map((b) => getComputedStyle(b).backgroundColor))))
-      await page.screenshot({ path: new URL(`${name}-${colorScheme}.png`, SHOTS).pathname, fullPage: true })
+      await screenshot(page, `${name}-${colorScheme}`)
       checked[name] = { lowContrast: await lowContrastTexts(page), axe: await axeViolations(page) }
     }
     try {
@@ -247,7 +209,7 @@ describe.skipIf(!available)('the sign-in and consent pages in Chromium', () => {
     const button = page.getByRole('button', { name: 'Revoke access for Demo dashboard' })
     const border = await button.evaluate((b) => window.getComputedStyle(b).borderTopStyle)
     expect(border).toBe('solid') // the inline stylesheet applies under the page's CSP
-    await page.screenshot({ path: new URL('connected-apps.png', SHOTS).pathname, fullPage: true })
+    await screenshot(page, 'connected-apps-after-sign-in')
     await button.click()
 
     await page.getByText('No application has access to your account.').waitFor()
