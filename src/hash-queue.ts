@@ -13,7 +13,7 @@
  *   refused at once with 503 `busy` and a `Retry-After` estimated from recent run times,
  *   rather than queued without limit.
  *
- * @see README "Security notes"
+ * @see docs/security.md "scrypt exhaustion"
  */
 import { PlatformError, retryAfterSeconds } from './errors.js'
 
