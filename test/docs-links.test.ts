@@ -96,6 +96,44 @@ function brokenLink(from: string, href: string, read: (path: string) => Parsed =
   return undefined
 }
 
+/** The repository's tracked text files under `dirs`, relative to the root. */
+function sourceFiles(dirs: string[]): string[] {
+  const found: string[] = []
+  const walk = (dir: string): void => {
+    for (const name of readdirSync(join(ROOT, dir)).sort()) {
+      const path = `${dir}/${name}`
+      if (['node_modules', 'dist', 'api', '.readme-snippets'].includes(name)) continue
+      if (statSync(join(ROOT, path)).isDirectory()) walk(path)
+      else if (/\.(ts|mts|mjs|js|md|sql|json)$/.test(name)) found.push(path)
+    }
+  }
+  for (const dir of dirs) walk(dir)
+  return found
+}
+
+describe('the citations', () => {
+  const files = [...sourceFiles(['src', 'adapters', 'test', 'scripts', 'examples', 'bench', 'docs']), 'README.md', 'CONTRIBUTING.md', 'SECURITY.md']
+
+  it('cite no file outside the repository: no path into a shared folder, no spec file name', () => {
+    // Built from pieces, so that this file does not find itself.
+    const outside = new RegExp(['shared', '/(reference|spec)/|', '000', '_cae'].join(''))
+    const found = files.filter((file) => outside.test(readFileSync(join(ROOT, file), 'utf8')))
+    expect(found).toEqual([])
+  })
+
+  it('name in every @see a Markdown file that exists', () => {
+    const missing: string[] = []
+    for (const file of files.filter((name) => /\.(ts|mts|mjs|js)$/.test(name))) {
+      for (const [, line] of readFileSync(join(ROOT, file), 'utf8').matchAll(/@see\s+([^\n]*)/g)) {
+        for (const [path] of (line as string).matchAll(/[\w./-]+\.md\b/g)) {
+          if (!existsSync(join(ROOT, path))) missing.push(`${file}: ${path}`)
+        }
+      }
+    }
+    expect(missing).toEqual([])
+  })
+})
+
 describe('the documentation links', () => {
   const files = documents()
 
