@@ -17,7 +17,7 @@
  */
 import { PlatformError, retryAfterSeconds } from './errors.js'
 
-/** The bounds of a {@link HashQueue}. */
+/** The bounds of a `HashQueue`. */
 export interface HashQueueLimits {
   /** Runs at once in this process. */
   readonly concurrency: number

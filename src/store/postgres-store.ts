@@ -10,6 +10,7 @@
  * Changes to applications are announced with LISTEN/NOTIFY to every instance.
  *
  * @see docs/guides/postgresql.md
+ * @module open-data-gate/postgres
  */
 import { createHash } from 'node:crypto'
 import pg from 'pg'
