@@ -12,6 +12,8 @@
  * const app = express()
  * app.use(expressGate(gate))
  * app.get('/resource/:id.json', (req, res) => res.json({ app: req.gate.application?.name ?? null }))
+ *
+ * @module open-data-gate/express
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Gate, GateContext, GuardRule } from '../src/index.js'

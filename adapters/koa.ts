@@ -12,6 +12,8 @@
  * const app = new Koa()
  * app.use(koaGate(gate))
  * app.use((ctx) => { ctx.body = { app: ctx.state.gate.application?.name ?? null } })
+ *
+ * @module open-data-gate/koa
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { isPromiseLike } from '../src/awaitable.js'

@@ -12,6 +12,8 @@
  * http.createServer(nodeGate(gate, (req, res) => {
  *   res.end(JSON.stringify({ app: req.gate.application?.name ?? null }))
  * })).listen(8080)
+ *
+ * @module open-data-gate/node
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { TLSSocket } from 'node:tls'

@@ -105,7 +105,7 @@ Who am I, in JSON and XML:
 OAuth, with a real client: open ${origin}/demo-app/ in a browser (accept the demo
 certificate once), sign in as ${c.username} and allow "Demo dashboard".
 
-OAuth by hand, as the README describes the flow:
+OAuth by hand, as docs/guides/oauth-server.md describes the flow:
 1. Open this authorize URL in a browser, sign in as ${c.username} / ${c.password} and press Allow:
   ${byHandAuthorizeUrl(origin, c.appToken)}
 2. The page you land on shows the code. Exchange it within 10 minutes (replace CODE):

@@ -3,7 +3,7 @@
  * processes sharing one Redis, which is restarted twice and paused once under load.
  * Prints the figures, writes them as JSON and a plot (SVG) under soak-results/, and exits
  * non-zero when a figure that must be zero is not, or a request took longer than
- * storeTimeoutMs + 100 ms. See README, Development, "Soak".
+ * storeTimeoutMs + 100 ms. See CONTRIBUTING.md, "Soak".
  */
 import { fork, type ChildProcess } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
@@ -36,7 +36,7 @@ if (!(minutes > 0) || !Number.isInteger(instanceCount) || instanceCount < 2 || !
   process.exit(2)
 }
 const DURATION_MS = minutes * 60_000
-/** After Redis answers again, how long the gate gets to use it again before a 503 counts against it ("within a second", README). */
+/** After Redis answers again, how long the gate gets to use it again before a 503 counts against it ("within a second", docs/guides/redis.md). */
 const RECOVERY_MARGIN_MS = 1000
 /** How long Redis stays down or paused: 2 to 5 s. */
 const DOWN_MS = Math.min(5000, Math.max(2000, DURATION_MS * 0.02))

@@ -2,7 +2,7 @@
  * OAuth access tokens: `gate.tokens`. A token is 256 random bits, handed out once and
  * stored as its SHA-256, so a leaked store yields no usable token.
  *
- * @see spec "OAuth 2.0" 5-7
+ * @see docs/platform-rules.md "OAuth 2.0" 5-7
  */
 import { NotFoundError } from './errors.js'
 import { optionsObject, positiveInteger } from './options.js'

@@ -4,7 +4,7 @@
  * JSON shapes, list parameters and `API_KEY.*` error codes. Who the user is, and whether
  * the credentials may change keys, is decided before (`self-service.ts`).
  *
- * @see ../shared/reference/api-keys.md
+ * @see docs/guides/api-key-endpoints.md
  */
 import type { ApiKeys } from './api-keys.js'
 import type { GateUser } from './authenticate.js'

@@ -3,7 +3,7 @@
  * place of a username and password. The secret is shown once, at creation or rotation,
  * and stored as its SHA-256. Keys have no scopes: a key acts with its user's rights.
  *
- * @see spec "HTTP Basic" 2-3; socrata-behaviour.md "API keys"
+ * @see docs/platform-rules.md "HTTP Basic" 2-3, "API keys"
  */
 import { checkImportedSecret } from './applications.js'
 import { NotFoundError, PlatformError } from './errors.js'

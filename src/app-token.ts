@@ -2,7 +2,7 @@
  * Finds the application token of a request: the `X-App-Token` header (preferred, any
  * case), the `$$app_token` query parameter, or the SODA 1.0 name `app_token`.
  *
- * @see spec "Application token" and "Versioning" 1; socrata-behaviour.md "App tokens"
+ * @see docs/platform-rules.md "Application token", "Versioning" 1, and the platform's "App tokens"
  */
 import { PlatformError } from './errors.js'
 import type { GateRequest } from './http.js'

@@ -3,7 +3,7 @@
  * (public, sent as `X-App-Token` and as OAuth `client_id`) and the secret token (sent
  * only as OAuth `client_secret`, stored only as a hash, shown once).
  *
- * @see spec "Resources and their fields", "OAuth 2.0" step 1
+ * @see docs/platform-rules.md "Resources and their fields", "OAuth 2.0" step 1
  */
 import { isPlausibleAppToken, MAX_APP_TOKEN_LENGTH } from './app-token.js'
 import { NotFoundError, PlatformError } from './errors.js'

@@ -13,7 +13,7 @@
  * for a whole window) that verified it. scrypt runs go through a
  * {@link HashQueue}: a few at once, one per address, the least served address first.
  *
- * @see spec "HTTP Basic", "OAuth 2.0" 6-7; performance.md (scrypt cost, single-flight)
+ * @see docs/platform-rules.md "HTTP Basic", "OAuth 2.0" 6-7; docs/guides/authentication.md "HTTP Basic" (scrypt cost, single-flight)
  */
 import { createHmac, randomBytes } from 'node:crypto'
 import { LRUCache } from 'lru-cache'

@@ -3,7 +3,7 @@
  * `/users/current.xml`. The only way an OAuth application learns who approved it.
  * Nothing secret is in it.
  *
- * @see spec "Current user", "OAuth 2.0" 8
+ * @see docs/platform-rules.md "Current user", "OAuth 2.0" 8
  */
 import type { GateUser } from './authenticate.js'
 import type { GateResponse } from './http.js'

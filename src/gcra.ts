@@ -10,7 +10,7 @@
  * Stores run this step atomically: MemoryStore calls {@link gcraStep}; a Redis or SQL
  * store runs the same arithmetic in one script or statement, on the server's clock.
  *
- * @see ../shared/reference/rate-limiting.md "GCRA core"
+ * @see docs/guides/throttling.md
  */
 
 /** What one throttling step decided. Durations are milliseconds. */

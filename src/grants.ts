@@ -4,7 +4,7 @@
  * page, and when a host issues a token with `gate.tokens.issue`; revoking it revokes every
  * token of that user for that application and forgets the consent.
  *
- * @see README "Connected apps"
+ * @see docs/guides/connected-apps.md
  */
 import type { GateStore, GrantRecord } from './store/store.js'
 

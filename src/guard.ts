@@ -2,7 +2,7 @@
  * Route guards, the same in every adapter: `expressGuard`, `koaGuard`, `nodeGuard` all
  * compile a rule here and ask it about `req.gate`.
  *
- * @see spec "What the service does" 3-4, "Query a view"; socrata-behaviour.md (view-query rule)
+ * @see docs/platform-rules.md "What the service does" 3-4, "Query a view", and the view query rule under the platform's "App tokens"
  */
 import { PlatformError } from './errors.js'
 import type { GateContext } from './gate.js'

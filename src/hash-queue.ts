@@ -13,11 +13,11 @@
  *   refused at once with 503 `busy` and a `Retry-After` estimated from recent run times,
  *   rather than queued without limit.
  *
- * @see README "Security notes"
+ * @see docs/security.md "scrypt exhaustion"
  */
 import { PlatformError, retryAfterSeconds } from './errors.js'
 
-/** The bounds of a {@link HashQueue}. */
+/** The bounds of a `HashQueue`. */
 export interface HashQueueLimits {
   /** Runs at once in this process. */
   readonly concurrency: number

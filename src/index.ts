@@ -5,7 +5,7 @@
  * This entry point is the framework-agnostic core. Mount it with
  * `open-data-gate/express`, `open-data-gate/koa` or `open-data-gate/node`.
  *
- * @packageDocumentation
+ * @module open-data-gate
  */
 export { createGate, Gate, type GateContext, type GateOutcome } from './gate.js'
 export type { GateOptions, RatePolicyOptions, AnonymousPolicyOptions, ThrottleOptions, StoreFailureMode } from './options.js'

@@ -173,7 +173,7 @@ export interface CurrentUserOptions {
 
 /**
  * The platform's API key endpoints: `GET`/`POST <path>` and `GET`/`DELETE <path>/<keyId>`.
- * @see README "The API key endpoints"
+ * @see docs/guides/api-key-endpoints.md
  */
 export interface ApiKeyEndpointOptions {
   /** Default `/api/api_keys`. */

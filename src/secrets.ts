@@ -4,7 +4,7 @@
  *
  * High-entropy secrets (app secret tokens, API key secrets, codes, access tokens) are
  * stored as their SHA-256: with 256 random bits there is nothing for a slow hash to
- * protect (RFC 9700 §4.13, oauth-server.md). Passwords, which people choose, use scrypt
+ * protect (RFC 9700 §4.13, SECURITY.md "Checklist"). Passwords, which people choose, use scrypt
  * in `passwords.ts`.
  */
 import { createHash, hash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto'

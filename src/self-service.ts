@@ -19,7 +19,7 @@
  * own credentials, so that a leaked key can neither mint others nor hide itself. Every one
  * of these endpoints is https only.
  *
- * @see ../shared/reference/api-keys.md "Our decisions where the platform is silent"
+ * @see docs/guides/api-key-endpoints.md "Where the platform is silent, the gate decides"
  */
 import type { ApiKeyEndpoints } from './api-key-endpoints.js'
 import { isPlausibleAppToken } from './app-token.js'

@@ -6,7 +6,7 @@
  * without one share the anonymous budget, one pool or per client address. A request with
  * an invalid token is refused before it gets here and never gets a budget.
  *
- * @see spec "Limits"; rate-limiting.md "Decisions for open-data-gate"
+ * @see docs/platform-rules.md "Limits" and the platform's "Throttling"; docs/guides/throttling.md
  * @see https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/ (-08 and later)
  */
 import { LRUCache } from 'lru-cache'

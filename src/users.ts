@@ -2,7 +2,7 @@
  * Accounts: `gate.users`. A password is stored only as a scrypt hash; an account may have
  * none (single sign-on users) and still use API keys.
  *
- * @see spec "HTTP Basic" 2-3
+ * @see docs/platform-rules.md "HTTP Basic" 2-3
  */
 import { NotFoundError, PlatformError } from './errors.js'
 import { optionsObject } from './options.js'

@@ -1,5 +1,5 @@
 /**
- * The authorization server's rules, one by one (shared/reference/oauth-server.md
+ * The authorization server's rules, one by one (SECURITY.md, the OAuth 2.0
  * checklist), over a real TLS server with supertest and, where cookies matter, the test
  * browser.
  */

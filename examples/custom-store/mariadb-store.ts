@@ -1,6 +1,6 @@
 /**
  * A GateStore of your own: MariaDB (or MySQL) with mysql2, written from the README's
- * "Storage" section and the GateStore TSDoc alone. It passes the project's conformance
+ * "Storage" section (now docs/reference/store-contract.md) and the GateStore TSDoc alone. It passes the project's conformance
  * suite (test/custom-store.test.ts).
  *
  *   const store = new MariaDbStore({ pool: mysql.createPool(process.env.MARIADB_URL), prefix: 'gate_' })

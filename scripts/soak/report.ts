@@ -39,7 +39,7 @@ export const overlaps = (sample: { start: number; end: number }, outages: Outage
  * (the burst, then the rate). For every stretch from one admitted request's start to a
  * later one's end (up to three windows long), the count admitted must stay within that;
  * in a stretch that overlaps an outage, each instance may count locally up to the full
- * limit besides Redis's own (README, Throttling): (instances + 1) times it.
+ * limit besides Redis's own (docs/guides/throttling.md): (instances + 1) times it.
  */
 export function limitFigures(samples: Sample[], outages: Outage[], limit: number, windowMs: number, instances: number): LimitFigures {
   const admitted = samples.filter((s) => s.kind === 'hot-app' && s.status === 200).sort((a, b) => a.start - b.start)

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
- * The `open-data-gate` command (the package's `bin`). See `open-data-gate --help` and the
- * README's "Operating" section.
+ * The `open-data-gate` command (the package's `bin`). See `open-data-gate --help` and
+ * docs/guides/cli.md.
  */
 import { run } from './main.js'
 

@@ -2,7 +2,7 @@
  * The authorize endpoint: `GET /oauth/authorize?client_id&response_type=code&redirect_uri[&state][&code_challenge&code_challenge_method=S256]`,
  * and the login and consent forms it shows, which post back to the same URL.
  *
- * Order matters (RFC 6749 §4.1.2.1, oauth-server.md):
+ * Order matters (RFC 6749 §4.1.2.1, SECURITY.md "Checklist"):
  * 1. An unknown client, or a redirect_uri that does not match its Callback Prefix, is
  *    shown to the user on an error page: redirecting would make the gate an open
  *    redirector.
@@ -12,7 +12,7 @@
  * 4. Approval sends `code` (and `state` exactly as sent) after any query string the
  *    redirect_uri already has; denial sends `access_denied`.
  *
- * @see spec "Start OAuth 2.0 authorization", "OAuth 2.0" 2-4, "Errors"
+ * @see docs/platform-rules.md "Start OAuth 2.0 authorization", "OAuth 2.0" 2-4, "Errors"
  */
 import { isPlausibleAppToken } from '../app-token.js'
 import type { Authenticator } from '../authenticate.js'

@@ -5,7 +5,7 @@
  * forms that post back to the same URL with a double-submit CSRF token, answered with 303,
  * and the same anti-framing, referrer and CSP headers (`htmlResponse`).
  *
- * @see README "Connected apps"
+ * @see docs/guides/connected-apps.md
  */
 import type { Authenticator } from '../authenticate.js'
 import { PlatformError, ThrottledError } from '../errors.js'

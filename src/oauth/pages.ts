@@ -7,7 +7,7 @@
  * framing and referrer headers and handles the form posts. The form contract is in
  * {@link LoginView} and {@link ConsentView}.
  *
- * @see oauth-server.md checklist "Consent form"
+ * @see SECURITY.md "Checklist", "Consent form"
  */
 import { createHash } from 'node:crypto'
 import type { GateResponse } from '../http.js'

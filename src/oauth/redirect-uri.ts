@@ -11,7 +11,7 @@
  * dot segments in any spelling (`..;`, `%2e%2e`, `%252e`), encoded slashes or
  * backslashes, empty segments, whitespace, and a query that already has `code` or `state`.
  *
- * @see spec "OAuth 2.0" 3; oauth-server.md "redirect_uri match"; RFC 9700 §2.1, §4.1
+ * @see docs/platform-rules.md "OAuth 2.0" 3; SECURITY.md "Where the spec and the RFCs pull apart", "redirect_uri match"; RFC 9700 §2.1, §4.1
  */
 
 import { isLoopbackHttp } from '../applications.js'

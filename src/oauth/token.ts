@@ -10,7 +10,7 @@
  * later one, always finds it to revoke: RFC 6749 §4.1.2 says a code used more than once
  * revokes every token issued from it, and that holds even for concurrent exchanges.
  *
- * @see spec "Exchange code for access token"; oauth-server.md checklist "Token endpoint", "Codes"
+ * @see docs/platform-rules.md "Exchange code for access token"; SECURITY.md "Checklist", "Token endpoint" and "Codes"
  */
 import type { AccessTokens } from '../access-tokens.js'
 import { OAuthError, PlatformError } from '../errors.js'

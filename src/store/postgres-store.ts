@@ -9,7 +9,8 @@
  * (named) per connection. Expired rows are swept in bounded batches by an unref'd timer.
  * Changes to applications are announced with LISTEN/NOTIFY to every instance.
  *
- * @see README.md "PostgreSQL"
+ * @see docs/guides/postgresql.md
+ * @module open-data-gate/postgres
  */
 import { createHash } from 'node:crypto'
 import pg from 'pg'

@@ -20,6 +20,8 @@
  * `{sessions}:u:id`. Applications, users and sessions each live in one slot (they are
  * created rarely and read through caches or on sign-in); rate keys and tokens, the request
  * path, spread over the cluster.
+ *
+ * @module open-data-gate/redis
  */
 import { Redis, type Cluster, type RedisOptions } from 'ioredis'
 import type { RateResult } from '../gcra.js'

@@ -298,7 +298,7 @@ export interface GateStore {
 
   /**
    * One atomic throttling step for `key`: `limit` requests per `windowMs`, consuming
-   * `cost` units (0 reads without consuming). Implement with {@link gcraStep} semantics,
+   * `cost` units (0 reads without consuming). Implement with {@link "open-data-gate"!gcraStep | gcraStep} semantics,
    * on the store's own clock so that every instance agrees.
    */
   consumeRate(key: string, limit: number, windowMs: number, cost: number): Awaitable<RateResult>

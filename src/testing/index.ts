@@ -10,7 +10,7 @@
  * takes a second or two (its timed checks wait a few hundred milliseconds). The expiry
  * checks assume the store's clock agrees with this machine's within about 100 ms.
  *
- * @packageDocumentation
+ * @module open-data-gate/testing
  */
 import type { Awaitable, GateStore } from '../store/store.js'
 import { DEFAULT_CHECK_TIMEOUT_MS, runCheck, runChecks, type StoreCheck, type StoreReport } from './check.js'
