@@ -89,6 +89,20 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       expect(conflict.body.message).toMatch(/Conflicting app tokens/)
     })
 
+    it('checks a token under every name a query parser reads as an app token: bracketed, in brackets, percent-encoded', async () => {
+      const { gate, app, api } = await start({ throttle: false })
+      const names = ['$$app_token[]', 'app_token[]', '$$app_token[x]', '$$app_token[0]', '%24%24app_token%5B%5D', '%5B%24%24app_token%5D', 'app%5Ftoken%5Bx%5D']
+      for (const name of names) {
+        const bogus = await api.get(`/resource/abcd-1234.json?${name}=bogus`)
+        expect({ name, status: bogus.status, body: bogus.body }).toEqual({ name, status: 403, body: { code: 'permission_denied', error: true, message: 'Invalid app_token specified' } })
+        const known = await api.get(`/resource/abcd-1234.json?${name}=${app.appToken}`)
+        expect({ name, status: known.status, application: (known.body as DatasetBody).gate.application?.appToken }).toEqual({ name, status: 200, application: app.appToken })
+      }
+      const other = await gate.applications.register({ name: 'Other' })
+      const conflict = await api.get(`/resource/abcd-1234.json?$$app_token=${app.appToken}&$$app_token[]=${other.appToken}`).expect(403)
+      expect(conflict.body.message).toMatch(/Conflicting app tokens/)
+    })
+
     it('refuses an unknown token with the platform body and error headers', async () => {
       const { api } = await start()
       const res = await api.get('/resource/abcd-1234.json').set('X-App-Token', 'not-a-registered-token').expect(403)
