@@ -1,11 +1,13 @@
 /**
  * Finds the application token of a request: the `X-App-Token` header (preferred, any
- * case), the `$$app_token` query parameter, or the SODA 1.0 name `app_token`.
+ * case), the `$$app_token` query parameter, or the SODA 1.0 name `app_token`, under every
+ * spelling a common query parser reads as one of those names (see {@link readsAs}).
  *
  * @see docs/platform-rules.md "Application token", "Versioning" 1, and the platform's "App tokens"
  */
 import { PlatformError } from './errors.js'
 import type { GateRequest } from './http.js'
+import { readsAs } from './params.js'
 
 /** Longest token the gate will look up; anything longer cannot be one of ours. */
 export const MAX_APP_TOKEN_LENGTH = 128
@@ -27,14 +29,17 @@ export function extractAppToken(request: GateRequest, acceptLegacyParam: boolean
   const url = request.url
   const q = url.indexOf('?')
   // Parse the query only when it can hold a token: most requests pay an indexOf or two.
-  // A name can arrive percent-encoded (`app%5Ftoken`, `%24%24app_token`), and the host's
-  // parser (Express, URLSearchParams) decodes it: so must the gate, or such a token would
-  // reach the host unchecked.
+  // A token the host can see is a token the gate checked. A name can arrive percent-encoded
+  // (`app%5Ftoken`, `%24%24app_token`), and the host's parser decodes it: so does the gate.
+  // And Express 4's parser (qs) reads `$$app_token[]`, `$$app_token[x]` and `[$$app_token]`
+  // as `$$app_token` too: so the gate counts every value under such a name as the token.
   if (q !== -1 && (url.indexOf('app', q) !== -1 || url.indexOf('%', q) !== -1)) {
-    const params = new URLSearchParams(url.slice(q + 1))
-    const fromQuery = [...params.getAll('$$app_token'), ...(acceptLegacyParam ? params.getAll('app_token') : [])]
-      .map((v) => v.trim())
-      .filter((v) => v !== '')
+    const fromQuery: string[] = []
+    for (const [name, value] of new URLSearchParams(url.slice(q + 1))) {
+      if (!readsAs(name, '$$app_token') && !(acceptLegacyParam && readsAs(name, 'app_token'))) continue
+      const trimmed = value.trim()
+      if (trimmed !== '') fromQuery.push(trimmed)
+    }
     if (fromQuery.length > 0) {
       const queryToken = sameOrConflict(fromQuery)
       if (token !== undefined && token !== queryToken) throw new PlatformError('permission_denied', CONFLICT)

@@ -18,7 +18,7 @@
 import { createHmac, randomBytes } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import { andThen } from './awaitable.js'
-import type { Credentials } from './authorization-header.js'
+import type { Credentials, SentInClear } from './authorization-header.js'
 import { PlatformError, retryAfterSeconds, ThrottledError } from './errors.js'
 import type { Emit } from './events.js'
 import type { RateResult } from './gcra.js'
@@ -131,14 +131,29 @@ export class Authenticator {
   }
 
   /**
-   * Basic credentials arrived over an insecure connection. When they are an API key and
-   * its right secret, the key is revoked: whoever watched the wire has it now. (A wrong
-   * secret revokes nothing, or anyone could revoke anyone's key by its id.)
+   * Whatever a request over an insecure connection carried (see `credentialsSentIn`): each
+   * access token is revoked, and each API key whose right secret is among those seen with
+   * its id, since whoever watched the wire has them now. A wrong secret revokes nothing, or
+   * anyone could revoke anyone's key by its id. No password is ever tried: an API key
+   * secret is a SHA-256 and a constant-time compare (no scrypt, so nothing for the hash
+   * queue to schedule), only ids shaped like a key are read, and the candidates are
+   * bounded per request.
+   * @returns how many live access tokens this revoked
    */
-  async revokeInsecureApiKey(credentials: Extract<Credentials, { kind: 'basic' }>, client: ClientInfo): Promise<void> {
-    if (!API_KEY_ID.test(credentials.user)) return
-    const record = await this.#store.getApiKey(credentials.user)
-    if (record === undefined || record.revokedAt !== null || !secretMatches(credentials.password, record.secretHash)) return
+  async revokeSentInClear(sent: SentInClear, client: ClientInfo): Promise<number> {
+    const revoked = sent.tokens.length === 0 ? 0 : await this.revokeInsecure(sent.tokens, client)
+    for (const { keyId, secrets } of sent.apiKeys) await this.#revokeInsecureApiKey(keyId, secrets, client)
+    return revoked
+  }
+
+  async #revokeInsecureApiKey(keyId: string, secrets: readonly string[], client: ClientInfo): Promise<void> {
+    if (!API_KEY_ID.test(keyId)) return
+    const record = await this.#store.getApiKey(keyId)
+    if (record === undefined || record.revokedAt !== null) return
+    // Every secret is compared, so the time taken does not say which one matched.
+    let matches = false
+    for (const secret of secrets) if (secretMatches(secret, record.secretHash)) matches = true
+    if (!matches) return
     const updated = await this.#store.updateApiKey(record.keyId, { revokedAt: Date.now() })
     if (updated !== undefined) this.#emit('apiKeyRevoked', { reason: 'insecure-transport', keyId: record.keyId, userId: record.userId, ip: client.ip })
   }

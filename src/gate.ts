@@ -11,7 +11,7 @@ import { ApiKeys } from './api-keys.js'
 import { extractAppToken, isPlausibleAppToken } from './app-token.js'
 import { Applications, toApplication, type Application } from './applications.js'
 import { Authenticator, toGateUser, type Authentication, type AuthMethod, type GateUser, type TokenLookup } from './authenticate.js'
-import { readCredentials, tokensSentIn, type Credentials } from './authorization-header.js'
+import { credentialsSentIn, NOTHING_SENT, readCredentials, type Credentials } from './authorization-header.js'
 import { andThen, isPromiseLike } from './awaitable.js'
 import { currentUserJson, currentUserXml } from './current-user.js'
 import { GateError, PlatformError } from './errors.js'
@@ -188,13 +188,15 @@ export class Gate extends TypedEmitter<GateEvents> {
       )
       return this.#refusedBeforeRoute(refusal, request)
     }
-    // A token sent in clear is revoked before anything else can refuse the request
-    // (an unknown app token, a malformed header, an OAuth endpoint): spec, OAuth 2.0 step 7.
-    // Whatever form it came in: a header, malformed or not, the query, a parsed body.
+    // A credential sent in clear is revoked before anything else can refuse the request (an
+    // unknown or deleted app token, two app tokens, a malformed header, two Authorization
+    // headers, the throttle, an OAuth endpoint): spec, OAuth 2.0 step 7. Whatever form it came
+    // in: any Authorization header, malformed or not, the query, a parsed body. Access tokens
+    // and API keys with their right secret; never a password.
     if (!client.secure) {
-      const sent = tokensSentIn(request, request.parsedBody?.())
-      if (sent.length > 0) {
-        return this.#auth.revokeInsecure(sent, client).then(
+      const sent = credentialsSentIn(request, request.parsedBody?.())
+      if (sent !== NOTHING_SENT) {
+        return this.#auth.revokeSentInClear(sent, client).then(
           (revoked) => this.#route(request, client, revoked > 0),
           (error: unknown) => this.#refusedBeforeRoute(error, request),
         )
@@ -285,12 +287,8 @@ export class Gate extends TypedEmitter<GateEvents> {
     route: CheckedRoute | undefined,
   ): Awaitable<GateOutcome> {
     if (!client.secure) {
-      if (credentials.kind === 'basic') {
-        // An API key whose secret travelled in clear is revoked (a password cannot be: the user changes it).
-        return this.#auth.revokeInsecureApiKey(credentials, client).then(() => {
-          throw new PlatformError('https_required', 'Authenticated requests must use https: credentials sent over an insecure connection are denied')
-        })
-      }
+      // An API key whose secret travelled in clear was revoked by #decide (a password cannot be: the user changes it).
+      if (credentials.kind === 'basic') throw new PlatformError('https_required', 'Authenticated requests must use https: credentials sent over an insecure connection are denied')
       return this.#unauthenticated(request, client, application, route, true)
     }
     if (credentials.kind === 'basic' && application === null && this.#config.basic.requireAppToken) {

@@ -43,6 +43,19 @@ export class Params {
   }
 }
 
+/**
+ * Whether a query or form parameter name, percent-decoded, is one a common parser reads as
+ * `field`: the name itself (URLSearchParams, node:querystring: Express 5, Koa), and for qs
+ * (Express 4's query parser, the extended form parsers) also the name followed by a bracket
+ * (`field[]`, `field[0]`, `field[x]`, even an unclosed `field[`) or inside a leading pair of
+ * brackets (`[field]`, `[field][]`), which qs all reads as `field`.
+ */
+export function readsAs(name: string, field: string): boolean {
+  if (name.length < field.length) return false
+  if (name.startsWith(field)) return name.length === field.length || name.charCodeAt(field.length) === 91 // '['
+  return name.charCodeAt(0) === 91 && name.startsWith(field, 1) && name.charCodeAt(field.length + 1) === 93 // '[field]'
+}
+
 /** The query string's parameters. */
 export function queryParams(url: string): Params {
   const params = new Params()

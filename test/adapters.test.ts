@@ -89,6 +89,20 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       expect(conflict.body.message).toMatch(/Conflicting app tokens/)
     })
 
+    it('checks a token under every name a query parser reads as an app token: bracketed, in brackets, percent-encoded', async () => {
+      const { gate, app, api } = await start({ throttle: false })
+      const names = ['$$app_token[]', 'app_token[]', '$$app_token[x]', '$$app_token[0]', '%24%24app_token%5B%5D', '%5B%24%24app_token%5D', 'app%5Ftoken%5Bx%5D']
+      for (const name of names) {
+        const bogus = await api.get(`/resource/abcd-1234.json?${name}=bogus`)
+        expect({ name, status: bogus.status, body: bogus.body }).toEqual({ name, status: 403, body: { code: 'permission_denied', error: true, message: 'Invalid app_token specified' } })
+        const known = await api.get(`/resource/abcd-1234.json?${name}=${app.appToken}`)
+        expect({ name, status: known.status, application: (known.body as DatasetBody).gate.application?.appToken }).toEqual({ name, status: 200, application: app.appToken })
+      }
+      const other = await gate.applications.register({ name: 'Other' })
+      const conflict = await api.get(`/resource/abcd-1234.json?$$app_token=${app.appToken}&$$app_token[]=${other.appToken}`).expect(403)
+      expect(conflict.body.message).toMatch(/Conflicting app tokens/)
+    })
+
     it('refuses an unknown token with the platform body and error headers', async () => {
       const { api } = await start()
       const res = await api.get('/resource/abcd-1234.json').set('X-App-Token', 'not-a-registered-token').expect(403)
@@ -376,6 +390,46 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       await get('/resource/abcd-1234.json').set('Authorization', basic(leaked.keyId, leaked.keySecret)).set('X-App-Token', app.appToken).expect(401)
       expect((await gate.apiKeys.find(leaked.keyId))?.revokedAt).toEqual(expect.any(Number))
       expect(events).toEqual([{ reason: 'insecure-transport', keyId: leaked.keyId, userId: ada.id, ip: '127.0.0.1' }])
+    })
+
+    it('revokes an API key or access token sent over plain http in any spelling, whatever refuses the request first, and answers as it would have anyway', async () => {
+      const { gate, ada, app, plain, get } = await startAuth()
+      const other = await gate.applications.register({ name: 'Other' })
+      const gone = await gate.applications.register({ name: 'Deleted' })
+      await gate.applications.delete(gone.appToken)
+      type Sent = { status: number; body: { code?: string; error?: unknown; gate?: { auth: string } } }
+      const b64 = (id: string, secret: string) => Buffer.from(`${id}:${secret}`).toString('base64')
+      const keyCases: Array<[string, (id: string, secret: string) => Promise<unknown>]> = [
+        ['an unknown app token', (id, s) => plain.get('/resource/abcd-1234.json').set('Authorization', basic(id, s)).set('X-App-Token', 'not-a-registered-token')],
+        ['a deleted application\'s token', (id, s) => plain.get('/resource/abcd-1234.json').set('Authorization', basic(id, s)).set('X-App-Token', gone.appToken)],
+        ['two different app tokens', (id, s) => plain.get(`/resource/abcd-1234.json?$$app_token=${other.appToken}`).set('Authorization', basic(id, s)).set('X-App-Token', app.appToken)],
+        ['Basic with two spaces', (id, s) => plain.get('/resource/abcd-1234.json').set('Authorization', `Basic  ${b64(id, s)}`).set('X-App-Token', app.appToken)],
+        ['two Authorization headers', (id, s) => plain.get('/resource/abcd-1234.json').set('Authorization', [basic(id, s), basic(id, s)] as unknown as string).set('X-App-Token', app.appToken)],
+        ['Basic client authentication at the token endpoint', (id, s) => plain.post('/oauth/access_token').set('Authorization', basic(id, s)).type('form').send({ grant_type: 'authorization_code', code: 'x'.repeat(43) })],
+      ]
+      for (const [name, send] of keyCases) {
+        const key = await gate.apiKeys.create(ada.id, { name })
+        const dud = (await send(key.keyId, 'not-the-secret-of-this-key-0123456789abcd')) as Sent
+        const leaked = (await send(key.keyId, key.keySecret)) as Sent
+        expect({ name, status: leaked.status, code: leaked.body.code ?? leaked.body.error }).toEqual({ name, status: dud.status, code: dud.body.code ?? dud.body.error })
+        const after = await get('/resource/abcd-1234.json').set('Authorization', basic(key.keyId, key.keySecret)).set('X-App-Token', app.appToken)
+        expect({ name, status: after.status }).toEqual({ name, status: 401 })
+      }
+      const tokenCases: Array<[string, (t: string) => Promise<unknown>]> = [
+        ['Bearer:<t>', (t) => plain.get('/resource/abcd-1234.json').set('Authorization', `Bearer:${t}`)],
+        ["OAuth '<t>'", (t) => plain.get('/resource/abcd-1234.json').set('Authorization', `OAuth '${t}'`)],
+        ['Bearer <<t>>', (t) => plain.get('/resource/abcd-1234.json').set('Authorization', `Bearer <${t}>`)],
+        ['?access_token[]=<t>', (t) => plain.get(`/resource/abcd-1234.json?access_token[]=${t}`)],
+        ['?a=1;access_token=<t>', (t) => plain.get(`/resource/abcd-1234.json?a=1;access_token=${t}`)],
+      ]
+      for (const [name, send] of tokenCases) {
+        const { accessToken } = await gate.tokens.issue({ userId: ada.id, appToken: app.appToken })
+        const dud = (await send('never-issued-token-0123456789abcdefghijklmno')) as Sent
+        const leaked = (await send(accessToken)) as Sent
+        expect({ name, status: leaked.status, code: leaked.body.code, auth: leaked.body.gate?.auth }).toEqual({ name, status: dud.status, code: dud.body.code, auth: dud.body.gate?.auth })
+        const after = await get('/resource/abcd-1234.json').set('Authorization', `OAuth ${accessToken}`)
+        expect({ name, status: after.status }).toEqual({ name, status: 401 })
+      }
     })
 
     it('consumes a code posted over plain http, so it cannot be exchanged over https after', async () => {

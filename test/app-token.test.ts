@@ -41,6 +41,17 @@ describe('application token extraction', () => {
     expect(extract({ 'x-app-token': 'a, a' })).toBe('a')
   })
 
+  it('reads every name Express 4\'s query parser reads as an app token, and no other', () => {
+    for (const name of ['$$app_token[]', '$$app_token[x]', '[$$app_token]', '%24%24app_token%5B%5D', 'app_token[0]', '$$app_token[']) {
+      expect({ name, token: extract({}, `/x?${name}=abc`) }).toEqual({ name, token: 'abc' })
+    }
+    for (const name of ['x[$$app_token]', '[]$$app_token', '$$app_token]', '$$app_token.x', '$$app_tokens[]']) {
+      expect({ name, token: extract({}, `/x?${name}=abc`) }).toEqual({ name, token: undefined })
+    }
+    expect(extract({}, '/x?app_token[]=abc', false)).toBeUndefined()
+    expect(() => extract({}, '/x?$$app_token=abc&$$app_token[]=def')).toThrow(/Conflicting app tokens/)
+  })
+
   it('ignores app_token inside other parameter values', () => {
     expect(extract({}, '/x?$where=name%3D%27app_token%27')).toBeUndefined()
   })

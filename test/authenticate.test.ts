@@ -1,7 +1,7 @@
 import * as crypto from 'node:crypto'
 import { DOMParser } from '@xmldom/xmldom'
 import { beforeEach, describe, expect, it, vi } from 'vitest'
-import { createGate, type GateOptions, type GateOutcome, type TokenRevokedEvent } from '../src/index.js'
+import { createGate, type Gate, type GateOptions, type GateOutcome, type TokenRevokedEvent } from '../src/index.js'
 import { sha256 } from '../src/secrets.js'
 import { coreRequest } from './support/requests.js'
 
@@ -330,6 +330,107 @@ describe('OAuth access tokens', () => {
     const b = await gate.tokens.issue({ userId: ada.id, appToken: app.appToken })
     expect(await gate.tokens.revokeAllForUser(ada.id)).toBe(2)
     for (const t of [a, b]) expect(respond(await send(`OAuth ${t.accessToken}`)).status).toBe(401)
+  })
+})
+
+describe('credentials sent in clear', () => {
+  /** The parts of an outcome a client sees, without the flag that says a token was revoked. */
+  function seen(outcome: GateOutcome) {
+    if (outcome.type === 'respond') return { status: outcome.response.status, body: outcome.response.body }
+    return { status: 200, context: { ...outcome.context, revokedInsecureToken: undefined } }
+  }
+
+  async function clearSetup() {
+    const world = await setup()
+    const other = await world.gate.applications.register({ name: 'Other' })
+    const gone = await world.gate.applications.register({ name: 'Deleted' })
+    await world.gate.applications.delete(gone.appToken)
+    return { ...world, other, gone }
+  }
+  type World = Awaited<ReturnType<typeof clearSetup>>
+  const plain = (overrides: Partial<Parameters<typeof coreRequest>[0]>) => coreRequest({ tls: false, ...overrides })
+
+  const b64 = (user: string, secret: string) => Buffer.from(`${user}:${secret}`).toString('base64')
+  /** Where and how an API key id and its secret may travel, and what refuses the request before any verification. */
+  const KEY_CASES: ReadonlyArray<{ name: string; request: (w: World, keyId: string, secret: string) => Parameters<Gate['handle']>[0] }> = [
+    { name: 'with an unknown app token', request: (_w, id, s) => plain({ headers: { authorization: basic(id, s), 'x-app-token': 'not-a-registered-token' } }) },
+    { name: 'with the token of a deleted application', request: (w, id, s) => plain({ headers: { authorization: basic(id, s), 'x-app-token': w.gone.appToken } }) },
+    { name: 'with two different app tokens', request: (w, id, s) => plain({ url: `/resource/x.json?$$app_token=${w.other.appToken}`, headers: { authorization: basic(id, s), 'x-app-token': w.app.appToken } }) },
+    { name: 'as Basic with two spaces', request: (w, id, s) => plain({ headers: { authorization: `Basic  ${b64(id, s)}`, 'x-app-token': w.app.appToken } }) },
+    { name: 'as Basic with a colon for the space', request: (w, id, s) => plain({ headers: { authorization: `Basic:${b64(id, s)}`, 'x-app-token': w.app.appToken } }) },
+    { name: 'as Basic, not base64-encoded', request: (w, id, s) => plain({ headers: { authorization: `Basic ${id}:${s}`, 'x-app-token': w.app.appToken } }) },
+    {
+      name: 'in the second of two Authorization headers',
+      request: (w, id, s) => plain({ headers: { authorization: basic('ada', 'not the password'), 'x-app-token': w.app.appToken }, authorization: [basic('ada', 'not the password'), basic(id, s)] }),
+    },
+    { name: 'as Basic client authentication at the token endpoint', request: (_w, id, s) => plain({ method: 'POST', url: '/oauth/access_token', headers: { authorization: basic(id, s) } }) },
+  ]
+
+  it.each(KEY_CASES)('revokes an API key whose right secret came over plain http $name, and answers as it would have anyway', async ({ request }) => {
+    const world = await clearSetup()
+    const { gate, app, ada, send } = world
+    const revoked: unknown[] = []
+    gate.on('apiKeyRevoked', (e) => revoked.push(e))
+    const key = await gate.apiKeys.create(ada.id, { name: 'etl' })
+    const dud = seen(await gate.handle(request(world, key.keyId, 'not-the-secret-of-this-key-0123456789abcd')))
+    expect(await gate.apiKeys.find(key.keyId)).toMatchObject({ revokedAt: null })
+    const leaked = seen(await gate.handle(request(world, key.keyId, key.keySecret)))
+    expect(leaked).toEqual(dud)
+    expect(revoked).toEqual([{ reason: 'insecure-transport', keyId: key.keyId, userId: ada.id, ip: '203.0.113.5' }])
+    const after = respond(await send(basic(key.keyId, key.keySecret), { token: app.appToken }))
+    expect([after.status, after.json.code]).toEqual([401, 'invalid_credentials'])
+    expect(scryptRuns()).toBe(0)
+  })
+
+  /** Where and how an access token may travel in clear. */
+  const TOKEN_CASES: ReadonlyArray<{ name: string; request: (w: World, token: string) => Parameters<Gate['handle']>[0] }> = [
+    { name: 'Bearer:<t>', request: (_w, t) => plain({ headers: { authorization: `Bearer:${t}` } }) },
+    { name: "OAuth '<t>'", request: (_w, t) => plain({ headers: { authorization: `OAuth '${t}'` } }) },
+    { name: 'Bearer <<t>>', request: (_w, t) => plain({ headers: { authorization: `Bearer <${t}>` } }) },
+    { name: 'Bearer%20<t>', request: (_w, t) => plain({ headers: { authorization: `Bearer%20${t}` } }) },
+    { name: 'a scheme of the host', request: (_w, t) => plain({ headers: { authorization: `Token ${t}` } }) },
+    { name: 'the second Authorization header', request: (_w, t) => plain({ headers: { authorization: 'Digest username="ada"' }, authorization: ['Digest username="ada"', `OAuth ${t}`] }) },
+    { name: '?access_token[]=<t>', request: (_w, t) => plain({ url: `/resource/x.json?access_token[]=${t}` }) },
+    { name: '?access_token%5B0%5D=<t>', request: (_w, t) => plain({ url: `/resource/x.json?access_token%5B0%5D=${t}` }) },
+    { name: '?[oauth_token]=<t>', request: (_w, t) => plain({ url: `/resource/x.json?[oauth_token]=${t}` }) },
+    { name: '?a=1;access_token=<t>', request: (_w, t) => plain({ url: `/resource/x.json?a=1;access_token=${t}` }) },
+    { name: 'access_token[x] in a parsed body', request: (_w, t) => plain({ method: 'POST', url: '/api/v3/views/x/query.json', parsedBody: () => ({ access_token: { x: t } }) }) },
+    { name: 'OAuth <t> with an unknown app token', request: (_w, t) => plain({ headers: { authorization: `OAuth ${t}`, 'x-app-token': 'not-a-registered-token' } }) },
+    { name: 'OAuth <t> with two different app tokens', request: (w, t) => plain({ url: `/resource/x.json?$$app_token=${w.other.appToken}`, headers: { authorization: `OAuth ${t}`, 'x-app-token': w.app.appToken } }) },
+  ]
+
+  it.each(TOKEN_CASES)('revokes an access token sent over plain http as $name, and answers as it would have anyway', async ({ request }) => {
+    const world = await clearSetup()
+    const { gate, app, ada, send } = world
+    const events: TokenRevokedEvent[] = []
+    gate.on('tokenRevoked', (e) => events.push(e))
+    const { accessToken } = await gate.tokens.issue({ userId: ada.id, appToken: app.appToken })
+    const dud = seen(await gate.handle(request(world, 'never-issued-token-0123456789abcdefghijklmno')))
+    const leaked = seen(await gate.handle(request(world, accessToken)))
+    expect(leaked).toEqual(dud)
+    expect(events).toEqual([{ reason: 'insecure-transport', userId: ada.id, appToken: app.appToken, ip: '203.0.113.5' }])
+    const after = respond(await send(`OAuth ${accessToken}`))
+    expect([after.status, after.json.code]).toEqual([401, 'invalid_token'])
+  })
+
+  it('looks up a bounded number of candidates, and never a password: no hash runs for Basic in clear', async () => {
+    const { gate, app } = await setup()
+    const reads: string[] = []
+    const store = gate.store as unknown as Record<string, (...args: unknown[]) => unknown>
+    for (const name of ['getAccessToken', 'getApiKey', 'getUserByUsername']) {
+      const original = store[name]!.bind(gate.store)
+      store[name] = (...args: unknown[]) => {
+        reads.push(name)
+        return original(...args)
+      }
+    }
+    const words = Array.from({ length: 40 }, (_, i) => `candidate-token-${String(i).padStart(4, '0')}`)
+    const keys = Array.from({ length: 40 }, (_, i) => basic(`${'k'.repeat(23)}${String(i).padStart(2, '0')}`, 'some-secret-value-0123456789'))
+    await gate.handle(coreRequest({ tls: false, headers: { authorization: `Bearer ${words.join(' ')}`, 'x-app-token': app.appToken }, authorization: [`Bearer ${words.join(' ')}`, ...keys] }))
+    expect(reads.length).toBeLessThanOrEqual(8)
+    await gate.handle(coreRequest({ tls: false, headers: { authorization: basic('ada', PASSWORD), 'x-app-token': app.appToken } }))
+    expect(reads.filter((r) => r === 'getUserByUsername')).toEqual([])
+    expect(scryptRuns()).toBe(0)
   })
 })
 

@@ -163,6 +163,8 @@ const APP_TOKEN_PARAM_NAMES = fc.oneof(
   { weight: 4, arbitrary: fc.constantFrom('$$app_token', 'app_token', '%24%24app_token') },
   { weight: 2, arbitrary: fc.constantFrom('$$app_token', 'app_token').chain(percentEncodings) },
   { weight: 1, arbitrary: fc.constantFrom('$app_token', '$$App_Token', 'APP_TOKEN', '$$app_token ', '$$app%5Ftoken', '$$app+token', '$$app_token[]', 'x$$app_token') },
+  // What Express 4's query parser (qs) reads as the name, and what it does not.
+  { weight: 1, arbitrary: fc.constantFrom('$$app_token[]', 'app_token[x]', '$$app_token[0]', '[$$app_token]', '%5B%24%24app_token%5D%5B%5D', '$$app_token%5B', 'app_token]', 'x[$$app_token]', '[]$$app_token', '$$app_token.x') },
 )
 
 /** Query pairs naming app tokens: both spellings, every percent-encoding of names and values, repeats, empties. */

@@ -11,7 +11,7 @@
  */
 import { validateHeaderName, validateHeaderValue } from 'node:http'
 import { OAUTH_ERROR_STATUS, PLATFORM_ERROR_STATUS, type GateOutcome, type GateRequest, type GateResponse } from '../../src/index.js'
-import { tokensSentIn } from '../../src/authorization-header.js'
+import { credentialsSentIn } from '../../src/authorization-header.js'
 import { redirectUriProblem } from '../../src/oauth/redirect-uri.js'
 import { sha256 } from '../../src/secrets.js'
 import { wellFormed } from './arbitraries.js'
@@ -287,10 +287,14 @@ function checkWrites(world: World, request: HostileRequest, core: GateRequest, o
   // Whatever credential a request over plain http gave away is made worthless: access
   // tokens revoked (from the header, the query or the body), a code consumed, an API key revoked.
   const parsed = request.body?.kind === 'parsed' ? request.body.value : undefined
-  const sentTokens = new Set([...tokensSentIn(core, parsed), ...['access_token', 'oauth_token', 'token'].flatMap((n) => params.get(n) ?? [])].map(sha256))
+  const sent = credentialsSentIn(core, parsed)
+  const sentTokens = new Set([...sent.tokens, ...['access_token', 'oauth_token', 'token'].flatMap((n) => params.get(n) ?? [])].map(sha256))
   const sentCodes = new Set((params.get('code') ?? []).map(sha256))
   const insecure = !request.tls || hasProxyHeaders(request)
-  const basicUsers = (core.authorization ?? []).map((line) => Buffer.from(line.slice(line.indexOf(' ') + 1).trim(), 'base64').toString('utf8').split(':')[0])
+  const basicUsers = [
+    ...(core.authorization ?? []).map((line) => Buffer.from(line.slice(line.indexOf(' ') + 1).trim(), 'base64').toString('utf8').split(':')[0]),
+    ...sent.apiKeys.map((key) => key.keyId),
+  ]
   const response = outcome.type === 'respond' ? outcome.response : undefined
   const status = response?.status
   const location = String(response?.headers.location ?? '')
@@ -303,7 +307,7 @@ function checkWrites(world: World, request: HostileRequest, core: GateRequest, o
   const issuedAndRevoked = writes.some(
     (w) => w.method === 'insertAccessToken' && (revokedAgain.has((w.args[0] as { tokenHash: string }).tokenHash) || revokedByCode.has((w.args[0] as { codeHash: string | null }).codeHash ?? '')),
   )
-  const sentLiveToken = tokensSentIn(core).includes(KNOWN.tokens.live)
+  const sentLiveToken = credentialsSentIn(core).tokens.includes(KNOWN.tokens.live)
   for (const write of writes) {
     const [a, b] = write.args as [unknown, unknown]
     const ok =

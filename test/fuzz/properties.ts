@@ -3,6 +3,8 @@
  * `npm run fuzz` (random seed, as many runs as asked). Each is a fast-check property; the
  * caller decides how many runs and which seed.
  */
+import { createRequire } from 'node:module'
+import querystring from 'node:querystring'
 import fc from 'fast-check'
 import { isPromiseLike } from '../../src/awaitable.js'
 import { extractAppToken } from '../../src/app-token.js'
@@ -136,11 +138,23 @@ function hostView(header: string | string[] | undefined, target: string, legacy:
   if (headerText !== undefined) values.push(...headerText.split(','))
   const q = target.indexOf('?')
   if (q !== -1) {
-    const params = new URLSearchParams(target.slice(q + 1))
-    values.push(...params.getAll('$$app_token'))
-    if (legacy) values.push(...params.getAll('app_token'))
+    for (const [name, value] of new URLSearchParams(target.slice(q + 1))) {
+      if (hostReads(name, '$$app_token') || (legacy && hostReads(name, 'app_token'))) values.push(value)
+    }
   }
   return new Set(values.map((v) => v.trim()).filter((v) => v !== ''))
+}
+
+/** Express 4's default query parser (qs, `extended`), from the express4 package itself. */
+const express4Query = (createRequire(import.meta.url)('express4/lib/utils.js') as { compileQueryParser(setting: string): (query: string) => object }).compileQueryParser('extended')
+
+/**
+ * Whether a host reads a (decoded) parameter name as `field`: Express 4 (qs: `field[]`,
+ * `[field]`, ...), Express 5 and Koa 2 (node:querystring), Koa 3 (URLSearchParams).
+ */
+function hostReads(name: string, field: string): boolean {
+  const pair = `${encodeURIComponent(name)}=x`
+  return [express4Query(pair), querystring.parse(pair), Object.fromEntries(new URLSearchParams(pair))].some((parsed) => Object.hasOwn(parsed, field))
 }
 
 function describe(headers: ReadonlyArray<readonly [string, string]>, target: string): string {
