@@ -242,6 +242,18 @@ describe('the connected-apps page', () => {
     expect(server.url.startsWith('https:')).toBe(true)
   })
 
+  it('signs nobody in with an API key id and secret typed into its sign-in form', async () => {
+    const { gate, ada, server } = await start()
+    const key = await gate.apiKeys.create(ada.id, { name: 'etl' })
+    const browser = new Browser()
+    const login = await browser.get(`${server.url}/oauth/grants`)
+    const refused = await browser.post(login.url, { csrf_token: csrfOf(login), username: key.keyId, password: key.keySecret, action: 'login' })
+    expect(refused.status).toBe(401)
+    expect(refused.html).toContain('An API key cannot sign in')
+    expect(browser.cookies.has('__Host-odg-session')).toBe(false)
+    expect((await browser.get(login.url)).html).toContain('name="password"')
+  })
+
   it('sends a signed-out user to the host’s login page, and moves or turns off by option', async () => {
     const { api } = await start({ oauth: { loginUrl: '/login' }, connectedApps: { page: '/account/apps', path: false } })
     const res = await api.get('/account/apps').ca(TEST_CERT).expect(303)
