@@ -2,7 +2,7 @@
  * The one place that knows which HTTP status each error code carries. Adapters never
  * pick a status: they write the {@link GateResponse} the core built from a {@link GateError}.
  *
- * @see ../shared/reference/socrata-behaviour.md "Error bodies and status codes"
+ * @see README "Errors"; SECURITY.md, the platform's behaviour that the gate implements
  * @see https://www.rfc-editor.org/rfc/rfc6749#section-5.2 (OAuth error codes)
  */
 

@@ -1,6 +1,6 @@
 /**
- * The authorization server's rules, one by one (shared/reference/oauth-server.md
- * checklist), over a real TLS server with supertest and, where cookies matter, the test
+ * The authorization server's rules, one by one (the checklist in SECURITY.md,
+ * "OAuth 2.0"), over a real TLS server with supertest and, where cookies matter, the test
  * browser.
  */
 import request from 'supertest'
