@@ -7,12 +7,14 @@
  * The portal keeps its own browser session and tells the gate who is signed in through
  * `oauth.authenticateUser`, as a host application does: the gate's authorize endpoint and
  * its API key and connected-apps endpoints then know the user without a second sign-in.
- * Passwords are checked by the gate itself (a Basic request to the current-user endpoint
- * through `gate.handle`), so its failed-login budget and hashing apply unchanged.
+ * Passwords are checked by the gate itself, with `gate.users.signIn`: its failed-login
+ * budgets and hash queue apply unchanged, and an API key id and secret typed into the form
+ * sign nobody in (a leaked key must not become a session that can mint keys and approve
+ * applications).
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import express, { type Request, type Response, type Router } from 'express'
-import type { Gate, GateRequest } from 'open-data-gate'
+import { GateError, type Gate, type GateRequest } from 'open-data-gate'
 
 const SESSION_COOKIE = '__Host-portal-session'
 const SESSION_TTL_MS = 3_600_000
@@ -138,19 +140,18 @@ export function developerPages({ gate, sessions, portalAppToken }: DeveloperPage
     const username = field(req, 'username') ?? ''
     const password = field(req, 'password') ?? ''
     if (username === '' || password === '') return loginForm(res, 400, to, 'Give a username and a password.')
-    // The gate checks the password, with its own failed-login budget.
-    const outcome = await gate.handle({
-      method: 'GET',
-      url: '/api/users/current.json',
-      headers: { authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`, 'x-app-token': portalAppToken },
-      peerAddress: req.socket.remoteAddress,
-      tls: true,
-    })
-    if (outcome.type !== 'respond' || outcome.response.status !== 200) {
-      const status = outcome.type === 'respond' ? outcome.response.status : 500
-      return loginForm(res, status === 429 ? 429 : 401, to, status === 429 ? 'Too many failed sign-ins; wait a while and try again.' : 'That username and password do not match.')
+    // The gate checks the password, with its own failed-login budgets; it never takes an API key.
+    // (No proxy in front of the demo: the socket's address is the client's.)
+    let user: { id: string; displayName: string }
+    try {
+      user = await gate.users.signIn({ username, password, clientIp: req.socket.remoteAddress ?? '' })
+    } catch (error) {
+      if (!(error instanceof GateError)) throw error
+      if (error.headers?.['retry-after'] !== undefined) res.set('retry-after', error.headers['retry-after'])
+      // A wrong password, an API key, a spent budget: the gate's message is for the person at the form.
+      const problem = error.status < 500 ? error.message : 'Signing in is not possible right now; try again in a moment.'
+      return loginForm(res, error.status, to, problem)
     }
-    const user = JSON.parse(String(outcome.response.body)) as { id: string; displayName: string }
     sessions.start(res, user.id, user.displayName)
     res.redirect(303, to)
   })

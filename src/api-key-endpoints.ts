@@ -2,7 +2,8 @@
  * The platform's API key endpoints, for the signed-in user's own keys:
  * `GET`/`POST /api/api_keys`, `GET`/`DELETE /api/api_keys/{keyId}`, with the platform's
  * JSON shapes, list parameters and `API_KEY.*` error codes. Who the user is, and whether
- * the credentials may change keys, is decided before (`self-service.ts`).
+ * the credentials may manage keys at all (only the password or a session), is decided
+ * before (`self-service.ts`).
  *
  * @see docs/guides/api-key-endpoints.md
  */

@@ -60,6 +60,17 @@ interface VerifiedPassword {
   readonly address: string
 }
 
+/** The refusal of a wrong password at a sign-in form, for the person in front of it. */
+const WRONG_PASSWORD = 'Wrong username or password.'
+/** The refusal of an API key at a sign-in form: it works for scripts, never for a session. */
+const API_KEY_SIGN_IN = 'An API key cannot sign in: it is for scripts. Sign in with your username and password.'
+
+/** Whether a username as typed is an API key id (pasted with spaces, or in capitals, too). */
+function looksLikeApiKeyId(username: string): boolean {
+  const trimmed = username.trim()
+  return trimmed.length === 25 && API_KEY_ID.test(trimmed.toLowerCase())
+}
+
 /**
  * Never store a `lastUsedAt` (an API key's, a grant's) more often than this: it is a write
  * on the hot path. A day, as the platform does: a key used at 9:00 on Monday gets a new
@@ -107,9 +118,29 @@ export class Authenticator {
     return this.#verifyPassword(credentials.user, credentials.password, client)
   }
 
-  /** Verifies a username and password from the login page, exactly as Basic credentials are. */
-  async verifyLogin(username: string, password: string, client: ClientInfo): Promise<Authentication> {
-    return this.#verifyPassword(username, password, client)
+  /**
+   * A password sign-in from a form: the gate's own sign-in pages and `gate.users.signIn`.
+   * Exactly the checks of a Basic password (both failure budgets, the hash queue, a decoy
+   * hash for an unknown username, the cache of verified passwords), and never an API key:
+   * an id of a key's shape (usernames never have one) is refused before any lookup or hash,
+   * right secret or not, so a leaked key never becomes a browser session. Refusals carry no
+   * Basic challenge, which would make a browser open its own password dialog.
+   * @throws {PlatformError} 401 `invalid_credentials`, with a message for the person at the form
+   * @throws {ThrottledError} 429 when the username's or the address's budget is spent
+   * @throws {PlatformError} 503 `busy` (too many hashes wait), `service_unavailable` (the store)
+   */
+  async signIn(username: unknown, password: unknown, client: ClientInfo): Promise<UserRecord> {
+    if (typeof username !== 'string' || typeof password !== 'string') throw new PlatformError('invalid_credentials', WRONG_PASSWORD)
+    if (looksLikeApiKeyId(username)) {
+      this.#emit('authenticationFailed', { method: 'api-key', ip: client.ip, username: undefined })
+      throw new PlatformError('invalid_credentials', API_KEY_SIGN_IN)
+    }
+    try {
+      return (await this.#verifyPassword(username, password, client)).user
+    } catch (error) {
+      if (error instanceof PlatformError && error.code === 'invalid_credentials') throw new PlatformError('invalid_credentials', WRONG_PASSWORD)
+      throw error
+    }
   }
 
   /**

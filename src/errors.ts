@@ -27,6 +27,13 @@ export const PLATFORM_ERROR_STATUS = {
   app_token_required: 403,
   /** An `X-App-Token` naming another application than the one the OAuth access token was issued to. */
   app_token_mismatch: 403,
+  /**
+   * An endpoint that manages the account itself (its API keys, its connected apps) was
+   * called with credentials the user gave to something else: an OAuth access token (held by
+   * a third-party application) or an API key (held by a script). Only the user's own
+   * sign-in, the password or a browser session, may read or change these.
+   */
+  first_party_credentials_required: 403,
   /** (Management API) the record to change does not exist: {@link NotFoundError}. */
   not_found: 404,
   method_not_allowed: 405,
@@ -59,7 +66,12 @@ export const PLATFORM_ERROR_STATUS = {
    * the code is here so that clients matching on the platform's list find it.
    */
   'API_KEY.INVALID_SECRET': 401,
-  /** The credentials may not manage keys: an API key's own credentials never create or delete one. */
+  /**
+   * The platform's code for a user who may not manage keys. The gate refuses credentials
+   * that may not manage the account (an OAuth token, an API key) with
+   * `first_party_credentials_required`, one code on every self-service endpoint; this one
+   * is here so that clients matching on the platform's list find it.
+   */
   'API_KEY.INSUFFICIENT_RIGHTS': 403,
   /** The create request has no `keyName`. */
   'API_KEY.MISSING_FIELD': 400,

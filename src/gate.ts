@@ -86,7 +86,7 @@ const CURRENT_USER_GUARD = compileGuard({ auth: 'required' })
 export class Gate extends TypedEmitter<GateEvents> {
   /** Register and manage applications. */
   readonly applications: Applications
-  /** Create and manage accounts. */
+  /** Create and manage accounts, and check a sign-in from your own form (`users.signIn`). */
   readonly users: Users
   /** Create, rotate and revoke users' API keys. */
   readonly apiKeys: ApiKeys
@@ -124,12 +124,12 @@ export class Gate extends TypedEmitter<GateEvents> {
     config.store.attach?.(sink)
     if (separateRates) config.rateStore.attach?.(sink)
     this.applications = new Applications(this.store, (appToken) => this.#applicationCache.forget(appToken), config.oauth.allowLoopbackCallbacks)
-    this.users = new Users(this.store, config.basic.scrypt)
+    this.#throttle = new Throttle(config, rateStore, emit)
+    this.#auth = new Authenticator(config, this.store, this.#throttle, emit)
+    this.users = new Users(this.store, config.basic.scrypt, (username, password, client) => this.#auth.signIn(username, password, client))
     this.apiKeys = new ApiKeys(this.store)
     this.tokens = new AccessTokens(this.store, config.oauth.accessTokenTtlMs)
     this.grants = new Grants(this.store)
-    this.#throttle = new Throttle(config, rateStore, emit)
-    this.#auth = new Authenticator(config, this.store, this.#throttle, emit)
     const sessions = new LoginSessions(this.store, config.oauth.sessionTtlMs, config.oauth.maxSessionsPerUser)
     this.#oauth = new OAuthServer(config, this.store, this.#throttle, this.#auth, this.tokens, this.grants, sessions, emit, (error, request) => this.#report(error, request))
     const maxActiveKeys = config.apiKeyEndpoints?.maxActiveKeys ?? 0

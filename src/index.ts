@@ -10,7 +10,7 @@
 export { createGate, Gate, type GateContext, type GateOutcome } from './gate.js'
 export type { GateOptions, RatePolicyOptions, AnonymousPolicyOptions, ThrottleOptions, StoreFailureMode } from './options.js'
 export type { Application, RegisterApplication, UpdateApplication, RegisteredApplication, Applications } from './applications.js'
-export type { User, CreateUser, UpdateUser, Users } from './users.js'
+export type { User, CreateUser, UpdateUser, SignIn, Users } from './users.js'
 export type { ApiKey, IssuedApiKey, ApiKeys, CreateApiKey } from './api-keys.js'
 export type { IssueAccessToken, IssuedAccessToken, AccessTokens } from './access-tokens.js'
 export type { ConnectedApp, Grants } from './grants.js'

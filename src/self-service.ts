@@ -1,11 +1,12 @@
 /**
- * The endpoints where a signed-in user manages their own access: the platform's API key
- * endpoints (`/api/api_keys`) and connected apps (`/api/oauth/grants`). Served by the
- * gate after its usual checks (app token, throttle, credentials), like the current user.
+ * The endpoints where users manage their own account: the platform's API key endpoints
+ * (`/api/api_keys`) and connected apps (`/api/oauth/grants`). Served by the gate after its
+ * usual checks (app token, throttle, credentials), like the current user.
  *
- * Who the user is:
- * - credentials in the `Authorization` header (a password, an API key, an OAuth token),
- *   verified as on every route; or else
+ * They answer only to the user's own sign-in, never to a credential the user handed to
+ * something else (GitHub lets no OAuth app create personal access tokens; Keycloak gives
+ * third-party clients no `manage-account` role):
+ * - the password over HTTP Basic; or else
  * - a browser session: the host's own (`oauth.authenticateUser`) or the gate's login
  *   session cookie. A cookie comes along with any request the browser makes, a forged
  *   cross-site one included, so a request that changes something (POST, DELETE) on a
@@ -15,11 +16,15 @@
  *   header without a CORS preflight the gate never grants. A page gets the token from the
  *   `X-CSRF-Token` response header of any GET to these endpoints made on a session.
  *
- * Creating or deleting needs a password, a session or an OAuth token: never an API key's
- * own credentials, so that a leaked key can neither mint others nor hide itself. Every one
- * of these endpoints is https only.
+ * An OAuth access token or an API key gets 403 `first_party_credentials_required`, for
+ * reading as for changing: a third-party application the user approved once could
+ * otherwise mint itself an API key that outlives its revocation on the connected-apps page,
+ * or revoke the user's other applications; a leaked key could mint others or hide itself.
+ * Credentials in the `Authorization` header always take precedence over a cookie, so such a
+ * request is refused even when a session comes along. Every one of these endpoints is https
+ * only.
  *
- * @see docs/guides/api-key-endpoints.md "Where the platform is silent, the gate decides"
+ * @see docs/guides/api-key-endpoints.md "Where the platform is silent, the gate decides", and docs/security.md
  */
 import type { ApiKeyEndpoints } from './api-key-endpoints.js'
 import { isPlausibleAppToken } from './app-token.js'
@@ -41,7 +46,11 @@ export interface SelfServiceRoute {
 /** The user of a request to these endpoints, and how they were recognised. */
 interface Caller {
   readonly user: GateUser
-  /** `session`: a browser session, the host's or the gate's (needs the CSRF header to change anything). */
+  /**
+   * `password`: Basic with the user's password. `session`: a browser session, the host's or
+   * the gate's (needs the CSRF header to change anything). `oauth` and `api-key` are
+   * credentials held by someone else than the user, and are refused.
+   */
   readonly via: Exclude<AuthMethod, 'none'> | 'session'
 }
 
@@ -105,8 +114,9 @@ export class SelfService {
     }
     if (!context.secure) throw new PlatformError('https_required', 'These endpoints are served over https only')
     const caller = await this.#caller(request, context)
-    if (caller === undefined) throw new PlatformError('authentication_required', 'Sign in, or send credentials, to manage your own API keys and applications')
-    if (method !== 'GET') this.#mayChange(route, request, caller)
+    if (caller === undefined) throw new PlatformError('authentication_required', 'Sign in, or send your password, to manage your own API keys and applications')
+    if (caller.via === 'oauth' || caller.via === 'api-key') throw notFirstParty(caller.via)
+    if (method !== 'GET') this.#mayChange(request, caller)
     const response = await this.#dispatch(route, method, request, caller.user)
     if (caller.via !== 'session') return response
     // A page on a session learns the CSRF token here, for its next POST or DELETE.
@@ -148,16 +158,21 @@ export class SelfService {
     return user === undefined ? undefined : { user: toGateUser(user), via: 'session' }
   }
 
-  /** Whether these credentials may create or delete. @throws {PlatformError} when not */
-  #mayChange(route: SelfServiceRoute, request: GateRequest, caller: Caller): void {
-    if (caller.via === 'api-key') {
-      const message = 'An API key cannot create or delete API keys or revoke applications; use a password, a signed-in session or an OAuth token'
-      throw new PlatformError(route.kind === 'api-keys' ? 'API_KEY.INSUFFICIENT_RIGHTS' : 'permission_denied', message)
-    }
+  /** Whether a session's request may create or delete: only with the CSRF header, from this site. @throws {PlatformError} when not */
+  #mayChange(request: GateRequest, caller: Caller): void {
     if (caller.via === 'session' && !csrfValid(request, headerValue(request.headers, 'x-csrf-token'))) {
       throw new PlatformError('permission_denied', 'A request on a signed-in session must carry the X-CSRF-Token header (from any GET of these endpoints) and come from this site')
     }
   }
+}
+
+/** The refusal of a credential the user gave to an application or a script. */
+function notFirstParty(via: 'oauth' | 'api-key'): PlatformError {
+  const held = via === 'oauth' ? 'An OAuth access token belongs to an application' : 'An API key belongs to a script'
+  return new PlatformError(
+    'first_party_credentials_required',
+    `${held}, and cannot read or manage the account's API keys and connected apps; sign in with your password or on the portal`,
+  )
 }
 
 function allowedMethods(route: SelfServiceRoute): readonly string[] {

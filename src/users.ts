@@ -4,9 +4,11 @@
  *
  * @see docs/platform-rules.md "HTTP Basic" 2-3
  */
+import { isIP } from 'node:net'
 import { NotFoundError, PlatformError } from './errors.js'
 import { optionsObject } from './options.js'
 import { checkPassword, hashPassword, type ScryptParams } from './passwords.js'
+import { normalizeAddress, type ClientInfo } from './proxy.js'
 import { randomId } from './secrets.js'
 import type { GateStore, UserRecord } from './store/store.js'
 
@@ -32,6 +34,24 @@ export interface UpdateUser {
   email?: string
   rights?: readonly string[]
 }
+
+/** What {@link Users.signIn} takes. */
+export interface SignIn {
+  /** As typed into the form; any letter case. */
+  username: string
+  /** As typed into the form. */
+  password: string
+  /**
+   * The address the sign-in came from: its failed attempts are counted against it, across
+   * usernames, and it takes its turn in the hash queue. Behind a reverse proxy, the
+   * client's address, not the proxy's: `req.gate.clientIp` on a route behind the gate
+   * (resolved through `trustProxy`), or your framework's own, configured for the proxy.
+   */
+  clientIp: string
+}
+
+/** Checks a sign-in with every protection of the gate; made by the gate (`Authenticator.signIn`). */
+export type SignInCheck = (username: unknown, password: unknown, client: ClientInfo) => Promise<UserRecord>
 
 /** The public view of a stored user. */
 export function toUser(record: UserRecord): User {
@@ -67,10 +87,57 @@ export const API_KEY_ID = /^[a-z0-9]{25}$/
 export class Users {
   readonly #store: GateStore
   readonly #scrypt: ScryptParams
+  readonly #signIn: SignInCheck
 
-  constructor(store: GateStore, scrypt: ScryptParams) {
+  constructor(store: GateStore, scrypt: ScryptParams, signIn: SignInCheck) {
     this.#store = store
     this.#scrypt = scrypt
+    this.#signIn = signIn
+  }
+
+  /**
+   * Checks a sign-in from your own sign-in form, with every protection the gate gives its
+   * own: the per-username and per-address budgets of failed attempts (shared with HTTP
+   * Basic, in the store, across instances), the fair hash queue, and an unknown username
+   * costing the same scrypt run as a wrong password. An API key id and secret never sign
+   * anyone in, whatever the secret: a key is for scripts, and a leaked one must not become a
+   * browser session that can mint keys, delete the leaked one and approve applications.
+   *
+   * It answers only the user whose password was right; every refusal throws, so a host that
+   * forgets to handle one starts no session. Serve the form over https, with your own CSRF
+   * protection, and start your session only with the user this returns.
+   * @returns the user, as {@link Users.find} shows it
+   * @throws {PlatformError} 401 `invalid_credentials`, for a wrong or missing username or
+   * password, an unknown user, or an API key (its message says so: show it to the person)
+   * @throws {ThrottledError} 429 `too_many_requests`, with `retryAfterMs`, when the
+   * username's or the address's budget of failed attempts is spent (the right password too)
+   * @throws {PlatformError} 503 `busy` (too many password checks wait in this process) or
+   * `StoreError` 503 `service_unavailable` (the store failed); each has its `status`, and
+   * `Retry-After` in `headers` where one applies
+   * @throws {TypeError} for a missing or malformed `clientIp`, or an unknown field: a mistake
+   * in your code, not the user's
+   * @example
+   * // After app.use(expressGate(gate)), so that req.gate.clientIp is the client's address.
+   * app.post('/login', express.urlencoded({ extended: false }), async (req, res) => {
+   *   try {
+   *     const user = await gate.users.signIn({ username: req.body.username, password: req.body.password, clientIp: req.gate.clientIp })
+   *     startSession(res, user.id)
+   *     res.redirect(303, '/')
+   *   } catch (error) {
+   *     if (!(error instanceof GateError)) throw error
+   *     res.status(error.status).set(error.headers ?? {}).render('login', { problem: error.message })
+   *   }
+   * })
+   */
+  async signIn(input: SignIn): Promise<User> {
+    optionsObject('users.signIn()', input, ['username', 'password', 'clientIp'])
+    const { clientIp } = input
+    const ip = typeof clientIp === 'string' ? normalizeAddress(clientIp) : ''
+    if (isIP(ip) === 0) {
+      throw new TypeError('open-data-gate: users.signIn() needs clientIp, the IP address the sign-in came from (req.gate.clientIp behind the gate)')
+    }
+    // (`secure` plays no part in a password check: the form's transport is the host's to ensure.)
+    return toUser(await this.#signIn(input.username, input.password, { ip, secure: true }))
   }
 
   /**

@@ -766,24 +766,35 @@ describe.each([...FRAMEWORKS, ...FRAMEWORKS_WITH_BODY_PARSERS])('$name: API keys
   })
 
   it('answers a create without keyName with the platform’s error body', async () => {
-    const { oauth, post } = await start()
-    const res = await post('/api/api_keys', oauth).send({ name: 'wrong field' }).expect(400)
+    const { password, post } = await start()
+    const res = await post('/api/api_keys', password).send({ name: 'wrong field' }).expect(400)
     expect(res.body).toEqual({ code: 'API_KEY.MISSING_FIELD', error: true, message: 'keyName is required' })
     expect(res.headers['x-error-code']).toBe('API_KEY.MISSING_FIELD')
   })
 
-  it('lets an API key list keys, but never create or delete one', async () => {
-    const { key, apiKey, oauth, get, post, del } = await start()
-    await get('/api/api_keys', apiKey).expect(200)
-    const minted = await post('/api/api_keys', apiKey).send({ keyName: 'another' }).expect(403)
-    expect(minted.body).toMatchObject({ code: 'API_KEY.INSUFFICIENT_RIGHTS', error: true })
-    const hidden = await del(`/api/api_keys/${key.keyId}`, apiKey).expect(403)
-    expect(hidden.body.code).toBe('API_KEY.INSUFFICIENT_RIGHTS')
-    // Nor revoke a connected app.
-    const app = (await get('/api/oauth/grants', apiKey).expect(200)).body as Array<{ appToken: string }>
-    expect((await del(`/api/oauth/grants/${app[0]?.appToken}`, apiKey).expect(403)).body.code).toBe('permission_denied')
-    // An OAuth token may.
-    await post('/api/api_keys', oauth).send({ keyName: 'from an app' }).expect(200)
+  it('refuses an OAuth token and an API key on every API key and connected-apps endpoint, reading included', async () => {
+    const { gate, ada, app, key, apiKey, oauth, get, post, del } = await start()
+    for (const [name, credentials] of [
+      ['an OAuth token', oauth],
+      ['an API key', apiKey],
+    ] as const) {
+      for (const [what, request] of [
+        ['list keys', () => get('/api/api_keys', credentials)],
+        ['show a key', () => get(`/api/api_keys/${key.keyId}`, credentials)],
+        ['create a key', () => post('/api/api_keys', credentials).send({ keyName: 'minted' })],
+        ['delete a key', () => del(`/api/api_keys/${key.keyId}`, credentials)],
+        ['list connected apps', () => get('/api/oauth/grants', credentials)],
+        ['revoke a connected app', () => del(`/api/oauth/grants/${app.appToken}`, credentials)],
+      ] as const) {
+        const res = await request()
+        expect([name, what, res.status, res.body]).toEqual([name, what, 403, { code: 'first_party_credentials_required', error: true, message: expect.stringMatching(/password/) }])
+        expect(res.headers['x-error-code']).toBe('first_party_credentials_required')
+      }
+    }
+    // Nothing changed: no key minted, the key not deleted, the app still connected, the token still working.
+    expect((await gate.apiKeys.list(ada.id)).map((k) => [k.name, k.revokedAt])).toEqual([['etl', null]])
+    expect((await gate.grants.list(ada.id)).map((g) => g.appToken)).toEqual([app.appToken])
+    await get('/api/users/current.json', oauth).expect(200)
   })
 
   it('refuses anonymous requests, and anything over plain http', async () => {
@@ -812,7 +823,7 @@ describe.each([...FRAMEWORKS, ...FRAMEWORKS_WITH_BODY_PARSERS])('$name: API keys
 
   it('lists connected apps as JSON and revokes one: its token is refused from then on', async () => {
     const { app, oauth, password, get, del } = await start()
-    const listed = await get('/api/oauth/grants', oauth).expect(200)
+    const listed = await get('/api/oauth/grants', password).expect(200)
     expect(listed.body).toEqual([{ appToken: app.appToken, name: 'Transit dashboard', firstAuthorizedAt: expect.any(Number), lastUsedAt: expect.any(Number), liveTokens: 1 }])
     await del(`/api/oauth/grants/${app.appToken}`, password).expect(204)
     const refused = await get('/api/users/current.json', oauth).expect(401)

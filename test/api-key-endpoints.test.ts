@@ -22,17 +22,20 @@ afterEach(() => {
   vi.useRealTimers()
 })
 
+const PASSWORD = 'correct horse battery'
+
+/** A gate, and Ada managing her own keys as the user herself: her password over Basic, with the portal's app token. */
 async function setUp(options: GateOptions = {}) {
-  const gate = createGate({ throttle: false, oauth: { accessTokenTtlMs: 30 * 86_400_000 }, ...options })
+  const gate = createGate({ throttle: false, basic: { scrypt: { logN: 10 } }, ...options })
   const { appToken } = await gate.applications.register({ name: 'Portal' })
-  const ada = await gate.users.create({ username: 'ada', displayName: 'Ada Lovelace', email: 'ada@example.org' })
-  const { accessToken } = await gate.tokens.issue({ userId: ada.id, appToken })
+  const ada = await gate.users.create({ username: 'ada', password: PASSWORD, displayName: 'Ada Lovelace', email: 'ada@example.org' })
+  const password = `Basic ${Buffer.from(`ada:${PASSWORD}`).toString('base64')}`
   const send = async (method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<GateResponse> => {
     const outcome = await gate.handle(
       coreRequest({
         method,
         url,
-        headers: { authorization: `OAuth ${accessToken}`, ...headers },
+        headers: { authorization: password, 'x-app-token': appToken, ...headers },
         readBody: async () => ({ kind: 'parsed', value: body }),
       }),
     )

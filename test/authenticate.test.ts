@@ -1,7 +1,7 @@
 import * as crypto from 'node:crypto'
 import { DOMParser } from '@xmldom/xmldom'
 import { beforeEach, describe, expect, it, vi } from 'vitest'
-import { createGate, type Gate, type GateOptions, type GateOutcome, type TokenRevokedEvent } from '../src/index.js'
+import { createGate, ThrottledError, type Gate, type GateError, type GateOptions, type GateOutcome, type TokenRevokedEvent } from '../src/index.js'
 import { sha256 } from '../src/secrets.js'
 import { coreRequest } from './support/requests.js'
 
@@ -165,6 +165,81 @@ describe('HTTP Basic with a username and password', () => {
     const gate = createGate({ store: weak.gate.store, throttle: false, basic: { scrypt: { logN: 11 } } })
     const { appToken } = await gate.applications.register({ name: 'x' })
     pass(await gate.handle(coreRequest({ headers: { authorization: basic('ada', PASSWORD), 'x-app-token': appToken } })))
+  })
+})
+
+describe('gate.users.signIn, for a host’s own sign-in form', () => {
+  beforeEach(() => {
+    vi.mocked(crypto.scrypt).mockClear()
+  })
+  const CLIENT = '203.0.113.5'
+
+  it('answers the user for the right password, without the hash', async () => {
+    const { gate, ada } = await setup()
+    const user = await gate.users.signIn({ username: 'ADA', password: PASSWORD, clientIp: CLIENT })
+    expect(user).toEqual(await gate.users.find(ada.id))
+    expect(user).not.toHaveProperty('passwordHash')
+  })
+
+  it('refuses an API key id and its right secret, without a hash, and leaves the key working', async () => {
+    const { gate, ada, send } = await setup()
+    const key = await gate.apiKeys.create(ada.id, { name: 'etl' })
+    for (const username of [key.keyId, key.keyId.toUpperCase(), ` ${key.keyId}`]) {
+      await expect(gate.users.signIn({ username, password: key.keySecret, clientIp: CLIENT })).rejects.toMatchObject({
+        code: 'invalid_credentials',
+        status: 401,
+        message: expect.stringMatching(/An API key cannot sign in/),
+      })
+    }
+    expect(scryptRuns()).toBe(0)
+    expect(pass(await send(basic(key.keyId, key.keySecret))).auth).toBe('api-key')
+  })
+
+  it('refuses a wrong password and an unknown user alike, each at the cost of a scrypt run, without a Basic challenge', async () => {
+    const { gate } = await setup({ basic: { challenge: true } })
+    const failures: unknown[] = []
+    gate.on('authenticationFailed', (event) => failures.push(event))
+    for (const username of ['ada', 'nobody']) {
+      const runs = scryptRuns()
+      const error = await gate.users.signIn({ username, password: 'not the password', clientIp: CLIENT }).catch((e: unknown) => e)
+      expect(error).toMatchObject({ code: 'invalid_credentials', status: 401, message: 'Wrong username or password.' })
+      expect((error as GateError).headers?.['www-authenticate']).toBeUndefined()
+      expect(scryptRuns()).toBeGreaterThan(runs)
+    }
+    expect(failures).toEqual([
+      { method: 'password', ip: CLIENT, username: 'ada' },
+      { method: 'password', ip: CLIENT, username: 'nobody' },
+    ])
+  })
+
+  it('spends the same failure budgets as Basic: per username, and per address across usernames', async () => {
+    const { gate, send } = await setup({ basic: { failures: { limit: 3, windowMs: 60_000 }, addressFailures: { limit: 4, windowMs: 60_000 } } })
+    for (let i = 0; i < 3; i++) await expect(gate.users.signIn({ username: 'ada', password: `guess ${i}`, clientIp: '198.51.100.7' })).rejects.toMatchObject({ code: 'invalid_credentials' })
+    const locked = await gate.users.signIn({ username: 'ada', password: PASSWORD, clientIp: '198.51.100.8' }).catch((e: unknown) => e)
+    expect(locked).toBeInstanceOf(ThrottledError)
+    expect(locked).toMatchObject({ code: 'too_many_requests', retryAfterMs: expect.any(Number) })
+    // The lock is the username's, whatever the way in.
+    expect(respond(await send(basic('ada', PASSWORD), { peer: '198.51.100.9' })).status).toBe(429)
+    // A fourth failure from the guessing address spends its own budget, across usernames: even a right password from it is refused.
+    await gate.users.create({ username: 'grace', password: PASSWORD, displayName: 'G', email: 'g@example.org' })
+    await expect(gate.users.signIn({ username: 'nobody', password: 'x', clientIp: '198.51.100.7' })).rejects.toMatchObject({ code: 'invalid_credentials' })
+    await expect(gate.users.signIn({ username: 'grace', password: PASSWORD, clientIp: '198.51.100.7' })).rejects.toMatchObject({ code: 'too_many_requests' })
+    expect(await gate.users.signIn({ username: 'grace', password: PASSWORD, clientIp: '198.51.100.10' })).toMatchObject({ username: 'grace' })
+  })
+
+  it('refuses credentials that are not text as wrong ones, and a host’s mistakes with a TypeError', async () => {
+    const { gate } = await setup()
+    for (const [username, password] of [[['ada'], PASSWORD], ['ada', undefined], [null, null]] as const) {
+      await expect(gate.users.signIn({ username, password, clientIp: CLIENT } as never)).rejects.toMatchObject({ code: 'invalid_credentials' })
+    }
+    expect(scryptRuns()).toBe(0)
+    for (const clientIp of [undefined, '', 'localhost', '::ffff:not-an-ip', 42]) {
+      await expect(gate.users.signIn({ username: 'ada', password: PASSWORD, clientIp } as never)).rejects.toThrow(TypeError)
+    }
+    await expect(gate.users.signIn({ username: 'ada', password: PASSWORD, clientIp: CLIENT, remember: true } as never)).rejects.toThrow(/unknown.*remember|remember/)
+    await expect(gate.users.signIn(undefined as never)).rejects.toThrow(TypeError)
+    // IPv4-mapped IPv6, as Node gives it, is the IPv4 address: the same budget.
+    expect(await gate.users.signIn({ username: 'ada', password: PASSWORD, clientIp: `::ffff:${CLIENT}` })).toMatchObject({ username: 'ada' })
   })
 })
 

@@ -127,6 +127,24 @@ describe.skipIf(!chromiumAvailable)('the developer settings page in Chromium', (
     expect(problems).toEqual([])
   })
 
+  it('signs nobody in with an API key id and secret typed into the sign-in form', async () => {
+    const { page } = await open()
+    const { keyId, keySecret } = (running as PortalInChromium).portal.credentials
+    await page.goto(`${origin}/profile/edit/developer_settings`)
+    await page.getByLabel('Username').fill(keyId)
+    await page.getByLabel('Password').fill(keySecret)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await expect(page.getByRole('alert').textContent()).resolves.toMatch(/An API key cannot sign in/)
+    await shot(page, 'portal-sign-in-api-key')
+    expect(await page.content()).not.toContain(keySecret)
+    // No session: the settings page still asks to sign in, and the key still works for scripts.
+    await page.goto(`${origin}/profile/edit/developer_settings`)
+    await page.getByRole('heading', { name: 'Sign in to the example portal' }).waitFor()
+    const basic = `Basic ${Buffer.from(`${keyId}:${keySecret}`).toString('base64')}`
+    const { appToken } = (running as PortalInChromium).portal.credentials
+    expect((await tlsFetch(`${origin}/resource/draft-budget.json`, { headers: { authorization: basic, 'x-app-token': appToken } })).status).toBe(200)
+  })
+
   it('says what is wrong with a Callback Prefix and keeps what was typed', async () => {
     const { page } = await open()
     await signIn(page)

@@ -180,6 +180,40 @@ describe('the connected-apps page', () => {
     expect(await gate.tokens.revoke(accessToken)).toBe(false) // already revoked
   })
 
+  it('ends all of a third-party app’s access when the user revokes it: its token could mint no API key and revoke no other app', async () => {
+    const { gate, api, app, ada, authorizeUrl, exchange, currentUser, server } = await start()
+    const other = await gate.applications.register({ name: 'Other app' })
+    await gate.tokens.issue({ userId: ada.id, appToken: other.appToken })
+    const browser = new Browser()
+    const issued = await exchange(await browser.authorize(authorizeUrl, 'ada', PASSWORD))
+    const accessToken = (issued.body as { access_token: string }).access_token
+    await currentUser(accessToken).expect(200)
+
+    // The application tries to keep a way in, or to push the others out: all refused.
+    const asApp = { authorization: `OAuth ${accessToken}` }
+    const tries = [
+      await api.post('/api/api_keys').ca(TEST_CERT).set(asApp).send({ keyName: 'backup access' }),
+      await api.get('/api/api_keys').ca(TEST_CERT).set(asApp),
+      await api.get('/api/oauth/grants').ca(TEST_CERT).set(asApp),
+      await api.delete(`/api/oauth/grants/${other.appToken}`).ca(TEST_CERT).set(asApp),
+    ]
+    expect(tries.map((res) => [res.status, (res.body as { code: string }).code])).toEqual(Array(4).fill([403, 'first_party_credentials_required']))
+    expect(await gate.apiKeys.list(ada.id)).toEqual([])
+
+    // The user revokes it on the connected-apps page (signed in by the authorize flow).
+    const page = await browser.get(`${server.url}/oauth/grants`)
+    expect(page.html).toContain('Transit &lt;dashboard&gt;')
+    expect(page.html).toContain('Other app')
+    const revoked = await browser.post(page.url, { csrf_token: csrfOf(page), action: 'revoke', app_token: app.appToken })
+    expect(revoked.status).toBe(303)
+    const after = await browser.get(page.url)
+    expect(after.html).not.toContain('Transit &lt;dashboard&gt;')
+    expect(after.html).toContain('Other app')
+    // Nothing of the application works any more, and it left nothing behind.
+    expect((await currentUser(accessToken).expect(401)).body.code).toBe('invalid_token')
+    expect(await gate.apiKeys.list(ada.id)).toEqual([])
+  })
+
   it('refuses a post without the CSRF token, or from another site', async () => {
     const { gate, app, ada, browser, page } = await signedIn()
     await gate.tokens.issue({ userId: ada.id, appToken: app.appToken })
@@ -206,6 +240,18 @@ describe('the connected-apps page', () => {
     running.push(plain)
     expect((await request(plain.url).get('/oauth/grants')).status).toBe(403)
     expect(server.url.startsWith('https:')).toBe(true)
+  })
+
+  it('signs nobody in with an API key id and secret typed into its sign-in form', async () => {
+    const { gate, ada, server } = await start()
+    const key = await gate.apiKeys.create(ada.id, { name: 'etl' })
+    const browser = new Browser()
+    const login = await browser.get(`${server.url}/oauth/grants`)
+    const refused = await browser.post(login.url, { csrf_token: csrfOf(login), username: key.keyId, password: key.keySecret, action: 'login' })
+    expect(refused.status).toBe(401)
+    expect(refused.html).toContain('An API key cannot sign in')
+    expect(browser.cookies.has('__Host-odg-session')).toBe(false)
+    expect((await browser.get(login.url)).html).toContain('name="password"')
   })
 
   it('sends a signed-out user to the host’s login page, and moves or turns off by option', async () => {

@@ -412,6 +412,20 @@ describe('the login and consent pages', () => {
     expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(0)
   })
 
+  it('signs nobody in with an API key id and secret typed into the sign-in form, and says to use the password', async () => {
+    const { gate, server, authorizeUrl, ada } = await start()
+    const key = await gate.apiKeys.create(ada.id, { name: 'etl' })
+    const browser = new Browser()
+    const login = await browser.get(`${server.url}${authorizeUrl()}`)
+    const refused = await browser.post(login.url, { csrf_token: csrfOf(login), username: key.keyId, password: key.keySecret, action: 'login' })
+    expect(refused.status).toBe(401)
+    expect(refused.html).toContain('An API key cannot sign in')
+    expect(refused.html).not.toContain(key.keySecret)
+    expect(browser.cookies.has('__Host-odg-session')).toBe(false)
+    // Still the sign-in page, not the consent page.
+    expect((await browser.get(login.url)).html).toContain('name="password"')
+  })
+
   it('refuses a post without the CSRF token, with a wrong one, or from another site', async () => {
     const { server, authorizeUrl, ada } = await start()
     const browser = new Browser()

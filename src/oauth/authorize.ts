@@ -207,19 +207,19 @@ export class AuthorizeEndpoint {
     })
   }
 
-  /** The login form was posted: sign in (the same checks as Basic credentials) and come back here. */
+  /** The login form was posted: sign in (as `gate.users.signIn` does: never with an API key) and come back here. */
   async #login(request: GateRequest, client: ClientInfo, application: ApplicationRecord, form: Params): Promise<GateResponse> {
     const username = form.get('username') ?? ''
     const password = form.get('password') ?? ''
     try {
-      const { user } = await this.#auth.verifyLogin(username, password, client)
+      const user = await this.#auth.signIn(username, password, client)
       return redirect(sameUrl(request), { 'set-cookie': await this.#sessions.start(user) })
     } catch (error) {
       if (error instanceof ThrottledError) {
         return this.#askToSignIn(request, application, username, error.message, 429, error.headers ?? {})
       }
       if (error instanceof PlatformError && error.code === 'invalid_credentials') {
-        return this.#askToSignIn(request, application, username, 'Wrong username or password.', 401)
+        return this.#askToSignIn(request, application, username, error.message, 401)
       }
       throw error
     }

@@ -91,15 +91,15 @@ export class GrantsPage {
     return user === undefined ? undefined : { user, ownSession: true }
   }
 
-  /** The sign-in form was posted: the same checks as Basic credentials, then back to the page. */
+  /** The sign-in form was posted: checked as `gate.users.signIn` does (never with an API key), then back to the page. */
   async #login(request: GateRequest, client: ClientInfo, form: Params): Promise<GateResponse> {
     const username = form.get('username') ?? ''
     try {
-      const { user } = await this.#auth.verifyLogin(username, form.get('password') ?? '', client)
+      const user = await this.#auth.signIn(username, form.get('password') ?? '', client)
       return redirect(here(request), { 'set-cookie': await this.#sessions.start(user) })
     } catch (error) {
       if (error instanceof ThrottledError) return this.#signInPage(request, username, error.message, 429, error.headers ?? {})
-      if (error instanceof PlatformError && error.code === 'invalid_credentials') return this.#signInPage(request, username, 'Wrong username or password.', 401)
+      if (error instanceof PlatformError && error.code === 'invalid_credentials') return this.#signInPage(request, username, error.message, 401)
       throw error
     }
   }

@@ -221,11 +221,17 @@ export function gateChecks(makeGate: MakeGate = createGate): StoreCheck[] {
         const byToken = passed(await client.send('GET', '/resource/kit.json', { headers: { authorization: `OAuth ${accessToken}` } }), 'a request with the access token')
         assert.equal(byToken.context.user?.id, user.id)
 
-        // The self-service endpoints: a key made over HTTP, the connected app the consent recorded.
+        // The self-service endpoints: a key made over HTTP with the password (never with the
+        // application's access token), the connected app the consent recorded.
+        responded(
+          await client.send('POST', '/api/api_keys', { headers: { authorization: `OAuth ${accessToken}` }, form: { keyName: 'kit token key' }, cookies: false }),
+          403,
+          'creating an API key through /api/api_keys with an access token',
+        )
         const made = responded(
-          await client.send('POST', '/api/api_keys', { headers: { authorization: `OAuth ${accessToken}` }, form: { keyName: 'kit endpoint key' }, cookies: false }),
+          await client.send('POST', '/api/api_keys', { ...withApp(basic(username, secrets.password)), form: { keyName: 'kit endpoint key' }, cookies: false }),
           200,
-          'creating an API key through /api/api_keys',
+          'creating an API key through /api/api_keys with the password',
         )
         const endpointKey = JSON.parse(made.body) as { keyId: string; keySecret: string }
         secrets['API key secret made over HTTP'] = endpointKey.keySecret
