@@ -8,10 +8,17 @@
  *   npm run fuzz -- --runs 1000000       # longer
  *   npm run fuzz -- --seed 1234 --only core
  *   npm run fuzz -- --seed 1234 --path "5:1:0"   # replay one counterexample
+ *
+ * The `unstorable` property runs on PostgreSQL (DATABASE_URL, default the local test
+ * database) in a schema of its own, dropped afterwards; it is left out when no server answers.
  */
 import { parseArgs } from 'node:util'
 import fc from 'fast-check'
-import { appTokenProperty, authorizationProperty, coreProperty, redirectUriProperty, untrustedProxyProperty } from '../test/fuzz/properties.js'
+import pg from 'pg'
+import { PostgresStore } from '../src/store/postgres-store.js'
+import { appTokenProperty, authorizationProperty, coreProperty, redirectUriProperty, unstorableProperty, untrustedProxyProperty, type StoreWorld } from '../test/fuzz/properties.js'
+import { createStoreWorld } from '../test/fuzz/world.js'
+import { DATABASE_URL, dropSchema, freshSchema, postgresAvailable } from '../test/support/postgres.js'
 
 const { values } = parseArgs({
   options: {
@@ -36,10 +43,24 @@ process.emitWarning = ((warning: string | Error, options?: { code?: string } | s
   void warning
 }) as typeof process.emitWarning
 
+const wantsPostgres = values.only === undefined || values.only === 'unstorable'
+const schema = freshSchema('fuzz')
+let pool: pg.Pool | undefined
+let storeWorld: StoreWorld | undefined
+if (wantsPostgres && (await postgresAvailable())) {
+  pool = new pg.Pool({ connectionString: DATABASE_URL, max: 4 })
+  const store = new PostgresStore({ pool, schema, sweepIntervalMs: 0 })
+  await store.migrate()
+  storeWorld = await createStoreWorld(store)
+}
+
+const onPostgres = storeWorld
 const properties: Record<string, { property: () => fc.IRawProperty<unknown, boolean>; share: number }> = {
   core: { property: coreProperty as () => fc.IRawProperty<unknown, boolean>, share: 1 },
   untrustedProxy: { property: untrustedProxyProperty as () => fc.IRawProperty<unknown, boolean>, share: 0.2 },
-  redirect: { property: redirectUriProperty as () => fc.IRawProperty<unknown, boolean>, share: 4 },
+  redirect: { property: () => redirectUriProperty() as fc.IRawProperty<unknown, boolean>, share: 4 },
+  loopbackRedirect: { property: () => redirectUriProperty(true) as fc.IRawProperty<unknown, boolean>, share: 2 },
+  ...(onPostgres === undefined ? {} : { unstorable: { property: () => unstorableProperty(onPostgres) as fc.IRawProperty<unknown, boolean>, share: 0.15 } }),
   authorization: { property: authorizationProperty as () => fc.IRawProperty<unknown, boolean>, share: 4 },
   appToken: { property: appTokenProperty as () => fc.IRawProperty<unknown, boolean>, share: 4 },
 }
@@ -59,6 +80,11 @@ for (const [name, { property, share }] of Object.entries(properties)) {
   } else {
     console.log(`✓ ${name}: ${result.numRuns} runs in ${seconds} s`)
   }
+}
+if (storeWorld !== undefined) {
+  await storeWorld.gate.close()
+  await pool?.end()
+  await dropSchema(schema)
 }
 if (warnings.size > 0) console.log(`warnings (expected: ODG_UNTRUSTED_PROXY_HEADERS, ODG_DERIVED_ISSUER): ${JSON.stringify(Object.fromEntries(warnings))}`)
 process.exitCode = failed ? 1 : 0

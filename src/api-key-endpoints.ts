@@ -20,6 +20,8 @@ export const MAX_KEY_NAME_LENGTH = 200
 const BODY_LIMIT = 16 * 1024
 const PAGE_SIZE_MAX = 100
 const LIST_PARAMS = ['limit', 'sortBy', 'sortOrder', 'seek', 'nameSearch', 'includeDeleted']
+/** The list parameters that reach the store as text. */
+const SEARCH_PARAMS = ['seek', 'nameSearch']
 
 /** The platform's `sortBy` values and the store's fields. */
 const SORT_COLUMNS: Readonly<Record<string, ApiKeySortField>> = {
@@ -83,6 +85,9 @@ export function apiKeyListQuery(url: string): ApiKeyQuery {
   const params = queryParams(url)
   const repeated = params.firstDuplicated(LIST_PARAMS)
   if (repeated !== undefined) throw new PlatformError('invalid_request', `${repeated} was sent more than once`)
+  // A search or seek longer than any key name can match nothing; one holding a NUL used to make PostgreSQL look down.
+  const unstorable = params.unstorable(SEARCH_PARAMS, MAX_KEY_NAME_LENGTH)
+  if (unstorable !== undefined) throw new PlatformError('invalid_request', unstorable)
   const limitText = params.get('limit')
   const limit = limitText === undefined ? 10 : /^\d{1,4}$/.test(limitText) ? Number(limitText) : NaN
   if (!(limit >= 1 && limit <= PAGE_SIZE_MAX)) {
@@ -125,6 +130,8 @@ export class ApiKeyEndpoints {
     const body = await bodyParams(request, BODY_LIMIT, this.#bodyTimeoutMs)
     if (typeof body === 'string') throw bodyError(body)
     if (body.isDuplicated('keyName')) throw new PlatformError('invalid_request', 'keyName was sent more than once')
+    const unstorable = body.unstorable(['keyName'])
+    if (unstorable !== undefined) throw new PlatformError('invalid_request', unstorable)
     const name = body.get('keyName')?.trim() ?? ''
     if (name === '') throw new PlatformError('API_KEY.MISSING_FIELD', 'keyName is required')
     if (name.length > MAX_KEY_NAME_LENGTH) throw new PlatformError('API_KEY.NAME_TOO_LONG', `keyName must be at most ${MAX_KEY_NAME_LENGTH} characters`)

@@ -9,6 +9,7 @@ import { checkImportedSecret } from './applications.js'
 import { NotFoundError, PlatformError } from './errors.js'
 import { optionsObject } from './options.js'
 import { randomId, randomToken, sha256 } from './secrets.js'
+import { assertStorable } from './storable.js'
 import { API_KEY_ID, noSuchUser } from './users.js'
 import type { ApiKeyRecord, GateStore } from './store/store.js'
 
@@ -74,6 +75,7 @@ export class ApiKeys {
     if (typeof input === 'object' && input !== null) optionsObject('apiKeys.create() input', input, ['name', 'keyId', 'keySecret'])
     const name = typeof input?.name === 'string' ? input.name.trim() : ''
     if (name === '' || name.length > 200) throw new TypeError('open-data-gate: an API key name must be a non-empty string of at most 200 characters')
+    assertStorable('an API key name', name)
     if (input.keyId !== undefined && (typeof input.keyId !== 'string' || !API_KEY_ID.test(input.keyId))) {
       throw new TypeError('open-data-gate: an imported keyId must be 25 lower-case letters and digits, as the platform\'s are (how Basic credentials tell a key from a username)')
     }

@@ -9,6 +9,7 @@ import { isPlausibleAppToken, MAX_APP_TOKEN_LENGTH } from './app-token.js'
 import { NotFoundError, PlatformError } from './errors.js'
 import { optionsObject, positiveInteger } from './options.js'
 import { randomToken, secretMatches, sha256 } from './secrets.js'
+import { assertStorable, unstorableCharacter } from './storable.js'
 import type { ApplicationRecord, GateStore } from './store/store.js'
 
 /** An application as the gate shows it: everything but the secret's hash. */
@@ -201,6 +202,7 @@ export function checkImportedSecret(field: string, secret: unknown): string {
   if (typeof secret !== 'string' || secret.length < 16 || secret.length > 512 || /[\s\u0000-\u001f\u007f]/.test(secret)) {
     throw new TypeError(`open-data-gate: an imported ${field} must be 16 to 512 characters without spaces or control characters`)
   }
+  assertStorable(`an imported ${field}`, secret)
   return secret
 }
 
@@ -208,6 +210,7 @@ function checkName(name: unknown): string {
   if (typeof name !== 'string' || name.trim() === '' || name.length > 200) {
     throw new TypeError('open-data-gate: an application name must be a non-empty string of at most 200 characters')
   }
+  assertStorable('an application name', name)
   return name.trim()
 }
 
@@ -239,6 +242,8 @@ export function isLoopbackHttp(url: URL): boolean {
 }
 
 function callbackPrefixProblem(prefix: string, allowLoopback: boolean): string | undefined {
+  const unstorable = unstorableCharacter(prefix)
+  if (unstorable !== undefined) return `it ${unstorable}`
   if (!URL.canParse(prefix)) return 'it is not an absolute URL'
   const url = new URL(prefix)
   if (url.protocol !== 'https:' && !(allowLoopback && isLoopbackHttp(url))) return 'it does not use https'

@@ -27,6 +27,7 @@ import type { ResolvedConfig } from './options.js'
 import { decoyHash, verifyPassword } from './passwords.js'
 import { addressKey, type ClientInfo } from './proxy.js'
 import { NO_SUCH_SECRET, secretMatches, sha256 } from './secrets.js'
+import { unstorableCharacter } from './storable.js'
 import type { AccessTokenRecord, Awaitable, GateStore, UserRecord } from './store/store.js'
 import type { Throttle } from './throttle.js'
 import { API_KEY_ID, MAX_USERNAME_LENGTH, normalizeUsername } from './users.js'
@@ -227,6 +228,10 @@ export class Authenticator {
    * user by id, so a warm request never pays for Unicode normalisation
    */
   #verifyPassword(sentUsername: string, password: string, client: ClientInfo): Awaitable<Authentication> {
+    // Every sign-in comes through here (Basic, the forms, the host's own calls): text no store
+    // can hold never reaches a lookup or a failure budget's key (a NUL once made PostgreSQL look down).
+    const unstorable = unstorableCharacter(sentUsername) ?? unstorableCharacter(password)
+    if (unstorable !== undefined) throw new PlatformError('invalid_request', `The username or password ${unstorable}, which no account can have`)
     // An address past its budget gets no answer that depends on the password, cached or not.
     const address = addressKey(client.ip, 56)
     const blocked = this.#addressBlockedMs(address)

@@ -199,6 +199,28 @@ export class StoreError extends PlatformError {
   }
 }
 
+/**
+ * The store answered, but refused the data of one call: a value it cannot hold (U+0000,
+ * which PostgreSQL refuses in text; an unpaired surrogate), a value out of its range, a
+ * broken constraint (PostgreSQL SQLSTATE classes 22 and 23, a Redis script error). Not an
+ * outage: no `storeError` event, and other requests are served as before. The gate refuses
+ * such input before it reaches the store, so on a request's path this is a bug of the
+ * gate's (answered 500, reported as `internalError`); the management API throws it for an
+ * id or name no store can hold.
+ *
+ * @example
+ * try { await gate.users.find(id) }
+ * catch (error) { if (error instanceof StoreDataError) console.log('not an id:', error.message) }
+ */
+export class StoreDataError extends Error {
+  readonly operation: string
+  constructor(operation: string, message: string, cause?: unknown) {
+    super(`open-data-gate: ${operation}: ${message}`, cause === undefined ? undefined : { cause })
+    this.name = 'StoreDataError'
+    this.operation = operation
+  }
+}
+
 /** An RFC 6749 error, answered as `{"error","error_description"}`. */
 export class OAuthError extends GateError {
   declare readonly code: OAuthErrorCode

@@ -44,6 +44,7 @@ export {
   OAuthError,
   ThrottledError,
   StoreError,
+  StoreDataError,
   NotFoundError,
   PLATFORM_ERROR_STATUS,
   OAUTH_ERROR_STATUS,

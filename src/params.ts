@@ -4,6 +4,7 @@
  * because RFC 6749 §3.1 and §3.2 make a repeated parameter an error.
  */
 import type { GateRequest } from './http.js'
+import { unstorableText } from './storable.js'
 
 /** Parameters by name. An empty value counts as absent. */
 export class Params {
@@ -30,6 +31,20 @@ export class Params {
   /** The first repeated name among `names`, if any. */
   firstDuplicated(names: readonly string[]): string | undefined {
     return names.find((n) => this.#duplicated.has(n))
+  }
+
+  /**
+   * The first of `names` whose value no store can hold (U+0000, an unpaired surrogate) or
+   * that is longer than `maxLength`, as words for a 400: `"state holds U+0000 (NUL)"`.
+   * Every reader checks the names it uses with this before any store call.
+   */
+  unstorable(names: readonly string[], maxLength = Infinity): string | undefined {
+    for (const name of names) {
+      const value = this.#values.get(name)
+      const problem = value === undefined ? undefined : unstorableText(value, maxLength)
+      if (problem !== undefined) return `${name} ${problem}`
+    }
+    return undefined
   }
 
   /** Both sets of parameters; a name in both counts as repeated. */

@@ -7,6 +7,7 @@
  * password typed on two keyboards verifies.
  */
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto'
+import { assertStorable } from './storable.js'
 
 /** scrypt cost parameters. */
 export interface ScryptParams {
@@ -86,5 +87,7 @@ export function checkPassword(password: unknown): string {
   if (typeof password !== 'string' || password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
     throw new TypeError(`open-data-gate: a password must be a string of ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`)
   }
+  // Refused at every sign-in (the forms, Basic): a password holding one could never be typed.
+  assertStorable('a password', password)
   return password
 }

@@ -10,6 +10,7 @@ import { optionsObject } from './options.js'
 import { checkPassword, hashPassword, type ScryptParams } from './passwords.js'
 import { normalizeAddress, type ClientInfo } from './proxy.js'
 import { randomId } from './secrets.js'
+import { assertStorable } from './storable.js'
 import type { GateStore, UserRecord } from './store/store.js'
 
 /** A user as the gate shows it: everything but the password hash, which it only says exists. */
@@ -251,6 +252,7 @@ function checkUsername(username: unknown): string {
   if (typeof username !== 'string' || username.trim() === '' || username.length > MAX_USERNAME_LENGTH || /[:\p{Cc}\s]/u.test(username)) {
     throw new TypeError('open-data-gate: a username must be 1 to 100 characters without ":", spaces or control characters')
   }
+  assertStorable('a username', username)
   const normalized = normalizeUsername(username)
   if (API_KEY_ID.test(normalized)) throw new TypeError('open-data-gate: a username must not look like an API key id (25 letters and digits)')
   return normalized
@@ -260,6 +262,7 @@ function checkText(name: string, value: unknown): string {
   if (typeof value !== 'string' || value.trim() === '' || value.length > 200) {
     throw new TypeError(`open-data-gate: ${name} must be a non-empty string of at most 200 characters`)
   }
+  assertStorable(name, value)
   return value.trim()
 }
 
@@ -267,6 +270,7 @@ function checkEmail(email: unknown): string {
   if (typeof email !== 'string' || email.length > 254 || !/^[^\s@]+@[^\s@]+$/.test(email)) {
     throw new TypeError('open-data-gate: email must be an address like name@example.org')
   }
+  assertStorable('email', email)
   return email
 }
 
@@ -274,6 +278,7 @@ function checkRights(rights: unknown): readonly string[] {
   if (!Array.isArray(rights) || !rights.every((r) => typeof r === 'string' && r !== '')) {
     throw new TypeError('open-data-gate: rights must be a list of non-empty strings')
   }
+  for (const right of rights as string[]) assertStorable('a right', right)
   // Frozen: requests share it through req.gate.user.rights, and must not change the stored user.
   return Object.freeze([...new Set(rights as string[])])
 }

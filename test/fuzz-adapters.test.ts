@@ -8,6 +8,7 @@
  */
 import http, { validateHeaderName, validateHeaderValue, type IncomingHttpHeaders } from 'node:http'
 import https from 'node:https'
+import tls from 'node:tls'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest'
 import { isPromiseLike } from '../src/awaitable.js'
@@ -24,6 +25,10 @@ const SEED = 20261122
 /** Requests sent to every mount: each is one real request per mount. */
 const CROSS_RUNS = 200
 const REDIRECT_RUNS = 60
+/** Trickle schedules sent to every mount that reads bodies itself (each takes at least SLOW_BODY_TIMEOUT_MS). */
+const SLOW_RUNS = 8
+/** The slow-body mounts' `bodyTimeoutMs`: short, so that a schedule takes a fraction of a second. */
+const SLOW_BODY_TIMEOUT_MS = 300
 
 const KINDS: readonly WorldKind[] = ['open', 'strict', 'down']
 const MOUNTS: ReadonlyArray<Framework & { parsesBodies: boolean }> = [
@@ -40,6 +45,8 @@ interface Mount {
 }
 
 const mounts = new Map<WorldKind, Mount[]>()
+/** The mounts where the gate reads the body itself (no body parser before it), with a short `bodyTimeoutMs`. */
+const slowMounts: Array<{ readonly name: string; readonly world: World; readonly tls: RunningServer }> = []
 /** The core's own decision, on a world of its own. */
 const cores = new Map<WorldKind, World>()
 const agents = { plain: new http.Agent({ keepAlive: true }), tls: new https.Agent({ keepAlive: true, ca: TEST_CERT }) }
@@ -63,12 +70,17 @@ beforeAll(async () => {
     }
     mounts.set(kind, list)
   }
+  for (const mount of FRAMEWORKS) {
+    const world = await createWorld('open', { bodyTimeoutMs: SLOW_BODY_TIMEOUT_MS })
+    slowMounts.push({ name: mount.name, world, tls: await listen(mount.listener(world.gate), true) })
+  }
 })
 
 afterAll(async () => {
   agents.plain.destroy()
   agents.tls.destroy()
   await Promise.all([...mounts.values()].flat().flatMap((m) => [m.plain.close(), m.tls.close()]))
+  await Promise.all(slowMounts.map((m) => m.tls.close()))
   const codes = new Set(warn.mock.calls.map((call) => (call[1] as { code?: string } | undefined)?.code))
   warn.mockRestore()
   expect([...codes].filter((code) => !EXPECTED_WARNINGS.has(code ?? ''))).toEqual([])
@@ -182,6 +194,49 @@ async function coreOutcome(world: World, request: HostileRequest): Promise<GateO
 }
 
 describe('hostile input, generated, through every adapter', () => {
+  it(`answers a body trickled slower than bodyTimeoutMs with 408 request_timeout and closes the connection, at the token endpoint and the API key POST (${SLOW_RUNS} schedules x ${FRAMEWORKS.length} mounts)`, async () => {
+    const basic = `Basic ${Buffer.from(`${KNOWN.users.ada.username}:${KNOWN.users.ada.password}`).toString('base64')}`
+    const targets = {
+      token: {
+        head: 'POST /oauth/access_token HTTP/1.1\r\nHost: gate.example\r\n',
+        fields: { grant_type: 'authorization_code', code: KNOWN.codes.live, redirect_uri: KNOWN.redirect, client_id: KNOWN.apps.oauth.appToken, client_secret: KNOWN.apps.oauth.secret },
+      },
+      apiKey: { head: `POST /api/api_keys HTTP/1.1\r\nHost: gate.example\r\nAuthorization: ${basic}\r\nX-App-Token: ${KNOWN.apps.plain.appToken}\r\n`, fields: { keyName: 'a key sent slowly' } },
+    }
+    const schedule = fc.record({
+      target: fc.constantFrom<keyof typeof targets>('token', 'apiKey'),
+      json: fc.boolean(),
+      first: fc.integer({ min: 0, max: 12 }),
+      bytes: fc.integer({ min: 1, max: 3 }),
+      intervalMs: fc.integer({ min: 40, max: 250 }),
+    })
+    await fc.assert(
+      fc.asyncProperty(schedule, async ({ target, json, first, bytes, intervalMs }) => {
+        const { head, fields } = targets[target]
+        const body = json ? JSON.stringify(fields) : new URLSearchParams(fields).toString()
+        const type = `Content-Type: ${json ? 'application/json' : 'application/x-www-form-urlencoded'}\r\n`
+        const answers = await Promise.all(
+          slowMounts.map(async (mount) => {
+            await resetWorld(mount.world)
+            return { mount, got: await trickle(mount.tls, head + type, body, { first, bytes, intervalMs }) }
+          }),
+        )
+        for (const { mount, got } of answers) {
+          const where = `${mount.name}: ${target}, ${json ? 'JSON' : 'form'}, ${first} bytes then ${bytes} every ${intervalMs} ms\n${got.head}\n${got.body}`
+          expect(got.status, where).toBe(408)
+          expect(got.head.toLowerCase(), where).toContain('x-error-code: request_timeout')
+          expect(got.head.toLowerCase(), where).toContain('connection: close')
+          expect(got.closed, where).toBe(true)
+          // Not before the deadline, and within bounds after it: generous, the machine may be busy.
+          expect(got.answeredMs, where).toBeGreaterThanOrEqual(SLOW_BODY_TIMEOUT_MS - 20)
+          expect(got.answeredMs, where).toBeLessThan(SLOW_BODY_TIMEOUT_MS + 5000)
+          expect(mount.world.store.writes, where).toEqual([])
+        }
+      }),
+      { seed: SEED, numRuns: SLOW_RUNS },
+    )
+  }, 120_000)
+
   it(`comes to the core's decision on every mount, plain and TLS (${CROSS_RUNS} requests x ${MOUNTS.length} mounts x the world kinds)`, async () => {
     const kind = fc.constantFrom(...KINDS)
     // Half of them near the data routes, let through more often than not: what each adapter hands the application must match too.
@@ -245,6 +300,63 @@ describe('hostile input, generated, through every adapter', () => {
     )
   }, 120_000)
 })
+
+/** What a client trickling a body got back, and when. */
+interface Trickled {
+  readonly status: number
+  readonly head: string
+  readonly body: string
+  /** From the request's first byte to the answer's head, in ms. */
+  readonly answeredMs: number
+  /** Whether the server closed the connection after answering. */
+  readonly closed: boolean
+}
+
+/**
+ * Sends a request head announcing `declared` body bytes, then the body a few bytes at a
+ * time, every `intervalMs`, never all of it in time; stops writing once the answer comes,
+ * and waits (a few seconds at most) for the server to close the connection.
+ */
+function trickle(server: RunningServer, head: string, body: string, schedule: { first: number; bytes: number; intervalMs: number }): Promise<Trickled> {
+  const url = new URL(server.url)
+  const bytes = Buffer.from(body, 'utf8')
+  return new Promise((resolve, reject) => {
+    const started = performance.now()
+    const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca: TEST_CERT, servername: 'localhost' })
+    let received = ''
+    let answeredMs = -1
+    let sent = 0
+    let timer: NodeJS.Timeout | undefined
+    const giveUp = setTimeout(() => finish(false), SLOW_BODY_TIMEOUT_MS + 10_000)
+    const finish = (closed: boolean) => {
+      clearInterval(timer)
+      clearTimeout(giveUp)
+      socket.destroy()
+      const [headText = '', bodyText = ''] = received.split('\r\n\r\n')
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(headText)?.[1] ?? 0)
+      resolve({ status, head: headText, body: bodyText, answeredMs, closed })
+    }
+    socket.on('secureConnect', () => {
+      socket.write(`${head}Content-Length: ${bytes.length}\r\n\r\n`)
+      socket.write(bytes.subarray(0, schedule.first))
+      sent = schedule.first
+      timer = setInterval(() => {
+        // Never the last byte: the body is still incomplete when the deadline passes.
+        if (answeredMs !== -1 || sent >= bytes.length - 1) return
+        const next = Math.min(bytes.length - 1, sent + schedule.bytes)
+        socket.write(bytes.subarray(sent, next))
+        sent = next
+      }, schedule.intervalMs)
+    })
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('utf8')
+      if (answeredMs === -1 && received.includes('\r\n\r\n')) answeredMs = performance.now() - started
+    })
+    socket.on('end', () => finish(true))
+    socket.on('close', () => finish(true))
+    socket.on('error', (error) => (answeredMs === -1 ? reject(error) : finish(true)))
+  })
+}
 
 /**
  * Where a browser goes with the Location the client received: resolved against the URL

@@ -6,13 +6,19 @@
  * in `fuzz-adapters.test.ts`.
  */
 import fc from 'fast-check'
+import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest'
-import { appTokenProperty, authorizationProperty, coreProperty, redirectUriProperty, untrustedProxyProperty } from './fuzz/properties.js'
+import { PostgresStore } from '../src/store/postgres-store.js'
+import { appTokenProperty, authorizationProperty, coreProperty, redirectUriProperty, unstorableProperty, untrustedProxyProperty, type StoreWorld } from './fuzz/properties.js'
+import { createStoreWorld } from './fuzz/world.js'
+import { DATABASE_URL, dropSchema, freshSchema, postgresAvailable } from './support/postgres.js'
+
+const postgres = await postgresAvailable()
 
 /** Fixed: a failure here replays with `npm run fuzz -- --seed 20261122 --only <name>`. */
 const SEED = 20261122
-/** Cases per property: 102 000 in all (the cross-adapter sample, in its own file, adds more). */
-export const RUNS = { core: 10_000, untrustedProxy: 2_000, redirect: 50_000, authorization: 20_000, appToken: 20_000 }
+/** Cases per property: 123 500 in all (the cross-adapter sample, in its own file, adds more). */
+export const RUNS = { core: 10_000, untrustedProxy: 2_000, redirect: 50_000, loopbackRedirect: 20_000, authorization: 20_000, appToken: 20_000, unstorable: 1_500 }
 
 /**
  * The gate's one-time warnings the generated requests provoke on purpose: proxy headers
@@ -44,6 +50,10 @@ describe('hostile input, generated (fast-check, fixed seed)', () => {
     fc.assert(redirectUriProperty(), { seed: SEED, numRuns: RUNS.redirect })
   })
 
+  it(`never admits such a redirect_uri with oauth.allowLoopbackCallbacks on, loopback prefixes included (${RUNS.loopbackRedirect} URLs)`, () => {
+    fc.assert(redirectUriProperty(true), { seed: SEED, numRuns: RUNS.loopbackRedirect })
+  })
+
   it(`reads the Authorization header exactly, or refuses it with 400 invalid_request (${RUNS.authorization} headers)`, () => {
     fc.assert(authorizationProperty(), { seed: SEED, numRuns: RUNS.authorization })
   })
@@ -51,4 +61,27 @@ describe('hostile input, generated (fast-check, fixed seed)', () => {
   it(`names the app token the host would see, or refuses two with 403 (${RUNS.appToken} requests)`, () => {
     fc.assert(appTokenProperty(), { seed: SEED, numRuns: RUNS.appToken })
   })
+})
+
+describe.skipIf(!postgres)('hostile input, generated, on PostgreSQL (fast-check, fixed seed)', () => {
+  const schema = freshSchema('fuzz')
+  let pool: pg.Pool
+  let world: StoreWorld
+
+  beforeAll(async () => {
+    pool = new pg.Pool({ connectionString: DATABASE_URL, max: 4 })
+    const store = new PostgresStore({ pool, schema, sweepIntervalMs: 0 })
+    await store.migrate()
+    world = await createStoreWorld(store)
+  })
+
+  afterAll(async () => {
+    await world?.gate.close()
+    await pool?.end()
+    await dropSchema(schema)
+  })
+
+  it(`refuses ${RUNS.unstorable} requests with a NUL, an unpaired surrogate or an over-long value in one field at the edge: no storeError, no 503`, async () => {
+    await fc.assert(unstorableProperty(world), { seed: SEED, numRuns: RUNS.unstorable })
+  }, 180_000)
 })

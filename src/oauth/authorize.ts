@@ -32,6 +32,10 @@ import { csrfToken, csrfValid, type LoginSessions } from './session.js'
 const FORM_LIMIT = 16 * 1024
 /** Parameters that must not repeat once the client and redirect_uri are known good. */
 const SINGLE = ['response_type', 'state', 'code_challenge', 'code_challenge_method', 'scope'] as const
+/** Every parameter of the link the gate reads. */
+const LINK_PARAMS = ['client_id', 'redirect_uri', ...SINGLE]
+/** Every field of the sign-in and consent forms. */
+const FORM_FIELDS = ['csrf_token', 'action', 'username', 'password']
 
 /** A problem to report to the application through the redirect. */
 interface RedirectError {
@@ -67,6 +71,9 @@ export class AuthorizeEndpoint {
     if (params.isDuplicated('client_id') || params.isDuplicated('redirect_uri')) {
       return this.#brokenLink('client_id or redirect_uri was sent more than once.')
     }
+    // Text no store can hold is refused before any lookup (a NUL once made PostgreSQL look down).
+    const unstorable = params.unstorable(LINK_PARAMS)
+    if (unstorable !== undefined) return this.#brokenLink(`The parameter ${unstorable}.`)
     const clientId = params.get('client_id')
     if (clientId === undefined) return this.#brokenLink('The request has no client_id.')
     const application = isPlausibleAppToken(clientId) ? await this.#store.getApplication(clientId) : undefined
@@ -89,6 +96,8 @@ export class AuthorizeEndpoint {
         return this.#error(408, { title: 'The form took too long to arrive', message: 'Go back and try again.', detail: `The form body did not arrive within ${this.#config.bodyTimeoutMs} ms.` }, CONNECTION_CLOSE)
       }
       if (typeof form === 'string') return this.#error(400, { title: 'Something went wrong with the form', message: 'Go back and try again.', detail: form }, CLOSE_AFTER[form] ? CONNECTION_CLOSE : {})
+      const badField = form.unstorable(FORM_FIELDS)
+      if (badField !== undefined) return this.#error(400, { title: 'Something went wrong with the form', message: 'Go back and try again.', detail: `The field ${badField}.` })
       if (!csrfValid(request, form.get('csrf_token'))) {
         return this.#error(403, { title: 'This form has expired', message: 'Go back to the application and start signing in again.', detail: 'The csrf_token field was missing or did not match its cookie (the form expired, or was not sent from this page).' })
       }

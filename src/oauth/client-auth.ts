@@ -14,6 +14,7 @@ import type { Params } from '../params.js'
 import type { GateRequest } from '../http.js'
 import { addressKey, type ClientInfo } from '../proxy.js'
 import { secretMatches } from '../secrets.js'
+import { unstorableCharacter } from '../storable.js'
 import type { ApplicationRecord, GateStore } from '../store/store.js'
 import type { Throttle } from '../throttle.js'
 
@@ -91,9 +92,13 @@ export async function authenticateClient(request: GateRequest, params: Params, c
 
 /** RFC 6749 §2.3.1: the Basic user and password are form-urlencoded first. */
 function formDecode(value: string): string {
+  let decoded: string
   try {
-    return decodeURIComponent(value.replace(/\+/g, ' '))
+    decoded = decodeURIComponent(value.replace(/\+/g, ' '))
   } catch {
     throw new OAuthError('invalid_request', 'Malformed client credentials: invalid percent-encoding')
   }
+  const problem = unstorableCharacter(decoded)
+  if (problem !== undefined) throw new OAuthError('invalid_request', `Malformed client credentials: the decoded value ${problem}`)
+  return decoded
 }

@@ -21,6 +21,8 @@ import { withParams } from './redirect-uri.js'
 import { csrfToken, csrfValid, type LoginSessions } from './session.js'
 
 const FORM_LIMIT = 16 * 1024
+/** Every field of the page's forms (sign-in, revoke, sign-out). */
+const FORM_FIELDS = ['csrf_token', 'action', 'username', 'password', 'app_token']
 
 /** Who is looking at the page, and whether the gate's own session says so (it can sign them out). */
 interface Viewer {
@@ -66,6 +68,8 @@ export class GrantsPage {
     const form = await bodyParams(request, FORM_LIMIT, this.#config.bodyTimeoutMs)
     if (form === 'timeout') return this.#error(408, { title: 'The form took too long to arrive', message: 'Go back and try again.' }, CONNECTION_CLOSE)
     if (typeof form === 'string') return this.#error(400, { title: 'Invalid form', message: 'The form could not be read. Go back and try again.' }, CLOSE_AFTER[form] ? CONNECTION_CLOSE : {})
+    const badField = form.unstorable(FORM_FIELDS)
+    if (badField !== undefined) return this.#error(400, { title: 'Invalid form', message: `The field ${badField}. Go back and try again.` })
     if (!csrfValid(request, form.get('csrf_token'))) {
       return this.#error(403, { title: 'This form has expired', message: 'The form expired or was not sent from this page. Reload the page and try again.' })
     }

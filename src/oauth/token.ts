@@ -143,6 +143,8 @@ export class TokenEndpoints {
     const params = Params.merge(queryParams(request.url), body)
     const repeated = params.firstDuplicated(names)
     if (repeated !== undefined) throw new OAuthError('invalid_request', `${repeated} was sent more than once`)
+    const unstorable = params.unstorable(names)
+    if (unstorable !== undefined) throw new OAuthError('invalid_request', `${unstorable}, which no parameter may hold`)
     return params
   }
 

@@ -4,9 +4,16 @@
  * become one. A store that answers synchronously (MemoryStore) pays no timer and no
  * promise. Every outcome is told to the store's {@link StoreHealth}, which also decides
  * whether a call is tried at all while the store is down.
+ *
+ * Except an error about the data of the call rather than the store: a string argument no
+ * store can hold (refused here, before the store sees it), or the store's own refusal of a
+ * value (PostgreSQL SQLSTATE classes 22 and 23, a Redis script failing on its arguments).
+ * The store answered, so that is a {@link StoreDataError} and counts as an answer: one bad
+ * value must not make the store look down for everyone (a NUL in a sign-in form once did).
  */
 import { isPromiseLike } from '../awaitable.js'
-import { StoreError } from '../errors.js'
+import { StoreDataError, StoreError } from '../errors.js'
+import { unstorableCharacter } from '../storable.js'
 import type { StoreHealth } from './store-health.js'
 import type { Awaitable, GateStore } from './store.js'
 
@@ -71,6 +78,8 @@ export function guardStore<S extends Partial<GateStore>>(store: S, timeoutMs: nu
     if (typeof method !== 'function') continue
     // Fixed arity (no contract method takes more than four arguments): no rest array per call.
     guarded[name] = (a: unknown, b: unknown, c: unknown, d: unknown) => {
+      const unstorable = unstorableArgument(a) ?? unstorableArgument(b)
+      if (unstorable !== undefined) throw new StoreDataError(name, `an argument ${unstorable}, which no store can hold`)
       if (!health.admit()) {
         health.refused()
         throw new StoreError(name, UNAVAILABLE)
@@ -79,6 +88,10 @@ export function guardStore<S extends Partial<GateStore>>(store: S, timeoutMs: nu
       try {
         result = method.call(store, a, b, c, d)
       } catch (error) {
+        if (isDataError(error)) {
+          health.succeeded()
+          throw dataError(name, error)
+        }
         health.failed(name, error)
         throw new StoreError(name, error)
       }
@@ -110,9 +123,52 @@ function withTimeout<T>(promise: PromiseLike<T>, timeoutMs: number, operation: s
       (error: unknown) => {
         clearTimeout(timer)
         if (timedOut) return
+        if (isDataError(error)) {
+          // The store answered: it is up, whatever it thought of the value.
+          health.succeeded()
+          reject(dataError(operation, error))
+          return
+        }
         health.failed(operation, error, Date.now() - started)
         reject(new StoreError(operation, error))
       },
     )
   })
+}
+
+/**
+ * Why an argument (a string, or a string field of a record, patch or query) cannot be
+ * stored, or `undefined`. Shallow: the contract's arguments are flat but for `rights`,
+ * which the users API checks itself.
+ */
+function unstorableArgument(value: unknown): string | undefined {
+  if (typeof value === 'string') return unstorableCharacter(value)
+  if (typeof value !== 'object' || value === null) return undefined
+  for (const field in value) {
+    const v = (value as Record<string, unknown>)[field]
+    const problem = typeof v === 'string' ? unstorableCharacter(v) : undefined
+    if (problem !== undefined) return `(${field}) ${problem}`
+  }
+  return undefined
+}
+
+/**
+ * Whether a store's error is about the data of the call, not about the store: SQLSTATE
+ * class 22 (data exception: an invalid character, a value out of range) or 23 (integrity
+ * constraint violation), from `code` (node-postgres) or `sqlState` (mysql2, MariaDB); or a
+ * Redis script that failed on its arguments (`ERR user_script:1: ...` in Redis 7,
+ * `... @user_script:1: ...` before). Anything else (a refused connection, a timeout,
+ * `LOADING`, `READONLY`, `OOM`, a closed pool) is the store failing.
+ */
+export function isDataError(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false
+  const { code, sqlState, name, message } = error as { code?: unknown; sqlState?: unknown; name?: unknown; message?: unknown }
+  const state = typeof sqlState === 'string' ? sqlState : typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined
+  if (state !== undefined && (state.startsWith('22') || state.startsWith('23'))) return true
+  return name === 'ReplyError' && typeof message === 'string' && /user_script:\d/.test(message)
+}
+
+function dataError(operation: string, error: unknown): StoreDataError {
+  const detail = typeof error === 'object' && error !== null && 'message' in error ? String((error as { message: unknown }).message) : String(error)
+  return new StoreDataError(operation, `the store refused the data of the call: ${detail}`, error)
 }

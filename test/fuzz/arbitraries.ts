@@ -196,6 +196,13 @@ const PREFIXES = [
 /** Callback Prefixes a tenant might register (all absolute https without query or fragment, as registration requires). */
 export const callbackPrefix: Arb<string> = fc.constantFrom(...PREFIXES)
 
+/**
+ * Loopback Callback Prefixes, which registration takes only with
+ * `oauth.allowLoopbackCallbacks` (RFC 8252 §7.3): plain http on localhost, 127.0.0.1 and
+ * [::1], with and without a port and a path.
+ */
+export const loopbackPrefix: Arb<string> = fc.constantFrom('http://localhost:8080/cb/', 'http://localhost/', 'http://127.0.0.1/', 'http://127.0.0.1:65535/oauth', 'http://[::1]:3000/oauth/callback', 'http://[::1]/')
+
 const HOST_TRICKS = fc.constantFrom(
   '',
   '.evil.net',
@@ -215,6 +222,10 @@ const HOST_TRICKS = fc.constantFrom(
   '\t',
   ':@evil.net',
   '%00',
+  '.nip.io',
+  '%2e',
+  ':80',
+  ':080',
 )
 
 const PATH_TRICKS = fc.constantFrom(
@@ -795,3 +806,114 @@ export const hostileRequest: Arb<HostileRequest> = fc.oneof(
 
 /** Which trusted proxies exist, for the checks. */
 export { TRUSTED_PROXIES }
+
+// ---------------------------------------------------------------- text no store can hold
+
+/** Values the hostile characters are put into: each field's right value, mostly. */
+const CARRIERS = [
+  KNOWN.users.ada.username,
+  KNOWN.users.ada.password,
+  KNOWN.apps.oauth.appToken,
+  KNOWN.apps.oauth.secret,
+  KNOWN.apiKeys.live.keyId,
+  KNOWN.redirect,
+  KNOWN.codes.live,
+  KNOWN.verifier,
+  KNOWN.csrf,
+  KNOWN.tokens.live,
+  'etl',
+  'login',
+  'authorization_code',
+  '',
+]
+
+/**
+ * Text no store can hold, or longer than any field: a NUL or an unpaired surrogate
+ * somewhere in a right value (or alone, or many), or a value hundreds to thousands of
+ * characters long. On PostgreSQL a NUL in text is refused by the server.
+ */
+export const unstorableValue: Arb<string> = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc
+      .tuple(fc.constantFrom(...CARRIERS), fc.nat(), fc.constantFrom('\u0000', '\u0000\u0000', '\ud800', '\udfff', '\udc00\ud800', '\u0000\ud83d'))
+      .map(([s, i, c]) => s.slice(0, i % (s.length + 1)) + c + s.slice(i % (s.length + 1))),
+  },
+  { weight: 1, arbitrary: fc.constantFrom('\u0000', '\ud800', '\u0000'.repeat(300)) },
+  { weight: 2, arbitrary: fc.tuple(fc.integer({ min: 101, max: 3000 }), fc.constantFrom('a', 'é', '\u{1F600}', '%', 'x\u0000')).map(([n, c]) => c.repeat(Math.ceil(n / c.length)).slice(0, n)) },
+)
+
+/** How a body carries its fields: a form (a lone surrogate cannot: it travels as U+FFFD), JSON (it can, escaped), or a framework's parsed object. */
+const BODY_KIND = fc.constantFrom('form', 'json', 'json', 'parsed')
+
+function hostileBody(kind: string, fields: Record<string, string>): { contentType: string | undefined; body: HostileBody } {
+  if (kind === 'parsed') return { contentType: 'application/json', body: { kind: 'parsed', value: fields } }
+  if (kind === 'form') return { contentType: 'application/x-www-form-urlencoded', body: { kind: 'text', text: new URLSearchParams(Object.entries(fields).map(([n, v]) => [n, wellFormed(v)])).toString() } }
+  // JSON.stringify escapes a lone surrogate (`"\ud800"`): JSON.parse gives it back.
+  return { contentType: 'application/json', body: { kind: 'text', text: JSON.stringify(fields) } }
+}
+
+function queryOf(fields: Record<string, string>): string {
+  return Object.entries(fields)
+    .map(([n, v]) => `${encodeURIComponent(n)}=${encodeURIComponent(wellFormed(v))}`)
+    .join('&')
+}
+
+const ADA_BASIC: readonly [string, string] = ['Authorization', `Basic ${Buffer.from(`${KNOWN.users.ada.username}:${KNOWN.users.ada.password}`).toString('base64')}`]
+const SESSION_AND_CSRF: readonly [string, string] = ['Cookie', `__Host-odg-session=${KNOWN.sessions.ada}; __Host-odg-csrf=${KNOWN.csrf}`]
+const CSRF_ONLY: readonly [string, string] = ['Cookie', `__Host-odg-csrf=${KNOWN.csrf}`]
+
+function request(method: string, target: string, headers: Lines, body?: { contentType: string | undefined; body: HostileBody }): HostileRequest {
+  const type = body?.contentType === undefined ? [] : [['Content-Type', body.contentType] as const]
+  return { method, target, headers: [...headers, ...type], body: body?.body, peer: '203.0.113.5', tls: true }
+}
+
+/** `fields` with `name` set to `value`. */
+function put(fields: Record<string, string>, name: string, value: string): Record<string, string> {
+  return { ...fields, [name]: value }
+}
+
+const AUTHORIZE_LINK = { client_id: KNOWN.apps.oauth.appToken, response_type: 'code', redirect_uri: KNOWN.redirect, state: 'st' }
+const TOKEN_BODY = { grant_type: 'authorization_code', code: KNOWN.codes.live, redirect_uri: KNOWN.redirect, client_id: KNOWN.apps.oauth.appToken, client_secret: KNOWN.apps.oauth.secret }
+
+/**
+ * A request that is right in every field but one, which holds text no store can hold:
+ * every field a client fills in (the authorize link and its sign-in form, the
+ * connected-apps page's forms, the token and revocation parameters in a query, a form, JSON
+ * or a parsed body, Basic credentials, app tokens in the header and both query names, the
+ * API key list's parameters, a new key's name, key ids and app tokens in paths, cookies).
+ */
+export const unstorableRequest: Arb<HostileRequest> = fc.tuple(unstorableValue, BODY_KIND, fc.nat({ max: 99 })).chain(([v, kind, pick]) =>
+  fc.constantFrom<HostileRequest>(
+    // The authorize link, signed in, and its sign-in and consent forms.
+    ...['client_id', 'response_type', 'redirect_uri', 'state', 'code_challenge', 'code_challenge_method', 'scope'].map((name) => request('GET', `/oauth/authorize?${queryOf(put(AUTHORIZE_LINK, name, v))}`, [SESSION_AND_CSRF])),
+    ...['csrf_token', 'action', 'username', 'password'].map((name) =>
+      request('POST', `/oauth/authorize?${queryOf(AUTHORIZE_LINK)}`, [CSRF_ONLY], hostileBody(kind, put({ csrf_token: KNOWN.csrf, action: 'login', username: KNOWN.users.ada.username, password: KNOWN.users.ada.password }, name, v))),
+    ),
+    // The connected-apps page: sign in, revoke.
+    ...['csrf_token', 'action', 'username', 'password'].map((name) =>
+      request('POST', '/oauth/grants', [CSRF_ONLY], hostileBody(kind, put({ csrf_token: KNOWN.csrf, action: 'login', username: KNOWN.users.ada.username, password: KNOWN.users.ada.password }, name, v))),
+    ),
+    request('POST', '/oauth/grants', [SESSION_AND_CSRF], hostileBody(kind, { csrf_token: KNOWN.csrf, action: 'revoke', app_token: v })),
+    // The token and revocation endpoints, parameters in the body or the query.
+    ...[...Object.keys(TOKEN_BODY), 'code_verifier'].map((name) => request('POST', '/oauth/access_token', [], hostileBody(kind, put(TOKEN_BODY, name, v)))),
+    ...[...Object.keys(TOKEN_BODY), 'code_verifier'].map((name) => request('POST', `/oauth/access_token?${queryOf(put(TOKEN_BODY, name, v))}`, [])),
+    ...['token', 'client_id', 'client_secret'].map((name) =>
+      request('POST', '/oauth/revoke', [], hostileBody(kind, put({ token: 'unknown-token-value-0000000000000000000000', client_id: KNOWN.apps.oauth.appToken, client_secret: KNOWN.apps.oauth.secret }, name, v))),
+    ),
+    request('POST', '/oauth/access_token', [['Authorization', `Basic ${Buffer.from(`${encodeURIComponent(wellFormed(v))}:${encodeURIComponent(KNOWN.apps.oauth.secret)}`).toString('base64')}`]], hostileBody(kind, { grant_type: 'authorization_code', code: KNOWN.codes.live, redirect_uri: KNOWN.redirect })),
+    // Basic credentials, app tokens, the session cookie.
+    request('GET', '/api/users/current.json', [['Authorization', `Basic ${Buffer.from(`${v}:${KNOWN.users.ada.password}`).toString('base64')}`]]),
+    request('GET', '/api/users/current.json', [['Authorization', `Basic ${Buffer.from(`${KNOWN.users.ada.username}:${v}`).toString('base64')}`]]),
+    request('GET', '/resource/abcd-1234.json', [['X-App-Token', v]]),
+    request('GET', `/resource/abcd-1234.json?$$app_token=${encodeURIComponent(wellFormed(v))}`, []),
+    request('GET', `/resource/abcd-1234.json?app_token=${encodeURIComponent(wellFormed(v))}`, []),
+    request('GET', '/api/users/current.json', [['Cookie', `__Host-odg-session=${v}`]]),
+    // The API key endpoints: list parameters, a new key's name, a key id; connected apps by app token.
+    ...['nameSearch', 'seek', 'limit', 'sortBy', 'sortOrder', 'includeDeleted'].map((name) => request('GET', `/api/api_keys?${queryOf({ [name]: v })}`, [ADA_BASIC])),
+    request('POST', '/api/api_keys', [ADA_BASIC], hostileBody(kind, { keyName: v })),
+    request('POST', '/api/api_keys', [SESSION_AND_CSRF, ['X-CSRF-Token', KNOWN.csrf]], hostileBody(kind, { keyName: `${v} ${pick}` })),
+    request(pick % 2 === 0 ? 'GET' : 'DELETE', `/api/api_keys/${encodeURIComponent(wellFormed(v))}`, [ADA_BASIC]),
+    request('DELETE', `/api/oauth/grants/${encodeURIComponent(wellFormed(v))}`, [ADA_BASIC]),
+  ),
+)

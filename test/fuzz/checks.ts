@@ -15,7 +15,7 @@ import { credentialsSentIn } from '../../src/authorization-header.js'
 import { redirectUriProblem } from '../../src/oauth/redirect-uri.js'
 import { sha256 } from '../../src/secrets.js'
 import { wellFormed } from './arbitraries.js'
-import { KNOWN, LOGIN_URL, WORLD_SECRETS, type World } from './world.js'
+import { KNOWN, LOGIN_URL, WORLD_SECRETS, type World, type Write } from './world.js'
 import { describeRequest, type HostileRequest } from './requests.js'
 
 type Route = 'authorize' | 'token' | 'revoke' | 'metadata' | 'current-user' | 'self-service' | 'grants-page'
@@ -53,13 +53,16 @@ const PREFIX_OF: Record<string, string> = {
 const SECRET_PARAMS = ['password', 'client_secret', 'code', 'code_verifier', 'token']
 const ECHOED_PARAMS = ['username', 'state', 'redirect_uri', 'client_id', 'csrf_token']
 
+/** What the checks read of a world: its kind, its events, and the writes its store recorded (none for a real store). */
+export type CheckedWorld = Pick<World, 'kind' | 'events'> & { readonly store: { readonly writes: readonly Write[] } }
+
 /** A failed check, with the request that caused it. */
 export class PropertyViolation extends Error {
   override name = 'PropertyViolation'
 }
 
 /** Every check for one request: throws a {@link PropertyViolation} naming what broke. */
-export function checkOutcome(world: World, request: HostileRequest, core: GateRequest, outcome: GateOutcome, body: Params): void {
+export function checkOutcome(world: CheckedWorld, request: HostileRequest, core: GateRequest, outcome: GateOutcome, body: Params): void {
   const problems: string[] = []
   const path = pathOf(request.target)
   const route = routeOf(path)
@@ -101,7 +104,7 @@ function checkHeaders(headers: Readonly<Record<string, string | readonly string[
   }
 }
 
-function checkResponse(world: World, request: HostileRequest, route: Route | undefined, response: GateResponse, problems: string[]): void {
+function checkResponse(world: CheckedWorld, request: HostileRequest, route: Route | undefined, response: GateResponse, problems: string[]): void {
   const { status, headers, body } = response
   checkHeaders(headers, problems)
   if (typeof body !== 'string') problems.push('the body is not a string')
@@ -199,7 +202,7 @@ export function proxyNotTrustedCase(kind: World['kind'], request: HostileRequest
   return kind === 'strict' && PRIVATE_PEER.test(request.peer) && request.headers.some(([n, v]) => (/^x-forwarded-proto$/i.test(n) && /https/i.test(v)) || (/^forwarded$/i.test(n) && /proto=\W*https/i.test(v)))
 }
 
-function proxyNotTrusted(world: World, request: HostileRequest, response: GateResponse): boolean {
+function proxyNotTrusted(world: CheckedWorld, request: HostileRequest, response: GateResponse): boolean {
   return proxyNotTrustedCase(world.kind, request) && (response.headers['x-error-code'] === 'proxy_not_trusted' || response.body.includes('proxy_not_trusted') || response.body.includes('proxy'))
 }
 
@@ -281,7 +284,7 @@ function refused(outcome: GateOutcome): boolean {
   return status === 303 && /[?&]error=/.test(String(headers.location ?? ''))
 }
 
-function checkWrites(world: World, request: HostileRequest, core: GateRequest, outcome: GateOutcome, params: Params, problems: string[]): void {
+function checkWrites(world: CheckedWorld, request: HostileRequest, core: GateRequest, outcome: GateOutcome, params: Params, problems: string[]): void {
   const writes = world.store.writes
   if (writes.length === 0) return
   // Whatever credential a request over plain http gave away is made worthless: access
@@ -360,7 +363,7 @@ function successWrite(write: string, method: string, path: string, status: numbe
   }
 }
 
-function checkSecrets(world: World, request: HostileRequest, core: GateRequest, outcome: GateOutcome, params: Params, problems: string[]): void {
+function checkSecrets(world: CheckedWorld, request: HostileRequest, core: GateRequest, outcome: GateOutcome, params: Params, problems: string[]): void {
   const echoable = ECHOED_PARAMS.flatMap((n) => params.get(n) ?? [])
   // The CSRF cookie's value goes back into the form, by design: whatever the client put there is its own.
   for (const [name, value] of request.headers) if (name.toLowerCase() === 'cookie') echoable.push(value)

@@ -11,10 +11,10 @@ import { extractAppToken } from '../../src/app-token.js'
 import { readCredentials } from '../../src/authorization-header.js'
 import { PlatformError, type GateOutcome } from '../../src/index.js'
 import { redirectUriProblem, withParams } from '../../src/oauth/redirect-uri.js'
-import { anyText, someProxyHeaders, wellFormed, appTokenHeaders, appTokenQuery, authorizationHeaders, callbackPrefix, hostileRequest, redirectUriFor } from './arbitraries.js'
+import { anyText, someProxyHeaders, wellFormed, appTokenHeaders, appTokenQuery, authorizationHeaders, callbackPrefix, hostileRequest, loopbackPrefix, redirectUriFor, unstorableRequest } from './arbitraries.js'
 import { checkOutcome, escapesPrefix, normalise, proxyNotTrustedCase, PropertyViolation, requestParams } from './checks.js'
-import { toCoreRequest, type HostileRequest } from './requests.js'
-import { freshWorld, type WorldKind } from './world.js'
+import { describeRequest, toCoreRequest, type HostileRequest } from './requests.js'
+import { freshWorld, type createStoreWorld, type WorldKind } from './world.js'
 
 /** How long a request may take before it counts as a hang (the store is in memory: nothing should take a millisecond). */
 const HANG_MS = 2000
@@ -56,16 +56,56 @@ export const coreProperty = () =>
     await runCoreCase(kind, request, trim)
   })
 
+/** A gate on a real store, for {@link unstorableProperty}. */
+export type StoreWorld = Awaited<ReturnType<typeof createStoreWorld>>
+
+/** A store on another process may take a while on a loaded machine: a hang is far longer. */
+const STORE_HANG_MS = 10_000
+
+/**
+ * Text no store can hold (a NUL, an unpaired surrogate, a value far over any length), in
+ * any one field of an otherwise right request, on a real store (PostgreSQL refuses a NUL
+ * in text): refused at the edge, so no `storeError` event, no 503 (the world fails closed)
+ * and no `internalError` (which a value reaching the store's guard would be); and every
+ * check of the core property besides.
+ */
+export const unstorableProperty = (world: StoreWorld) =>
+  fc.asyncProperty(unstorableRequest, async (request) => {
+    const core = toCoreRequest(request)
+    let outcome: GateOutcome
+    try {
+      const handled = world.gate.handle(core)
+      outcome = isPromiseLike(handled) ? await deadline(Promise.resolve(handled), STORE_HANG_MS) : handled
+    } catch (error) {
+      throw new PropertyViolation(`gate.handle threw or hung: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`)
+    }
+    // Background writes (a key's lastUsedAt) land a little later; an outage they caused shows in the next case at the latest.
+    await new Promise((resolve) => setTimeout(resolve, 1))
+    const outage = world.events.find(([name]) => name === 'storeError')
+    if (outage !== undefined) {
+      const cause = (outage[1] as { error?: unknown }).error
+      throw new PropertyViolation(`a storeError event (${cause instanceof Error ? cause.message : String(cause)}) for:\n${describeRequest(request)}`)
+    }
+    try {
+      checkOutcome(world, request, core, outcome, requestParams(request))
+    } finally {
+      world.events.length = 0
+    }
+  })
+
 /**
  * The redirect_uri matcher never admits a URL that a browser would take to another
  * origin, outside the prefix path or with credentials: compared with the WHATWG URL
  * parser, for the redirect_uri itself and for the Location the gate builds from it.
+ * With `allowLoopback` (`oauth.allowLoopbackCallbacks`) the prefixes include plain-http
+ * loopback ones, and the same must hold: plain http is admitted only on the prefix's own
+ * loopback origin.
  */
-export const redirectUriProperty = () =>
+export const redirectUriProperty = (allowLoopback = false) =>
   fc.property(
-    callbackPrefix.chain((prefix) => fc.tuple(fc.constant(prefix), redirectUriFor(prefix), anyText.map(wellFormed), fc.boolean())),
+    (allowLoopback ? fc.oneof(loopbackPrefix, callbackPrefix) : callbackPrefix).chain((prefix) => fc.tuple(fc.constant(prefix), redirectUriFor(prefix), anyText.map(wellFormed), fc.boolean())),
     ([prefix, uri, state, isError]) => {
-      if (redirectUriProblem(uri, prefix) !== undefined) return
+      if (redirectUriProblem(uri, prefix, allowLoopback) !== undefined) return
       const direct = escapesPrefix(uri, prefix)
       if (direct !== undefined) throw new PropertyViolation(`admitted ${JSON.stringify(uri)} for prefix ${prefix}, which ${direct}`)
       if (new URL(uri).hash !== '' || uri.includes('#')) throw new PropertyViolation(`admitted ${JSON.stringify(uri)} with a fragment`)

@@ -310,11 +310,14 @@ export interface World {
 
 const worlds = new Map<WorldKind, World>()
 
-/** A new gate of a kind on its own recording store (building one costs milliseconds: reuse it with {@link resetWorld}). */
-export async function createWorld(kind: WorldKind): Promise<World> {
+/**
+ * A new gate of a kind on its own recording store (building one costs milliseconds: reuse it with {@link resetWorld}).
+ * @param extra options on top of the kind's (a short `bodyTimeoutMs`, say)
+ */
+export async function createWorld(kind: WorldKind, extra: GateOptions = {}): Promise<World> {
   const store = new RecordingStore()
   store.reset(await worldSeed())
-  const o = options(kind)
+  const o = { ...options(kind), ...extra }
   // The store's methods are made in its constructor, one per method of the contract.
   const gate = createGate({ ...o, store: store as unknown as GateStore, basic: { scrypt: SCRYPT, ...o.basic } })
   const events: Array<[string, unknown]> = []
@@ -339,6 +342,32 @@ export async function resetWorld(world: World): Promise<World> {
   world.store.down = world.kind === 'down'
   world.events.length = 0
   return world
+}
+
+/**
+ * A gate of the `open` kind on a real store (PostgreSQL), seeded once with the same
+ * records, with `onStoreError: 'fail-closed'` so that any call the store refuses shows as
+ * a 503. The records change from case to case (a key created, a code used), so writes are
+ * not checked here: `store.writes` stays empty.
+ */
+export async function createStoreWorld(store: GateStore): Promise<Omit<World, 'store'> & { readonly store: { readonly writes: readonly Write[] } }> {
+  const records = await worldSeed()
+  for (const r of records.applications) await store.insertApplication(r)
+  for (const r of records.users) await store.insertUser(r)
+  for (const r of records.apiKeys) await store.insertApiKey(r)
+  for (const r of records.tokens) await store.insertAccessToken(r)
+  for (const r of records.codes) await store.insertAuthorizationCode(r)
+  for (const r of records.sessions) await store.insertSession(r)
+  for (const [userId, appToken] of records.grants) await store.recordGrant(userId, appToken, EARLIER)
+  const o = options('open')
+  const gate = createGate({ ...o, store, throttle: { ...o.throttle, onStoreError: 'fail-closed' }, basic: { scrypt: SCRYPT } })
+  const events: Array<[string, unknown]> = []
+  const emit = gate.emit.bind(gate) as (name: string, ...args: unknown[]) => boolean
+  ;(gate as unknown as { emit: typeof emit }).emit = (name, ...args) => {
+    events.push([name, args[0]])
+    return emit(name, ...args)
+  }
+  return { kind: 'open', gate, store: { writes: [] }, events }
 }
 
 /** The shared world of a kind, reset. */
