@@ -18,6 +18,7 @@
 import { createHmac, randomBytes } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import { andThen } from './awaitable.js'
+import { revokeApiKey } from './api-keys.js'
 import type { Credentials } from './authorization-header.js'
 import { PlatformError, retryAfterSeconds, ThrottledError } from './errors.js'
 import type { Emit } from './events.js'
@@ -139,7 +140,7 @@ export class Authenticator {
     if (!API_KEY_ID.test(credentials.user)) return
     const record = await this.#store.getApiKey(credentials.user)
     if (record === undefined || record.revokedAt !== null || !secretMatches(credentials.password, record.secretHash)) return
-    const updated = await this.#store.updateApiKey(record.keyId, { revokedAt: Date.now() })
+    const updated = await revokeApiKey(this.#store, record.keyId, this.#config.deletedKeyRetentionMs)
     if (updated !== undefined) this.#emit('apiKeyRevoked', { reason: 'insecure-transport', keyId: record.keyId, userId: record.userId, ip: client.ip })
   }
 

@@ -68,6 +68,8 @@ export type {
   SessionRecord,
   GrantRecord,
   ApiKeyQuery,
+  ApiKeyLimits,
+  ApiKeyInsertResult,
   ApiKeySortField,
   StoreEventSink,
   Awaitable,

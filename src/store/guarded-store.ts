@@ -28,6 +28,7 @@ export const STORE_METHODS = [
   'getApiKey',
   'listApiKeys',
   'updateApiKey',
+  'revokeApiKey',
   'insertAccessToken',
   'getAccessToken',
   'revokeAccessToken',
