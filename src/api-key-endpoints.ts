@@ -7,7 +7,7 @@
  *
  * @see docs/guides/api-key-endpoints.md
  */
-import type { ApiKeys } from './api-keys.js'
+import { issueApiKey, revokeApiKey } from './api-keys.js'
 import type { GateUser } from './authenticate.js'
 import { PlatformError } from './errors.js'
 import { jsonResponse, type GateRequest, type GateResponse } from './http.js'
@@ -105,17 +105,22 @@ export function apiKeyListQuery(url: string): ApiKeyQuery {
   return { limit, sortBy, order, after: params.get('seek'), nameSearch: params.get('nameSearch'), includeRevoked: includeDeleted === 'true' }
 }
 
+/** The bounds on a user's own keys, from the `apiKeyEndpoints` options. */
+export interface ApiKeyEndpointLimits {
+  readonly maxActiveKeys: number
+  readonly maxKeys: number
+  readonly deletedKeyRetentionMs: number
+}
+
 /** The endpoints' work, once the user is known and allowed. */
 export class ApiKeyEndpoints {
   readonly #store: GateStore
-  readonly #apiKeys: ApiKeys
-  readonly #maxActiveKeys: number
+  readonly #limits: ApiKeyEndpointLimits
   readonly #bodyTimeoutMs: number
 
-  constructor(store: GateStore, apiKeys: ApiKeys, maxActiveKeys: number, bodyTimeoutMs: number) {
+  constructor(store: GateStore, limits: ApiKeyEndpointLimits, bodyTimeoutMs: number) {
     this.#store = store
-    this.#apiKeys = apiKeys
-    this.#maxActiveKeys = maxActiveKeys
+    this.#limits = limits
     this.#bodyTimeoutMs = bodyTimeoutMs
   }
 
@@ -125,7 +130,11 @@ export class ApiKeyEndpoints {
     return jsonResponse(200, keys.map((key) => apiKeyJson(key, user)), PRIVATE)
   }
 
-  /** `POST /api/api_keys` with `{"keyName": "..."}`: a new key, with its secret, this once. */
+  /**
+   * `POST /api/api_keys` with `{"keyName": "..."}`: a new key, with its secret, this once.
+   * The name's uniqueness among the user's active keys and both caps are checked by the
+   * store in the same atomic step as the insert: creates racing each other cannot pass them together.
+   */
   async create(user: GateUser, request: GateRequest): Promise<GateResponse> {
     const body = await bodyParams(request, BODY_LIMIT, this.#bodyTimeoutMs)
     if (typeof body === 'string') throw bodyError(body)
@@ -135,9 +144,21 @@ export class ApiKeyEndpoints {
     const name = body.get('keyName')?.trim() ?? ''
     if (name === '') throw new PlatformError('API_KEY.MISSING_FIELD', 'keyName is required')
     if (name.length > MAX_KEY_NAME_LENGTH) throw new PlatformError('API_KEY.NAME_TOO_LONG', `keyName must be at most ${MAX_KEY_NAME_LENGTH} characters`)
-    await this.#checkRoom(user.id, name)
-    const issued = await this.#apiKeys.create(user.id, { name })
-    return jsonResponse(200, apiKeyJson(issued.apiKey, user, issued.keySecret), PRIVATE)
+    const { maxActiveKeys, maxKeys } = this.#limits
+    const issued = await issueApiKey(this.#store, user.id, name, { maxActive: maxActiveKeys, maxTotal: maxKeys })
+    switch (issued) {
+      case 'name-taken':
+        throw new PlatformError('API_KEY.NAME_TAKEN', 'You already have an API key with this name')
+      case 'active-limit':
+        throw new PlatformError('API_KEY.TOKEN_LIMIT_REACHED', `You have ${maxActiveKeys} active API keys, the most allowed; delete one first`)
+      case 'total-limit':
+        throw new PlatformError(
+          'API_KEY.TOKEN_LIMIT_REACHED',
+          `You have made ${maxKeys} API keys in the last ${Math.round(this.#limits.deletedKeyRetentionMs / 86_400_000)} days, deleted ones included, the most allowed`,
+        )
+      default:
+        return jsonResponse(200, apiKeyJson(issued.apiKey, user, issued.keySecret), PRIVATE)
+    }
   }
 
   /** `GET /api/api_keys/{keyId}`: one of the user's keys (a deleted one with `deletedAtTimestamp`). */
@@ -148,9 +169,9 @@ export class ApiKeyEndpoints {
   /** `DELETE /api/api_keys/{keyId}`: the key stops working at once and stays listable with `includeDeleted`. */
   async delete(user: GateUser, keyId: string): Promise<GateResponse> {
     const key = await this.#own(user, keyId)
-    if (key.revokedAt !== null) throw new PlatformError('API_KEY.TOKEN_DELETED', 'This API key was deleted already')
-    const deleted = await this.#store.updateApiKey(keyId, { revokedAt: Date.now() })
-    if (deleted === undefined) throw notFound()
+    const deleted = key.revokedAt === null ? await revokeApiKey(this.#store, keyId, this.#limits.deletedKeyRetentionMs) : undefined
+    // Revoked already, or by a request racing this one: only one of them deletes it.
+    if (deleted === undefined) throw new PlatformError('API_KEY.TOKEN_DELETED', 'This API key was deleted already')
     return jsonResponse(200, apiKeyJson(deleted, user), PRIVATE)
   }
 
@@ -159,27 +180,6 @@ export class ApiKeyEndpoints {
     const key = API_KEY_ID.test(keyId) ? await this.#store.getApiKey(keyId) : undefined
     if (key === undefined || key.userId !== user.id) throw notFound()
     return key
-  }
-
-  /**
-   * A new key's name must differ from the user's active keys' names, and the user must be
-   * under the cap. Walks the active keys a page at a time, in the store: at most the cap's
-   * worth are read. (Two creates racing may both pass: the cap is a bound, not a lock.)
-   */
-  async #checkRoom(userId: string, name: string): Promise<void> {
-    let active = 0
-    let after: string | undefined
-    for (;;) {
-      const page = await this.#store.listApiKeys(userId, { limit: PAGE_SIZE_MAX, sortBy: 'createdAt', order: 'asc', after, includeRevoked: false })
-      if (page.some((key) => key.name === name)) throw new PlatformError('API_KEY.NAME_TAKEN', 'You already have an API key with this name')
-      active += page.length
-      const last = page.at(-1)
-      if (page.length < PAGE_SIZE_MAX || last === undefined) break
-      after = last.keyId
-    }
-    if (active >= this.#maxActiveKeys) {
-      throw new PlatformError('API_KEY.TOKEN_LIMIT_REACHED', `You have ${active} active API keys, the most allowed; delete one first`)
-    }
   }
 }
 

@@ -11,7 +11,7 @@ import { optionsObject } from './options.js'
 import { randomId, randomToken, sha256 } from './secrets.js'
 import { assertStorable } from './storable.js'
 import { API_KEY_ID, noSuchUser } from './users.js'
-import type { ApiKeyRecord, GateStore } from './store/store.js'
+import type { ApiKeyInsertResult, ApiKeyLimits, ApiKeyRecord, GateStore } from './store/store.js'
 
 /** An API key as the gate shows it: everything but the secret's hash. */
 export interface ApiKey {
@@ -57,9 +57,12 @@ function toApiKey(record: ApiKeyRecord): ApiKey {
 /** `gate.apiKeys`: create, list, rotate and revoke a user's API keys. */
 export class ApiKeys {
   readonly #store: GateStore
+  readonly #retentionMs: number
 
-  constructor(store: GateStore) {
+  /** `deletedKeyRetentionMs`: how long the store keeps a revoked key before it purges it. */
+  constructor(store: GateStore, deletedKeyRetentionMs: number) {
     this.#store = store
+    this.#retentionMs = deletedKeyRetentionMs
   }
 
   /**
@@ -84,17 +87,9 @@ export class ApiKeys {
     if (input.keyId !== undefined && (await this.#store.getApiKey(input.keyId)) !== undefined) {
       throw new PlatformError('conflict', `An API key with the id ${input.keyId} exists`)
     }
-    const record: ApiKeyRecord = {
-      keyId: input.keyId ?? randomId(25),
-      userId,
-      name,
-      secretHash: sha256(keySecret),
-      createdAt: Date.now(),
-      lastUsedAt: null,
-      revokedAt: null,
-    }
-    await this.#store.insertApiKey(record)
-    return { keyId: record.keyId, keySecret, apiKey: toApiKey(record) }
+    const issued = await issueApiKey(this.#store, userId, name, undefined, { keyId: input.keyId, keySecret })
+    if (typeof issued === 'string') throw new Error(`open-data-gate: the store refused an unlimited insert (${issued})`)
+    return issued
   }
 
   /** A user's keys, revoked ones included (with `revokedAt`), oldest first. */
@@ -110,14 +105,12 @@ export class ApiKeys {
   }
 
   /**
-   * Revokes a key: it stops working at once and stays listable as revoked.
+   * Revokes a key: it stops working at once and stays listable as revoked until the store
+   * purges it (`apiKeyEndpoints.deletedKeyRetentionMs`, default 30 days).
    * @returns `false` when there is no such key or it was already revoked
    */
   async revoke(keyId: string): Promise<boolean> {
-    const record = await this.#store.getApiKey(keyId)
-    if (record === undefined || record.revokedAt !== null) return false
-    await this.#store.updateApiKey(keyId, { revokedAt: Date.now() })
-    return true
+    return (await revokeApiKey(this.#store, keyId, this.#retentionMs)) !== undefined
   }
 
   /**
@@ -133,6 +126,43 @@ export class ApiKeys {
     if (updated === undefined) throw noSuchKey(keyId)
     return { keyId, keySecret, apiKey: toApiKey(updated) }
   }
+}
+
+/**
+ * Makes a key's id and secret and saves it, within `limits` when given (a user creating
+ * their own key): the store checks the name and the caps in the same atomic step.
+ * @returns the new key, or why the store refused it
+ */
+export async function issueApiKey(
+  store: GateStore,
+  userId: string,
+  name: string,
+  limits: ApiKeyLimits | undefined,
+  imported: { keyId?: string | undefined; keySecret?: string | undefined } = {},
+): Promise<IssuedApiKey | Exclude<ApiKeyInsertResult, 'created'>> {
+  const keySecret = imported.keySecret ?? randomToken(32)
+  const record: ApiKeyRecord = {
+    keyId: imported.keyId ?? randomId(25),
+    userId,
+    name,
+    secretHash: sha256(keySecret),
+    createdAt: Date.now(),
+    lastUsedAt: null,
+    revokedAt: null,
+  }
+  const result = await store.insertApiKey(record, limits)
+  if (result === 'created') return { keyId: record.keyId, keySecret, apiKey: toApiKey(record) }
+  if (typeof result !== 'string') throw new TypeError(`open-data-gate: the store's insertApiKey must answer 'created' or why it refused, got ${String(result)}`)
+  return result
+}
+
+/**
+ * Revokes a key now, once (a compare-and-set in the store), to be purged after `retentionMs`.
+ * @returns the revoked key, or `undefined` when it was unknown or revoked already
+ */
+export async function revokeApiKey(store: GateStore, keyId: string, retentionMs: number): Promise<ApiKeyRecord | undefined> {
+  const now = Date.now()
+  return await store.revokeApiKey(keyId, now, now + retentionMs)
 }
 
 function noSuchKey(keyId: string): NotFoundError {

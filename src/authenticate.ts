@@ -18,6 +18,7 @@
 import { createHmac, randomBytes } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import { andThen } from './awaitable.js'
+import { revokeApiKey } from './api-keys.js'
 import type { Credentials, SentInClear } from './authorization-header.js'
 import { PlatformError, retryAfterSeconds, ThrottledError } from './errors.js'
 import type { Emit } from './events.js'
@@ -186,7 +187,7 @@ export class Authenticator {
     let matches = false
     for (const secret of secrets) if (secretMatches(secret, record.secretHash)) matches = true
     if (!matches) return
-    const updated = await this.#store.updateApiKey(record.keyId, { revokedAt: Date.now() })
+    const updated = await revokeApiKey(this.#store, record.keyId, this.#config.deletedKeyRetentionMs)
     if (updated !== undefined) this.#emit('apiKeyRevoked', { reason: 'insecure-transport', keyId: record.keyId, userId: record.userId, ip: client.ip })
   }
 

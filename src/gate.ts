@@ -127,13 +127,13 @@ export class Gate extends TypedEmitter<GateEvents> {
     this.#throttle = new Throttle(config, rateStore, emit)
     this.#auth = new Authenticator(config, this.store, this.#throttle, emit)
     this.users = new Users(this.store, config.basic.scrypt, (username, password, client) => this.#auth.signIn(username, password, client))
-    this.apiKeys = new ApiKeys(this.store)
+    this.apiKeys = new ApiKeys(this.store, config.deletedKeyRetentionMs)
     this.tokens = new AccessTokens(this.store, config.oauth.accessTokenTtlMs)
     this.grants = new Grants(this.store)
     const sessions = new LoginSessions(this.store, config.oauth.sessionTtlMs, config.oauth.maxSessionsPerUser)
     this.#oauth = new OAuthServer(config, this.store, this.#throttle, this.#auth, this.tokens, this.grants, sessions, emit, (error, request) => this.#report(error, request))
-    const maxActiveKeys = config.apiKeyEndpoints?.maxActiveKeys ?? 0
-    this.#selfService = new SelfService(config, this.store, sessions, new ApiKeyEndpoints(this.store, this.apiKeys, maxActiveKeys, config.bodyTimeoutMs), this.grants)
+    const keyLimits = { maxActiveKeys: config.apiKeyEndpoints?.maxActiveKeys ?? 0, maxKeys: config.apiKeyEndpoints?.maxKeys ?? 0, deletedKeyRetentionMs: config.deletedKeyRetentionMs }
+    this.#selfService = new SelfService(config, this.store, sessions, new ApiKeyEndpoints(this.store, keyLimits, config.bodyTimeoutMs), this.grants)
     const routes: Array<[string, Route]> = [
       ...config.currentUser.json.map((path): [string, Route] => [path, { kind: 'current-user', format: 'json' }]),
       ...config.currentUser.xml.map((path): [string, Route] => [path, { kind: 'current-user', format: 'xml' }]),

@@ -69,6 +69,8 @@ export type {
   SessionRecord,
   GrantRecord,
   ApiKeyQuery,
+  ApiKeyLimits,
+  ApiKeyInsertResult,
   ApiKeySortField,
   StoreEventSink,
   Awaitable,

@@ -180,7 +180,22 @@ export interface ApiKeyEndpointOptions {
   path?: string
   /** How many active (not deleted) keys a user may hold; one more is `API_KEY.TOKEN_LIMIT_REACHED`. Default 100. */
   maxActiveKeys?: number
+  /**
+   * How many keys a user may hold in all, deleted ones kept for `deletedKeyRetentionMs`
+   * included: one more is `API_KEY.TOKEN_LIMIT_REACHED`. Bounds what one account can make
+   * the store keep, and what listing with `includeDeleted` reads. Default 1000.
+   */
+  maxKeys?: number
+  /**
+   * How long a deleted key is kept (listed with `includeDeleted`, counted by `maxKeys`)
+   * before the store purges it, in ms. Also applies to keys revoked by `gate.apiKeys.revoke`
+   * or for travelling over http. Default 30 days.
+   */
+  deletedKeyRetentionMs?: number
 }
+
+/** How long a deleted API key is kept before the store purges it, unless `apiKeyEndpoints.deletedKeyRetentionMs` says otherwise: 30 days. */
+export const DEFAULT_DELETED_KEY_RETENTION_MS = 30 * 86_400_000
 
 /** Where the signed-in user sees and revokes the applications they authorized; `false` turns one off. */
 export interface ConnectedAppsOptions {
@@ -289,7 +304,9 @@ export interface ResolvedConfig {
     readonly rememberConsent: boolean
   }
   readonly currentUser: { readonly json: readonly string[]; readonly xml: readonly string[] }
-  readonly apiKeyEndpoints: { readonly path: string; readonly maxActiveKeys: number } | null
+  readonly apiKeyEndpoints: { readonly path: string; readonly maxActiveKeys: number; readonly maxKeys: number } | null
+  /** How long deleted API keys are kept, endpoints on or off. */
+  readonly deletedKeyRetentionMs: number
   readonly connectedApps: { readonly path: string | null; readonly page: string | null }
   readonly realm: string
 }
@@ -466,6 +483,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
       xml: paths('currentUser.xml', currentUser.xml, ['/users/current.xml']),
     },
     apiKeyEndpoints,
+    deletedKeyRetentionMs: resolveDeletedKeyRetention(options.apiKeyEndpoints),
     connectedApps,
     realm,
   }
@@ -492,12 +510,23 @@ export function paths(name: string, value: readonly string[] | undefined, fallba
 
 function resolveApiKeyEndpoints(input: ApiKeyEndpointOptions | false | undefined): ResolvedConfig['apiKeyEndpoints'] {
   if (input === false) return null
-  if (input !== undefined && (typeof input !== 'object' || input === null)) throw new TypeError('open-data-gate: apiKeyEndpoints must be { path, maxActiveKeys } or false')
-  if (input !== undefined) rejectUnknownKeys('apiKeyEndpoints', input, optionNames<ApiKeyEndpointOptions>({ path: true, maxActiveKeys: true }))
+  if (input !== undefined && (typeof input !== 'object' || input === null)) throw new TypeError('open-data-gate: apiKeyEndpoints must be { path, maxActiveKeys, maxKeys, deletedKeyRetentionMs } or false')
+  if (input !== undefined) {
+    rejectUnknownKeys('apiKeyEndpoints', input, optionNames<ApiKeyEndpointOptions>({ path: true, maxActiveKeys: true, maxKeys: true, deletedKeyRetentionMs: true }))
+  }
   const path = input?.path === undefined ? '/api/api_keys' : singlePath('apiKeyEndpoints.path', input.path)
   const maxActiveKeys = input?.maxActiveKeys ?? 100
   positiveInteger('apiKeyEndpoints.maxActiveKeys', maxActiveKeys)
-  return { path, maxActiveKeys }
+  const maxKeys = input?.maxKeys ?? Math.max(1000, maxActiveKeys)
+  positiveInteger('apiKeyEndpoints.maxKeys', maxKeys)
+  if (maxKeys < maxActiveKeys) throw new TypeError(`open-data-gate: apiKeyEndpoints.maxKeys (${maxKeys}) must be at least maxActiveKeys (${maxActiveKeys})`)
+  return { path, maxActiveKeys, maxKeys }
+}
+
+function resolveDeletedKeyRetention(input: ApiKeyEndpointOptions | false | undefined): number {
+  const retention = (input === false ? undefined : input?.deletedKeyRetentionMs) ?? DEFAULT_DELETED_KEY_RETENTION_MS
+  positiveInteger('apiKeyEndpoints.deletedKeyRetentionMs', retention)
+  return retention
 }
 
 function resolveConnectedApps(input: ConnectedAppsOptions | false | undefined): ResolvedConfig['connectedApps'] {

@@ -177,6 +177,49 @@ describe('the API key endpoints', () => {
     await create('etl')
   })
 
+  it('keeps the active-key cap when 60 creates race: 95 active and a cap of 100 leave exactly 100', async () => {
+    const { gate, ada, send, json, list } = await setUp({ apiKeyEndpoints: { maxActiveKeys: 100 } })
+    for (let i = 0; i < 95; i++) await gate.apiKeys.create(ada.id, { name: `key ${i}` })
+    const responses = await Promise.all(Array.from({ length: 60 }, (_, i) => send('POST', '/api/api_keys', { keyName: `racer ${i}` })))
+    expect(responses.filter((r) => r.status === 200)).toHaveLength(5)
+    expect(responses.filter((r) => r.status === 409 && (json(r) as { code: string }).code === 'API_KEY.TOKEN_LIMIT_REACHED')).toHaveLength(55)
+    expect(await list('?limit=100')).toHaveLength(100)
+    // Two creates of one name racing: one key.
+    await send('DELETE', `/api/api_keys/${(await list('?limit=1'))[0]!.keyId}`)
+    await send('DELETE', `/api/api_keys/${(await list('?limit=1'))[0]!.keyId}`)
+    const twins = await Promise.all([0, 1].map(() => send('POST', '/api/api_keys', { keyName: 'twin' })))
+    expect(twins.map((r) => r.status).sort()).toEqual([200, 409])
+    expect(await list('?nameSearch=twin')).toHaveLength(1)
+  })
+
+  it('deletes a key once when two deletes race: the other is told it was deleted already', async () => {
+    const { send, create } = await setUp()
+    const key = await create('once')
+    const statuses = (await Promise.all([0, 1].map(() => send('DELETE', `/api/api_keys/${key.keyId}`)))).map((r) => r.status)
+    expect(statuses.sort()).toEqual([200, 410])
+  })
+
+  it('caps all keys of a user, deleted ones within the retention included, and purges deleted keys after it', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    vi.setSystemTime(Date.UTC(2026, 0, 1))
+    const { send, json, create, list } = await setUp({ store: new MemoryStore(), apiKeyEndpoints: { maxActiveKeys: 2, maxKeys: 3, deletedKeyRetentionMs: 7 * 86_400_000 } })
+    const a = await create('a')
+    vi.setSystemTime(Date.UTC(2026, 0, 1, 1))
+    const b = await create('b')
+    await send('DELETE', `/api/api_keys/${a.keyId}`)
+    vi.setSystemTime(Date.UTC(2026, 0, 1, 2))
+    await create('c')
+    await send('DELETE', `/api/api_keys/${b.keyId}`)
+    const refused = await send('POST', '/api/api_keys', { keyName: 'd' })
+    expect([refused.status, (json(refused) as { code: string }).code]).toEqual([409, 'API_KEY.TOKEN_LIMIT_REACHED'])
+    vi.setSystemTime(Date.UTC(2026, 0, 7))
+    expect((await list('?includeDeleted=true')).map((k) => k.keyName)).toEqual(['a', 'b', 'c'])
+    vi.setSystemTime(Date.UTC(2026, 0, 8, 3))
+    expect((await list('?includeDeleted=true')).map((k) => k.keyName)).toEqual(['c'])
+    expect((await send('GET', `/api/api_keys/${a.keyId}`)).status).toBe(404)
+    await create('d')
+  })
+
   it('shows and deletes only the user’s own keys', async () => {
     const { gate, send, json } = await setUp()
     const grace = await gate.users.create({ username: 'grace', displayName: 'Grace', email: 'grace@example.org' })
@@ -198,6 +241,9 @@ describe('the API key endpoints', () => {
   it('answers a store that fails with 503, never a 500', async () => {
     class FailingKeys extends MemoryStore {
       override listApiKeys(): never {
+        throw new Error('connection reset')
+      }
+      override insertApiKey(): never {
         throw new Error('connection reset')
       }
     }
@@ -227,6 +273,8 @@ describe('the API key endpoints', () => {
   it('refuses bad options with a TypeError naming them', () => {
     expect(() => createGate({ apiKeyEndpoints: { path: 'api/keys' } })).toThrow(/apiKeyEndpoints\.path must be a path/)
     expect(() => createGate({ apiKeyEndpoints: { maxActiveKeys: 0 } })).toThrow(/apiKeyEndpoints\.maxActiveKeys must be a positive integer/)
+    expect(() => createGate({ apiKeyEndpoints: { maxKeys: 50 } })).toThrow(/apiKeyEndpoints\.maxKeys \(50\) must be at least maxActiveKeys \(100\)/)
+    expect(() => createGate({ apiKeyEndpoints: { deletedKeyRetentionMs: 0 } })).toThrow(/apiKeyEndpoints\.deletedKeyRetentionMs must be a positive integer/)
     expect(() => createGate({ apiKeyEndpoints: { path: '/users/current.xml' } })).toThrow(/configured for two endpoints/)
     expect(() => createGate({ connectedApps: { page: '/oauth/grants/' } })).toThrow(/connectedApps\.page must be a path/)
   })

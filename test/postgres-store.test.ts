@@ -62,10 +62,10 @@ describe.skipIf(!available)('PostgresStore', () => {
       const store = new PostgresStore({ pool, schema: fresh, sweepIntervalMs: 0 })
       try {
         expect(await store.version()).toBe(0)
-        expect(await store.migrate()).toEqual({ from: 0, to: PostgresStore.schemaVersion, applied: [1, 2] })
-        expect(await store.version()).toBe(2)
+        expect(await store.migrate()).toEqual({ from: 0, to: PostgresStore.schemaVersion, applied: [1, 2, 3] })
+        expect(await store.version()).toBe(3)
         const { rows } = await pool.query(`SELECT version, description FROM ${pg.escapeIdentifier(fresh)}.schema_version ORDER BY version`)
-        expect(rows.map((r) => r.version)).toEqual([1, 2])
+        expect(rows.map((r) => r.version)).toEqual([1, 2, 3])
       } finally {
         await store.close()
         await dropSchema(fresh)
@@ -76,12 +76,12 @@ describe.skipIf(!available)('PostgresStore', () => {
       const before = await catalog(schema)
       expect(before.length).toBeGreaterThan(10)
       const store = new PostgresStore({ pool, schema, sweepIntervalMs: 0 })
-      expect(await store.migrate()).toEqual({ from: 2, to: 2, applied: [] })
+      expect(await store.migrate()).toEqual({ from: 3, to: 3, applied: [] })
       expect(await catalog(schema)).toEqual(before)
       await store.close()
     })
 
-    it('brings a version 1 schema to version 2 and keeps its records', async () => {
+    it('brings a version 1 schema to the current version and keeps its records', async () => {
       const old = freshSchema('v1')
       const q = pg.escapeIdentifier(old)
       try {
@@ -92,7 +92,7 @@ describe.skipIf(!available)('PostgresStore', () => {
         await pool.query(`INSERT INTO ${q}.schema_version (version, description) VALUES (1, 'v1')`)
         await pool.query(`INSERT INTO ${q}.sessions VALUES ('s1', 'u1', 'stamp', 1, ${Date.now() + 60_000})`)
         const store = new PostgresStore({ pool, schema: old, sweepIntervalMs: 0 })
-        expect(await store.migrate()).toEqual({ from: 1, to: 2, applied: [2] })
+        expect(await store.migrate()).toEqual({ from: 1, to: 3, applied: [2, 3] })
         expect(await store.getSession('s1')).toMatchObject({ userId: 'u1' })
         await store.recordGrant('u1', 'app', 5)
         expect(await store.listGrants('u1')).toEqual([{ userId: 'u1', appToken: 'app', firstAuthorizedAt: 5, lastUsedAt: 5 }])
@@ -110,10 +110,10 @@ describe.skipIf(!available)('PostgresStore', () => {
           [1, 2, 3].map(() => run(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, DATABASE_URL, SCHEMA: fresh } })),
         )
         const outcomes = results.map((r) => JSON.parse(r.stdout) as { from: number; applied: number[] })
-        expect(outcomes.filter((o) => o.applied.length > 0)).toEqual([{ from: 0, to: 2, applied: [1, 2] }])
+        expect(outcomes.filter((o) => o.applied.length > 0)).toEqual([{ from: 0, to: 3, applied: [1, 2, 3] }])
         expect(outcomes.filter((o) => o.applied.length === 0)).toHaveLength(2)
         const { rows } = await pool.query(`SELECT version FROM ${pg.escapeIdentifier(fresh)}.schema_version ORDER BY version`)
-        expect(rows.map((r) => r.version)).toEqual([1, 2])
+        expect(rows.map((r) => r.version)).toEqual([1, 2, 3])
       } finally {
         await dropSchema(fresh)
       }
@@ -219,7 +219,7 @@ describe.skipIf(!available)('PostgresStore', () => {
   })
 
   describe('sweep', () => {
-    it('deletes expired tokens, sessions and drained rate cells in batches, and keeps live ones and recent codes', async () => {
+    it('deletes expired tokens, sessions, drained rate cells and API keys past their purge time in batches, and keeps live ones and recent codes', async () => {
       const sweepSchema = freshSchema('sweep')
       const store = new PostgresStore({ pool, schema: sweepSchema, sweepIntervalMs: 0, sweepBatchSize: 3 })
       try {
@@ -236,18 +236,25 @@ describe.skipIf(!available)('PostgresStore', () => {
         const session = (hash: string, expiresAt: number) => store.insertSession({ sessionHash: hash, userId: 'u', passwordStamp: 'p', createdAt: now - 10_000, expiresAt })
         await session('gone', now - 1)
         await session('here', now + 60_000)
+        const key = (keyId: string) => store.insertApiKey({ keyId, userId: 'u', name: keyId, secretHash: 'b'.repeat(64), createdAt: now - 10_000, lastUsedAt: null, revokedAt: null })
+        for (const keyId of ['purged1', 'purged2', 'kept', 'active']) await key(keyId)
+        await store.revokeApiKey('purged1', now - 5000, now - 1)
+        await store.revokeApiKey('purged2', now - 5000, now - 1)
+        await store.revokeApiKey('kept', now - 5000, now + 60_000)
         await store.consumeRate('drains', 1000, 50, 1)
         await store.consumeRate('stays', 1, 3_600_000, 1)
         await sleep(60)
 
-        expect(await store.sweep()).toEqual({ accessTokens: 7, authorizationCodes: 1, sessions: 1, rates: 1 })
+        expect(await store.sweep()).toEqual({ apiKeys: 2, accessTokens: 7, authorizationCodes: 1, sessions: 1, rates: 1 })
         expect(await store.getAccessToken('live')).toBeDefined()
         expect(await store.getAccessToken('old0')).toBeUndefined()
         expect(await store.getAuthorizationCode('recent')).toBeDefined()
         expect(await store.getAuthorizationCode('ancient')).toBeUndefined()
         expect(await store.getSession('here')).toBeDefined()
+        expect(await store.getApiKey('purged1')).toBeUndefined()
+        expect((await store.listApiKeys('u')).map((k) => k.keyId)).toEqual(['active', 'kept'])
         expect((await store.consumeRate('stays', 1, 3_600_000, 0)).remaining).toBe(0)
-        expect(await store.sweep()).toEqual({ accessTokens: 0, authorizationCodes: 0, sessions: 0, rates: 0 })
+        expect(await store.sweep()).toEqual({ apiKeys: 0, accessTokens: 0, authorizationCodes: 0, sessions: 0, rates: 0 })
       } finally {
         await store.close()
         await dropSchema(sweepSchema)

@@ -2,6 +2,7 @@ import { Cluster } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RedisStore, redisClientDefaults } from '../src/store/redis-store.js'
 import { describeStore } from '../src/testing/index.js'
+import { pagesOf, userWithManyKeys } from './redis/key-pages.js'
 import { describeSameAsMemoryStore } from './redis/same-as-memory.js'
 import { OwnRedisCluster, randomPrefix, redisBinariesAvailable } from './redis/servers.js'
 
@@ -33,6 +34,37 @@ describe.skipIf(!available)('RedisStore on a three-node Redis Cluster', () => {
   describeStore('RedisStore (Cluster)', () => new RedisStore({ client, prefix }), { describe, it, after: afterAll, cleanup: (store) => store.close() })
 
   describeSameAsMemoryStore('RedisStore (Cluster)', () => new RedisStore({ client, prefix }))
+
+  it("reads a page of 20 of a user's 5,000 keys with a bounded number of commands, counted by INFO commandstats", async () => {
+    const store = new RedisStore({ client, prefix })
+    const masters = client.nodes('master')
+    /** Every command the masters ran since the last reset, a script's own included (not the stats' own). */
+    const commandsRun = async () => {
+      let total = 0
+      for (const node of masters) {
+        const stats = await node.info('commandstats')
+        for (const [, name, calls] of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) if (!/^(info|config|cluster|ping)/.test(name!)) total += Number(calls)
+      }
+      return total
+    }
+    const resetStats = () => Promise.all(masters.map((node) => node.config('RESETSTAT')))
+    try {
+      const userId = await userWithManyKeys(store, 5000, 30)
+      for (const read of pagesOf(userId)) {
+        await resetStats()
+        const first = await read(store)
+        const firstCommands = await commandsRun()
+        await resetStats()
+        const next = await read(store, first.at(-1)!.keyId)
+        const nextCommands = await commandsRun()
+        expect(first).toHaveLength(20)
+        expect(next.length).toBeGreaterThan(0)
+        expect([firstCommands, nextCommands].every((n) => n <= 40), `commands per page: ${firstCommands}, ${nextCommands}`).toBe(true)
+      }
+    } finally {
+      await store.close()
+    }
+  }, 120_000)
 
   it('spreads rate keys over the masters, and runs every step as one script on the key’s own node', async () => {
     const store = new RedisStore({ client, prefix })

@@ -2,10 +2,11 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { nodeGate } from '../adapters/node.js'
-import { createGate } from '../src/index.js'
+import { createGate, type ApiKeyRecord } from '../src/index.js'
 import { describeStore } from '../src/testing/index.js'
 import { RedisStore } from '../src/store/redis-store.js'
 import { listen } from './adapters/servers.js'
+import { pagesOf, userWithManyKeys } from './redis/key-pages.js'
 import { describeSameAsMemoryStore } from './redis/same-as-memory.js'
 import { deletePrefix, randomPrefix, REDIS_URL, sharedRedisAvailable } from './redis/servers.js'
 
@@ -161,6 +162,46 @@ describe.skipIf(!available)('RedisStore', () => {
   })
 
   describeSameAsMemoryStore('RedisStore', () => new RedisStore({ url: REDIS_URL, prefix }))
+
+  it("reads a page of 20 of a user's 5,000 keys in a bounded number of Redis commands, a script's own included", async () => {
+    const store = new RedisStore({ url: REDIS_URL, prefix })
+    const monitor = await admin.monitor()
+    try {
+      const userId = await userWithManyKeys(store, 5000, 30)
+      // MONITOR shows every command Redis runs, those inside a script too ("lua" source); the
+      // user's id is in every key of theirs and in every key id.
+      let seen = 0
+      monitor.on('monitor', (_time: string, args: string[]) => {
+        if (args.some((a) => a.includes(userId))) seen++
+      })
+      const settle = async () => {
+        for (let last = -1; last !== seen; ) {
+          last = seen
+          await sleep(100)
+        }
+      }
+      const measure = async (read: () => Promise<ApiKeyRecord[]>) => {
+        await settle()
+        const before = seen
+        const page = await read()
+        await settle()
+        return { page, commands: seen - before }
+      }
+      const counts: number[] = []
+      for (const read of pagesOf(userId)) {
+        const first = await measure(() => read(store))
+        expect(first.page).toHaveLength(20)
+        const next = await measure(() => read(store, first.page.at(-1)!.keyId))
+        expect(next.page.length).toBeGreaterThan(0)
+        counts.push(first.commands, next.commands)
+      }
+      // The script, the purge check, the seek key, the rank range and one read per key of the page.
+      expect(Math.max(...counts)).toBeLessThanOrEqual(40)
+    } finally {
+      monitor.disconnect()
+      await store.close()
+    }
+  }, 60_000)
 
   it('rejects a prefix that would break its hash tags', () => {
     expect(() => new RedisStore({ url: REDIS_URL, prefix: 'a{b}:' })).toThrow(/prefix must be a string without \{ or \}/)

@@ -13,9 +13,11 @@
  *   UPDATE ... RETURNING` on the database's clock, with the exported `gcraStep` for the
  *   answer.
  * - Patches `UPDATE` only the fields given.
+ * - A user's API key is created under a named lock of that user (`GET_LOCK`): the count,
+ *   the name check and the insert run one user's creates one after the other.
  * - MariaDB has no change notifications: the gate's application cache expires on its own.
  */
-import { emissionInterval, gcraStep, type AccessTokenFilter, type AccessTokenRecord, type ApiKeyPatch, type ApiKeyQuery, type ApiKeyRecord, type GrantRecord, type ApplicationPatch, type ApplicationRecord, type AuthorizationCodeRecord, type GateStore, type RateResult, type SessionRecord, type UserPatch, type UserRecord } from 'open-data-gate'
+import { emissionInterval, gcraStep, type AccessTokenFilter, type AccessTokenRecord, type ApiKeyInsertResult, type ApiKeyLimits, type ApiKeyPatch, type ApiKeyQuery, type ApiKeyRecord, type GrantRecord, type ApplicationPatch, type ApplicationRecord, type AuthorizationCodeRecord, type GateStore, type RateResult, type SessionRecord, type UserPatch, type UserRecord } from 'open-data-gate'
 import type { Pool, RowDataPacket } from 'mysql2/promise'
 
 type Row = RowDataPacket & Record<string, unknown>
@@ -39,7 +41,7 @@ export class MariaDbStore implements GateStore {
     for (const ddl of [
       `applications (app_token VARCHAR(255) PRIMARY KEY, name TEXT NOT NULL, secret_hash VARCHAR(255) NOT NULL, callback_prefix TEXT NULL, rate_limit INT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)`,
       `users (id VARCHAR(255) PRIMARY KEY, username VARCHAR(255) NOT NULL UNIQUE, screen_name TEXT NOT NULL, display_name TEXT NOT NULL, email TEXT NOT NULL, rights TEXT NOT NULL, password_hash TEXT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)`,
-      `api_keys (key_id VARCHAR(255) PRIMARY KEY, user_id VARCHAR(255) NOT NULL, name VARCHAR(255) NOT NULL, secret_hash VARCHAR(255) NOT NULL, created_at BIGINT NOT NULL, last_used_at BIGINT NULL, revoked_at BIGINT NULL, INDEX (user_id, created_at))`,
+      `api_keys (key_id VARCHAR(255) PRIMARY KEY, user_id VARCHAR(255) NOT NULL, name VARCHAR(255) NOT NULL, secret_hash VARCHAR(255) NOT NULL, created_at BIGINT NOT NULL, last_used_at BIGINT NULL, revoked_at BIGINT NULL, purge_at BIGINT NULL, INDEX (user_id, created_at), INDEX (purge_at))`,
       `access_tokens (token_hash VARCHAR(255) PRIMARY KEY, user_id VARCHAR(255) NOT NULL, app_token VARCHAR(255) NOT NULL, code_hash VARCHAR(255) NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, revoked_at BIGINT NULL, INDEX (user_id, app_token), INDEX (app_token), INDEX (code_hash))`,
       `codes (code_hash VARCHAR(255) PRIMARY KEY, app_token VARCHAR(255) NOT NULL, user_id VARCHAR(255) NOT NULL, redirect_uri TEXT NOT NULL, code_challenge VARCHAR(255) NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, used_at BIGINT NULL)`,
       `sessions (session_hash VARCHAR(255) PRIMARY KEY, user_id VARCHAR(255) NOT NULL, password_stamp VARCHAR(255) NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, INDEX (user_id, created_at))`,
@@ -116,8 +118,37 @@ export class MariaDbStore implements GateStore {
     return (await this.#changed(`DELETE FROM ${this.#p}users WHERE id = ?`, [id])) > 0
   }
 
-  insertApiKey(r: ApiKeyRecord) {
-    return this.#insert('api_keys', { key_id: r.keyId, user_id: r.userId, name: r.name, secret_hash: r.secretHash, created_at: r.createdAt, last_used_at: r.lastUsedAt, revoked_at: r.revokedAt })
+  /** With limits: under the user's named lock, purge, count, check the name, insert. */
+  async insertApiKey(r: ApiKeyRecord, limits?: ApiKeyLimits): Promise<ApiKeyInsertResult> {
+    const row = { key_id: r.keyId, user_id: r.userId, name: r.name, secret_hash: r.secretHash, created_at: r.createdAt, last_used_at: r.lastUsedAt, revoked_at: r.revokedAt }
+    if (limits === undefined) {
+      await this.#insert('api_keys', row)
+      return 'created'
+    }
+    const db = await this.#db.getConnection()
+    const lock = `SHA1(CONCAT(?, ':', ?))`
+    try {
+      const [[locked]] = await db.query<Row[]>(`SELECT GET_LOCK(${lock}, 10) AS got`, [this.#p, r.userId])
+      if (Number(locked?.got) !== 1) throw new Error(`could not lock the API keys of user ${r.userId}`)
+      try {
+        const now = Date.now()
+        await db.execute(`DELETE FROM ${this.#p}api_keys WHERE user_id = ? AND purge_at <= ?`, [r.userId, now])
+        const [[mine]] = await db.execute<Row[]>(
+          `SELECT COUNT(*) AS total, COALESCE(SUM(revoked_at IS NULL), 0) AS active, COALESCE(MAX(revoked_at IS NULL AND name = ?), 0) AS taken FROM ${this.#p}api_keys WHERE user_id = ?`,
+          [r.name, r.userId],
+        )
+        if (Number(mine?.taken) === 1) return 'name-taken'
+        if (Number(mine?.active) >= limits.maxActive) return 'active-limit'
+        if (Number(mine?.total) >= limits.maxTotal) return 'total-limit'
+        const columns = Object.keys(row)
+        await db.execute(`INSERT INTO ${this.#p}api_keys (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`, Object.values(row) as never[])
+        return 'created'
+      } finally {
+        await db.query(`SELECT RELEASE_LOCK(${lock})`, [this.#p, r.userId])
+      }
+    } finally {
+      db.release()
+    }
   }
   async getApiKey(keyId: string) {
     return (await this.#rows(`SELECT * FROM ${this.#p}api_keys WHERE key_id = ?`, [keyId])).map(toApiKey)[0]
@@ -142,8 +173,14 @@ export class MariaDbStore implements GateStore {
     return (await this.#rows(`SELECT * FROM ${this.#p}api_keys WHERE ${where.join(' AND ')} ORDER BY ${sort} ${dir}, key_id ${dir} LIMIT ${limit}`, values)).map(toApiKey)
   }
   updateApiKey(keyId: string, patch: ApiKeyPatch) {
-    const columns = { name: 'name', secretHash: 'secret_hash', lastUsedAt: 'last_used_at', revokedAt: 'revoked_at' }
-    return this.#patch('api_keys', 'key_id', keyId, patch, columns, () => this.getApiKey(keyId))
+    const columns = { name: 'name', secretHash: 'secret_hash', lastUsedAt: 'last_used_at', revokedAt: 'revoked_at', purgeAt: 'purge_at' }
+    // A key made active again is no longer to be purged.
+    return this.#patch('api_keys', 'key_id', keyId, patch.revokedAt === null ? { ...patch, purgeAt: null } : patch, columns, () => this.getApiKey(keyId))
+  }
+  /** A compare-and-set: `UPDATE ... WHERE revoked_at IS NULL`, then the row if this call changed it. */
+  async revokeApiKey(keyId: string, at: number, purgeAt: number) {
+    const changed = await this.#changed(`UPDATE ${this.#p}api_keys SET revoked_at = ?, purge_at = ? WHERE key_id = ? AND revoked_at IS NULL`, [at, purgeAt, keyId])
+    return changed > 0 ? this.getApiKey(keyId) : undefined
   }
 
   insertAccessToken(r: AccessTokenRecord) {
@@ -238,9 +275,10 @@ export class MariaDbStore implements GateStore {
     await this.#changed(`DELETE FROM ${this.#p}rates WHERE rate_key = ?`, [key])
   }
 
-  /** Deletes expired tokens, codes, sessions and drained rate rows; call it from a timer. */
+  /** Deletes expired tokens, codes, sessions, drained rate rows and API keys past their purge time; call it from a timer. */
   async sweep(): Promise<void> {
     const now = Date.now()
+    await this.#changed(`DELETE FROM ${this.#p}api_keys WHERE purge_at <= ? LIMIT 1000`, [now])
     for (const table of ['access_tokens', 'codes', 'sessions']) await this.#changed(`DELETE FROM ${this.#p}${table} WHERE expires_at < ? LIMIT 1000`, [now])
     await this.#changed(`DELETE FROM ${this.#p}rates WHERE tat_us < CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) LIMIT 1000`, [])
   }

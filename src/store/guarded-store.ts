@@ -35,6 +35,7 @@ export const STORE_METHODS = [
   'getApiKey',
   'listApiKeys',
   'updateApiKey',
+  'revokeApiKey',
   'insertAccessToken',
   'getAccessToken',
   'revokeAccessToken',

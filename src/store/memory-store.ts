@@ -12,6 +12,8 @@ import { optionsObject } from '../options.js'
 import { compareApiKeys, matchesApiKeyQuery } from './api-key-query.js'
 import type {
   AccessTokenFilter,
+  ApiKeyInsertResult,
+  ApiKeyLimits,
   ApiKeyQuery,
   GrantRecord,
   AccessTokenRecord,
@@ -27,7 +29,7 @@ import type {
   UserRecord,
 } from './store.js'
 
-/** Expired records are swept out every this many inserts, so memory follows live records only. */
+/** Expired records (and API keys past their purge time) are swept out every this many inserts, so memory follows live records only. */
 const SWEEP_EVERY = 1000
 
 /** Options of {@link MemoryStore}. */
@@ -52,6 +54,10 @@ export class MemoryStore implements GateStore {
   readonly #users = new Map<string, UserRecord>()
   readonly #userIdByUsername = new Map<string, string>()
   readonly #apiKeys = new Map<string, ApiKeyRecord>()
+  /** Each user's keys by id: listing, counting and purging read one user's keys, never every user's. */
+  readonly #apiKeysByUser = new Map<string, Map<string, ApiKeyRecord>>()
+  /** When a revoked key may be forgotten, by key id. */
+  readonly #purgeAt = new Map<string, number>()
   readonly #tokens = new Map<string, AccessTokenRecord>()
   readonly #codes = new Map<string, AuthorizationCodeRecord>()
   readonly #sessions = new Map<string, SessionRecord>()
@@ -148,23 +154,76 @@ export class MemoryStore implements GateStore {
     return [...this.#users.values()]
   }
 
-  insertApiKey(record: ApiKeyRecord): void {
+  /** Checks and inserts in one synchronous step: nothing can run in between. */
+  insertApiKey(record: ApiKeyRecord, limits?: ApiKeyLimits): ApiKeyInsertResult {
     if (this.#apiKeys.has(record.keyId)) throw new Error('an API key with this id exists')
+    const mine = this.#keysOf(record.userId)
+    if (limits !== undefined) {
+      let active = 0
+      for (const key of mine.values()) {
+        if (key.revokedAt !== null) continue
+        if (key.name === record.name) return 'name-taken'
+        active++
+      }
+      if (active >= limits.maxActive) return 'active-limit'
+      if (mine.size >= limits.maxTotal) return 'total-limit'
+    }
     this.#apiKeys.set(record.keyId, record)
+    let byUser = this.#apiKeysByUser.get(record.userId)
+    if (byUser === undefined) this.#apiKeysByUser.set(record.userId, (byUser = new Map()))
+    byUser.set(record.keyId, record)
+    this.#countInsert()
+    return 'created'
   }
 
   getApiKey(keyId: string): ApiKeyRecord | undefined {
     return this.#apiKeys.get(keyId)
   }
 
+  /** One user's keys only (purged ones dropped first): the cost follows that user's keys, bounded by the total cap. */
   listApiKeys(userId: string, query?: ApiKeyQuery): ApiKeyRecord[] {
-    const keys = [...this.#apiKeys.values()].filter((k) => k.userId === userId)
+    const keys = [...this.#keysOf(userId).values()]
     if (query === undefined) return keys
     return pageOfKeys(keys, query)
   }
 
   updateApiKey(keyId: string, patch: ApiKeyPatch): ApiKeyRecord | undefined {
-    return patchRecord(this.#apiKeys, keyId, patch)
+    const updated = patchRecord(this.#apiKeys, keyId, patch)
+    if (updated !== undefined) {
+      this.#apiKeysByUser.get(updated.userId)?.set(keyId, updated)
+      if (updated.revokedAt === null) this.#purgeAt.delete(keyId)
+    }
+    return updated
+  }
+
+  revokeApiKey(keyId: string, at: number, purgeAt: number): ApiKeyRecord | undefined {
+    const current = this.#apiKeys.get(keyId)
+    if (current === undefined || current.revokedAt !== null) return undefined
+    const revoked = this.updateApiKey(keyId, { revokedAt: at })
+    this.#purgeAt.set(keyId, purgeAt)
+    return revoked
+  }
+
+  /** A user's keys, once those whose purge time has passed are deleted. */
+  #keysOf(userId: string): Map<string, ApiKeyRecord> {
+    const mine = this.#apiKeysByUser.get(userId)
+    if (mine === undefined) return new Map()
+    const now = this.#clock()
+    for (const keyId of mine.keys()) {
+      const purgeAt = this.#purgeAt.get(keyId)
+      if (purgeAt !== undefined && purgeAt <= now) this.#forgetApiKey(keyId)
+    }
+    return mine
+  }
+
+  #forgetApiKey(keyId: string): void {
+    const key = this.#apiKeys.get(keyId)
+    this.#apiKeys.delete(keyId)
+    this.#purgeAt.delete(keyId)
+    if (key === undefined) return
+    const mine = this.#apiKeysByUser.get(key.userId)
+    mine?.delete(keyId)
+    if (mine?.size === 0) this.#apiKeysByUser.delete(key.userId)
   }
 
   insertAccessToken(record: AccessTokenRecord): void {
@@ -279,6 +338,7 @@ export class MemoryStore implements GateStore {
     for (const map of [this.#tokens, this.#codes, this.#sessions] as Map<string, { expiresAt: number }>[]) {
       for (const [key, record] of map) if (record.expiresAt <= now) map.delete(key)
     }
+    for (const [keyId, purgeAt] of this.#purgeAt) if (purgeAt <= now) this.#forgetApiKey(keyId)
   }
 
   consumeRate(key: string, limit: number, windowMs: number, cost: number): RateResult {

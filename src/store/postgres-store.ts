@@ -19,6 +19,8 @@ import { MIGRATIONS } from './postgres/migrations/index.js'
 import type {
   AccessTokenFilter,
   AccessTokenRecord,
+  ApiKeyInsertResult,
+  ApiKeyLimits,
   ApiKeyPatch,
   ApiKeyQuery,
   ApiKeyRecord,
@@ -123,6 +125,8 @@ export interface MigrationResult {
 
 /** What {@link PostgresStore.sweep} deleted. */
 export interface SweepResult {
+  /** Revoked API keys past their purge time. */
+  readonly apiKeys: number
   readonly accessTokens: number
   readonly authorizationCodes: number
   readonly sessions: number
@@ -137,6 +141,8 @@ const PREFETCH_MS = 100
 const PREFETCH_MAX = 1000
 /** Advisory lock class for migrations (any constant; the second key is the schema's hash). */
 const MIGRATION_LOCK_CLASS = 0x0d6a7e
+/** Advisory lock class of a user's API keys while one is created (the second key is a hash of the schema and user). */
+const API_KEY_LOCK_CLASS = 0x0d6a7f
 
 const APPLICATION_COLUMNS = 'app_token, name, secret_hash, callback_prefix, rate_limit, created_at, updated_at'
 const USER_COLUMNS = 'id, username, screen_name, display_name, email, rights, password_hash, created_at, updated_at'
@@ -293,7 +299,7 @@ export class PostgresStore implements GateStore {
   }
 
   /**
-   * Deletes expired access tokens, sessions and drained rate rows, and authorization codes
+   * Deletes revoked API keys past their purge time, expired access tokens, sessions and drained rate rows, and authorization codes
    * an hour after they expired (a replay within that hour still revokes the tokens issued
    * from the code), in batches of `sweepBatchSize`. The timer calls it; an operator may too.
    * Concurrent calls share one run.
@@ -310,6 +316,7 @@ export class PostgresStore implements GateStore {
     const batch = (table: string, key: string, condition: string, value: number | null) =>
       this.#drain(`DELETE FROM ${this.#q}.${table} WHERE ${key} IN (SELECT ${key} FROM ${this.#q}.${table} WHERE ${condition} LIMIT $1 FOR UPDATE SKIP LOCKED)`, value)
     return {
+      apiKeys: await batch('api_keys', 'key_id', 'purge_at <= $2', now),
       accessTokens: await batch('access_tokens', 'token_hash', 'expires_at < $2', now),
       authorizationCodes: await batch('authorization_codes', 'code_hash', 'expires_at < $2', now - CODE_RETENTION_MS),
       sessions: await batch('sessions', 'session_hash', 'expires_at < $2', now),
@@ -405,12 +412,16 @@ export class PostgresStore implements GateStore {
 
   /** One prepared statement, named after its text (so two stores on one pool never clash). */
   #run(text: string, values: unknown[]): Promise<PostgresResult> {
+    return this.#pool.query({ name: this.#statementName(text), text, values })
+  }
+
+  #statementName(text: string): string {
     let name = this.#statements.get(text)
     if (name === undefined) {
       name = `odg_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`
       this.#statements.set(text, name)
     }
-    return this.#pool.query({ name, text, values })
+    return name
   }
 
   async #one<T>(text: string, values: unknown[], map: (row: Row) => T): Promise<T | undefined> {
@@ -534,16 +545,46 @@ export class PostgresStore implements GateStore {
 
   // API keys
 
-  async insertApiKey(record: ApiKeyRecord): Promise<void> {
-    await this.#run(`INSERT INTO ${this.#q}.api_keys (${API_KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
-      record.keyId,
-      record.userId,
-      record.name,
-      record.secretHash,
-      record.createdAt,
-      record.lastUsedAt,
-      record.revokedAt,
-    ])
+  /**
+   * Without limits, one INSERT. With them, a transaction that first takes a per-user
+   * advisory lock, then one statement that counts the user's keys, checks the name, inserts
+   * only if there is room and deletes the user's keys past their purge time: creates of one
+   * user run one after the other, so each sees the others' keys (the lock is taken before
+   * the statement's snapshot), and creates of different users never wait for each other.
+   */
+  async insertApiKey(record: ApiKeyRecord, limits?: ApiKeyLimits): Promise<ApiKeyInsertResult> {
+    const values = [record.keyId, record.userId, record.name, record.secretHash, record.createdAt, record.lastUsedAt, record.revokedAt]
+    if (limits === undefined) {
+      await this.#run(`INSERT INTO ${this.#q}.api_keys (${API_KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, values)
+      return 'created'
+    }
+    const row = await this.#transaction(async (query) => {
+      await query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [API_KEY_LOCK_CLASS, `${this.schema}:${record.userId}`])
+      const { rows } = await query(CREATE_API_KEY(this.#q), [...values, Date.now(), limits.maxActive, limits.maxTotal])
+      return rows[0] as Row
+    })
+    if (row.taken === true) return 'name-taken'
+    if (Number(row.active) >= limits.maxActive) return 'active-limit'
+    if (Number(row.total) >= limits.maxTotal) return 'total-limit'
+    return 'created'
+  }
+
+  /** Runs `work` in a transaction on one connection, with prepared statements. */
+  async #transaction<T>(work: (query: (text: string, values: unknown[]) => Promise<PostgresResult>) => Promise<T>): Promise<T> {
+    const client = await this.#pool.connect()
+    let failed: unknown
+    try {
+      await client.query({ text: 'BEGIN' })
+      const result = await work((text, values) => client.query({ name: this.#statementName(text), text, values }))
+      await client.query({ text: 'COMMIT' })
+      return result
+    } catch (error) {
+      failed = error
+      await client.query({ text: 'ROLLBACK' }).catch(() => {})
+      throw error
+    } finally {
+      client.release(failed instanceof Error ? failed : undefined)
+    }
   }
 
   /** Reads the key's user in the same query (see {@link getUser}). */
@@ -590,7 +631,14 @@ export class PostgresStore implements GateStore {
   }
 
   updateApiKey(keyId: string, patch: ApiKeyPatch): Promise<ApiKeyRecord | undefined> {
-    return this.#patch('api_keys', 'key_id', keyId, patch, API_KEY_PATCH, API_KEY_COLUMNS, toApiKey)
+    // A key made active again is no longer to be purged.
+    const values = patch.revokedAt === null ? { ...patch, purgeAt: null } : patch
+    return this.#patch('api_keys', 'key_id', keyId, values, { ...API_KEY_PATCH, purgeAt: 'purge_at' }, API_KEY_COLUMNS, toApiKey)
+  }
+
+  /** One `UPDATE ... WHERE revoked_at IS NULL RETURNING`: a compare-and-set. */
+  revokeApiKey(keyId: string, at: number, purgeAt: number): Promise<ApiKeyRecord | undefined> {
+    return this.#one(`UPDATE ${this.#q}.api_keys SET revoked_at = $2, purge_at = $3 WHERE key_id = $1 AND revoked_at IS NULL RETURNING ${API_KEY_COLUMNS}`, [keyId, at, purgeAt], toApiKey)
   }
 
   // Access tokens
@@ -772,6 +820,27 @@ ON CONFLICT (key) DO UPDATE SET
   seen_us = ${MONOTONIC_NOW},
   allowed = ${MONOTONIC_NOW} >= GREATEST(r.tat_us, ${MONOTONIC_NOW}) + $2::bigint - $3::bigint
 RETURNING tat_us, seen_us, allowed`
+
+/**
+ * $1-$7 the key's columns, $8 now, $9 the active cap, $10 the cap on all keys. Counts the
+ * user's keys (those past their purge time not at all), inserts only when the name is free
+ * among the active keys and both counts are under their caps, and deletes the user's keys
+ * past their purge time. Returns the counts and whether the name was taken, as they were
+ * before the insert.
+ */
+const CREATE_API_KEY = (q: string) => `WITH mine AS (
+  SELECT count(*) FILTER (WHERE revoked_at IS NULL) AS active,
+    count(*) FILTER (WHERE purge_at IS NULL OR purge_at > $8::bigint) AS total,
+    COALESCE(bool_or(revoked_at IS NULL AND name = $3), false) AS taken
+  FROM ${q}.api_keys WHERE user_id = $2
+), added AS (
+  INSERT INTO ${q}.api_keys (${API_KEY_COLUMNS})
+  SELECT $1, $2, $3, $4, $5, $6, $7 FROM mine WHERE NOT mine.taken AND mine.active < $9::bigint AND mine.total < $10::bigint
+  RETURNING key_id
+), purged AS (
+  DELETE FROM ${q}.api_keys WHERE user_id = $2 AND purge_at <= $8::bigint
+)
+SELECT active, total, taken FROM mine`
 
 function rateResult(step: RateResult): RateResult {
   return { allowed: step.allowed, remaining: step.remaining, resetMs: step.resetMs, retryAfterMs: step.retryAfterMs }

@@ -260,3 +260,186 @@ local first, last = string.match(current, '^(%d+):(%d+)$')
 if at > tonumber(last) then redis.call('HSET', KEYS[1], ARGV[1], first .. ':' .. ARGV[2]) end
 return 0`,
 )
+
+/**
+ * What the API key scripts share. One user's keys all live in the user's slot (hash tag
+ * `{u:<userId>}`), under the prefix `P` = ARGV[1] (`<prefix>{u:<userId>}:`):
+ * - `P key:<keyId>`: the key's hash, with `lname` (the name in lower case, for searching),
+ *   `nkey` (the name as fixed-width hex of its UTF-16 code units, so that byte order is
+ *   code-unit order) and, once revoked by `REVOKE_API_KEY`, `purgeAt`.
+ * - Sorted sets, one per sort field, of all keys and of the active ones: `keys:c`/`keys:ca`
+ *   by createdAt, `keys:l`/`keys:la` by lastUsedAt (none = 0), `keys:r`/`keys:ra` by
+ *   revokedAt (none = 0), with the key id as member, so equal scores order by key id; and
+ *   `keys:n`/`keys:na` by name, all scores 0, members `nkey .. '.' .. keyId` (lexical order).
+ * - `keys:p`: revoked keys by purge time.
+ * A page is a rank range of one set: its cost follows the page size, not the user's keys.
+ */
+const API_KEY_LUA = `local P = ARGV[1]
+local function rec(id) return P .. 'key:' .. id end
+local function set(name) return P .. 'keys:' .. name end
+local function fields(raw)
+  local h = {}
+  for i = 1, #raw, 2 do h[raw[i]] = raw[i + 1] end
+  return h
+end
+local function load(id)
+  local raw = redis.call('HGETALL', rec(id))
+  if #raw == 0 then return nil, raw end
+  return fields(raw), raw
+end
+local function unindex(id, h)
+  for _, s in ipairs({'c', 'ca', 'l', 'la', 'r', 'ra', 'p'}) do redis.call('ZREM', set(s), id) end
+  if h and h.nkey then
+    redis.call('ZREM', set('n'), h.nkey .. '.' .. id)
+    redis.call('ZREM', set('na'), h.nkey .. '.' .. id)
+  end
+end
+local function index(id, h)
+  local used = h.lastUsedAt or '0'
+  local name = h.nkey .. '.' .. id
+  redis.call('ZADD', set('c'), h.createdAt, id)
+  redis.call('ZADD', set('l'), used, id)
+  redis.call('ZADD', set('r'), h.revokedAt or '0', id)
+  redis.call('ZADD', set('n'), 0, name)
+  if not h.revokedAt then
+    redis.call('ZADD', set('ca'), h.createdAt, id)
+    redis.call('ZADD', set('la'), used, id)
+    redis.call('ZADD', set('ra'), 0, id)
+    redis.call('ZADD', set('na'), 0, name)
+  elseif h.purgeAt then
+    redis.call('ZADD', set('p'), h.purgeAt, id)
+  end
+end
+-- Deletes up to n keys whose purge time is at or before now.
+local function purge(now, n)
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', set('p'), '-inf', now, 'LIMIT', 0, n)) do
+    unindex(id, load(id))
+    redis.call('DEL', rec(id))
+  end
+end
+`
+
+function apiKeyScript(lua: string): RedisScript {
+  return script(1, API_KEY_LUA + lua)
+}
+
+/**
+ * Saves a new key, and with limits refuses it atomically when an active key of the user
+ * has its name or a cap is reached; purges up to 100 keys past their purge time first.
+ * KEYS[1] the user's `keys:c`; ARGV P, now, maxActive ('' for no limits), maxTotal, keyId,
+ * then field, value pairs (with lname and nkey).
+ * Returns 'created', 'exists', 'name-taken', 'active-limit' or 'total-limit'.
+ */
+export const CREATE_API_KEY = apiKeyScript(
+  `local now = ARGV[2]
+local id = ARGV[5]
+purge(now, 100)
+if redis.call('EXISTS', rec(id)) == 1 then return 'exists' end
+local h = fields({unpack(ARGV, 6)})
+if ARGV[3] ~= '' then
+  if #redis.call('ZRANGEBYLEX', set('na'), '[' .. h.nkey .. '.', '(' .. h.nkey .. '/', 'LIMIT', 0, 1) > 0 then return 'name-taken' end
+  if redis.call('ZCARD', set('ca')) >= tonumber(ARGV[3]) then return 'active-limit' end
+  local total = redis.call('ZCARD', set('c')) - redis.call('ZCOUNT', set('p'), '-inf', now)
+  if total >= tonumber(ARGV[4]) then return 'total-limit' end
+end
+redis.call('HSET', rec(id), unpack(ARGV, 6))
+index(id, h)
+return 'created'`,
+)
+
+/**
+ * Applies a patch to a key and moves it in the user's sorted sets to match.
+ * KEYS[1] the user's `keys:c`; ARGV P, keyId, number of pairs to set, the pairs, then the
+ * fields to delete. Returns the new hash as a flat array, or nil when there is no such key.
+ */
+export const PATCH_API_KEY = apiKeyScript(
+  `local id = ARGV[2]
+local h = load(id)
+if not h then return false end
+unindex(id, h)
+local n = tonumber(ARGV[3])
+if n > 0 then redis.call('HSET', rec(id), unpack(ARGV, 4, 3 + 2 * n)) end
+if #ARGV > 3 + 2 * n then redis.call('HDEL', rec(id), unpack(ARGV, 4 + 2 * n)) end
+local after, raw = load(id)
+index(id, after)
+return raw`,
+)
+
+/**
+ * Revokes a key if it is not revoked yet (a compare-and-set), to be purged at purgeAt; the
+ * hash expires by itself a day later, should the user never come back.
+ * KEYS[1] the user's `keys:c`; ARGV P, keyId, at, purgeAt, expireAtMs.
+ * Returns the new hash as a flat array, or nil when unknown or revoked already.
+ */
+export const REVOKE_API_KEY = apiKeyScript(
+  `local id = ARGV[2]
+local h = load(id)
+if not h or h.revokedAt then return false end
+unindex(id, h)
+redis.call('HSET', rec(id), 'revokedAt', ARGV[3], 'purgeAt', ARGV[4])
+redis.call('PEXPIREAT', rec(id), ARGV[5])
+local after, raw = load(id)
+index(id, after)
+return raw`,
+)
+
+/**
+ * One page of a user's keys: the rank range after the seek key in one sorted set, each
+ * key's hash read; with a search, keys are read in order until the page is full or
+ * scanMax keys were looked at. Purges up to 100 keys past their purge time first. A
+ * member whose hash is gone (expired) is skipped and dropped.
+ * KEYS[1] the user's `keys:c`; ARGV P, now, set name, 'asc'|'desc', limit, seek keyId (''
+ * for none), the seek key's score field ('' for a name set), search (lower case, '' for
+ * none), search as sent (matches a key id), scanMax.
+ * Returns an array of flat hashes.
+ */
+export const LIST_API_KEYS = apiKeyScript(
+  `purge(ARGV[2], 100)
+local s = set(ARGV[3])
+local byName = ARGV[3] == 'n' or ARGV[3] == 'na'
+local desc = ARGV[4] == 'desc'
+local limit = tonumber(ARGV[5])
+local search, exact, scanMax = ARGV[8], ARGV[9], tonumber(ARGV[10])
+local start = 0
+if ARGV[6] ~= '' then
+  local a = load(ARGV[6])
+  if not a then return {} end
+  local member, score = ARGV[6], 0
+  if byName then member = a.nkey .. '.' .. ARGV[6] else score = a[ARGV[7]] or '0' end
+  -- Where the seek key is, or would be: put it in for the rank, take it out again.
+  local added = redis.call('ZADD', s, 'NX', score, member)
+  local rank
+  if desc then rank = redis.call('ZREVRANK', s, member) else rank = redis.call('ZRANK', s, member) end
+  if added == 1 then redis.call('ZREM', s, member) end
+  start = rank + 1
+end
+local out, gone, scanned = {}, {}, 0
+local chunk = limit
+if search ~= '' then chunk = 100 end
+while #out < limit do
+  local members
+  if desc then members = redis.call('ZREVRANGE', s, start, start + chunk - 1) else members = redis.call('ZRANGE', s, start, start + chunk - 1) end
+  if #members == 0 then break end
+  start = start + #members
+  for _, member in ipairs(members) do
+    local id = member
+    if byName then id = string.sub(member, string.find(member, '.', 1, true) + 1) end
+    local found = true
+    if search ~= '' then
+      scanned = scanned + 1
+      local lname = redis.call('HGET', rec(id), 'lname')
+      if not lname then found = nil; gone[#gone + 1] = member
+      elseif id ~= exact and not string.find(lname, search, 1, true) then found = false end
+    end
+    if found then
+      local raw = redis.call('HGETALL', rec(id))
+      if #raw == 0 then gone[#gone + 1] = member else out[#out + 1] = raw end
+      if #out == limit then break end
+    end
+    if search ~= '' and scanned >= scanMax then break end
+  end
+  if search ~= '' and scanned >= scanMax then break end
+end
+for _, member in ipairs(gone) do redis.call('ZREM', s, member) end
+return out`,
+)

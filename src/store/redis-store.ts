@@ -15,11 +15,14 @@
  *
  * Key layout, under the prefix (default `odg:`), hash tag in braces:
  * `rate:{key}`, `token:{hash}`, `{c:hash}:code`, `{c:hash}:tokens`, `{u:id}:tokens`,
- * `{a:token}:tokens`, `apikey:{id}`, `{u:id}:apikeys`, `{u:id}:grants`, `{apps}:app:token`,
- * `{apps}:index`, `{users}:user:id`, `{users}:names`, `{sessions}:s:hash`,
- * `{sessions}:u:id`. Applications, users and sessions each live in one slot (they are
- * created rarely and read through caches or on sign-in); rate keys and tokens, the request
- * path, spread over the cluster.
+ * `{a:token}:tokens`, `keyowner:{keyId}`, `{u:id}:key:keyId`, `{u:id}:keys:*` (a user's
+ * API keys and their sorted sets, see `CREATE_API_KEY`), `{u:id}:grants`,
+ * `{apps}:app:token`, `{apps}:index`, `{users}:user:id`, `{users}:names`,
+ * `{sessions}:s:hash`, `{sessions}:u:id`. Applications, users and sessions each live in one
+ * slot (they are created rarely and read through caches or on sign-in); rate keys and
+ * tokens, the request path, spread over the cluster. A user's API keys share the user's
+ * slot, so that creating one (with the name and cap checks), revoking one and listing a
+ * page are each one script; `keyowner:{keyId}` names the user of a key id.
  *
  * @module open-data-gate/redis
  */
@@ -27,6 +30,7 @@ import { Redis, type Cluster, type RedisOptions } from 'ioredis'
 import type { RateResult } from '../gcra.js'
 import {
   CREATE,
+  CREATE_API_KEY,
   CREATE_INDEXED,
   CREATE_SESSION,
   CREATE_USER,
@@ -35,18 +39,22 @@ import {
   DELETE_USER,
   GCRA,
   INDEX_ADD,
+  LIST_API_KEYS,
   LIST_INDEXED,
   PATCH,
+  PATCH_API_KEY,
   RECORD_GRANT,
+  REVOKE_API_KEY,
   SET_ONCE,
   TRIM_SESSIONS,
   USER_BY_NAME,
   type RedisScript,
 } from './redis-scripts.js'
-import { compareApiKeys, matchesApiKeyQuery } from './api-key-query.js'
 import type {
   AccessTokenFilter,
   AccessTokenRecord,
+  ApiKeyInsertResult,
+  ApiKeyLimits,
   ApiKeyPatch,
   ApiKeyQuery,
   ApiKeyRecord,
@@ -392,9 +400,6 @@ export class RedisStore implements GateStore {
   #codeKey(hash: string): string {
     return `${this.#p}{c:${hash}}:code`
   }
-  #apiKeyKey(keyId: string): string {
-    return `${this.#p}apikey:{${keyId}}`
-  }
   #sessionKey(hash: string): string {
     return `${this.#p}{sessions}:s:${hash}`
   }
@@ -471,35 +476,85 @@ export class RedisStore implements GateStore {
 
   // ---- API keys ----
 
-  async insertApiKey(record: ApiKeyRecord): Promise<void> {
-    // Index first: a key that exists is always listed (and so revocable) by its owner.
-    const index = `${this.#p}{u:${record.userId}}:apikeys`
-    const added = await this.#run(INDEX_ADD, [index], [record.createdAt, record.keyId, ''])
-    const created = await this.#run(CREATE, [this.#apiKeyKey(record.keyId)], ['', ...encode(API_KEY, record)])
-    if (created !== 1) {
-      if (added === 1) await this.#call((c) => c.zrem(index, record.keyId))
-      throw new Error('an API key with this id exists')
-    }
+  /** Where a key's owner is recorded, in the key id's own slot: what makes key ids unique. */
+  #keyOwner(keyId: string): string {
+    return `${this.#p}keyowner:{${keyId}}`
   }
-
-  async getApiKey(keyId: string): Promise<ApiKeyRecord | undefined> {
-    return decode(API_KEY, await this.#call((c) => c.hgetall(this.#apiKeyKey(keyId))))
+  /** The prefix of everything of one user's keys, in the user's slot (see `CREATE_API_KEY`). */
+  #userKeys(userId: string): string {
+    return `${this.#p}{u:${userId}}:`
   }
 
   /**
-   * A user's keys (the user's index, then each key in its own slot: one user's keys, never
-   * every user's), oldest first, or the page a query asks for.
+   * Claims the key id (`SET NX` in its own slot), then saves the key in its user's slot
+   * with one script that checks the name and the caps and indexes it, atomically.
+   */
+  async insertApiKey(record: ApiKeyRecord, limits?: ApiKeyLimits): Promise<ApiKeyInsertResult> {
+    const owner = this.#keyOwner(record.keyId)
+    if ((await this.#call((c) => c.set(owner, record.userId, 'NX'))) !== 'OK') throw new Error('an API key with this id exists')
+    let result: unknown
+    try {
+      const P = this.#userKeys(record.userId)
+      const caps = limits === undefined ? ['', ''] : [limits.maxActive, limits.maxTotal]
+      result = await this.#run(CREATE_API_KEY, [`${P}keys:c`], [P, Date.now(), ...caps, record.keyId, ...encode(API_KEY, record), ...searchFields(record.name)])
+    } catch (error) {
+      await this.#call((c) => c.del(owner)).catch(() => {})
+      throw error
+    }
+    if (result === 'created') return 'created'
+    await this.#call((c) => c.del(owner))
+    if (result === 'exists') throw new Error('an API key with this id exists')
+    return result as ApiKeyInsertResult
+  }
+
+  /** Two commands: the key id's owner, then the key in the owner's slot. */
+  async getApiKey(keyId: string): Promise<ApiKeyRecord | undefined> {
+    const userId = await this.#call((c) => c.get(this.#keyOwner(keyId)))
+    if (userId === null) return undefined
+    return decode(API_KEY, await this.#call((c) => c.hgetall(`${this.#userKeys(userId)}key:${keyId}`)))
+  }
+
+  /**
+   * One script in the user's slot: a rank range of the sorted set of the query's order,
+   * each key of the page read (see `LIST_API_KEYS`). About `limit` commands inside, however
+   * many keys the user has; a `nameSearch` looks at up to {@link NAME_SEARCH_SCAN} keys.
+   * Without a query, every key of the user, oldest first (operators only).
    */
   async listApiKeys(userId: string, query?: ApiKeyQuery): Promise<ApiKeyRecord[]> {
-    const index = `${this.#p}{u:${userId}}:apikeys`
-    const ids = await this.#call((c) => c.zrange(index, '0', '-1'))
-    const records = await Promise.all(ids.map((id) => this.getApiKey(id)))
-    const keys = records.filter((r): r is ApiKeyRecord => r !== undefined && r.userId === userId)
-    return query === undefined ? keys : pageOfKeys(keys, query)
+    const P = this.#userKeys(userId)
+    const q = query ?? { limit: 1_000_000_000, sortBy: 'createdAt', order: 'asc', includeRevoked: true }
+    const set = SORT_SETS[q.sortBy] + (q.includeRevoked ? '' : 'a')
+    const search = q.nameSearch ?? ''
+    const rows = (await this.#run(LIST_API_KEYS, [`${P}keys:c`], [P, Date.now(), set, q.order, q.limit, q.after ?? '', q.sortBy, search.toLowerCase(), search, NAME_SEARCH_SCAN])) as string[][]
+    return rows.map((row) => decode<ApiKeyRecord>(API_KEY, row)).filter((r): r is ApiKeyRecord => r !== undefined)
   }
 
   async updateApiKey(keyId: string, patch: ApiKeyPatch): Promise<ApiKeyRecord | undefined> {
-    return decode(API_KEY, (await this.#run(PATCH, [this.#apiKeyKey(keyId)], encodePatch(API_KEY, patch))) as string[] | null)
+    const userId = await this.#call((c) => c.get(this.#keyOwner(keyId)))
+    if (userId === null) return undefined
+    const P = this.#userKeys(userId)
+    const [count, ...rest] = encodePatch(API_KEY, patch)
+    const set = rest.slice(0, Number(count) * 2)
+    const unset = rest.slice(Number(count) * 2)
+    if (patch.name !== undefined) set.push(...searchFields(patch.name))
+    // A key made active again is no longer to be purged.
+    if (patch.revokedAt === null) unset.push('purgeAt')
+    return decode(API_KEY, (await this.#run(PATCH_API_KEY, [`${P}keys:c`], [P, keyId, set.length / 2, ...set, ...unset])) as string[] | null)
+  }
+
+  /**
+   * A compare-and-set in the key's user's slot; the key's hash and its owner record expire
+   * a day after `purgeAt`, should the user never list or create keys again.
+   */
+  async revokeApiKey(keyId: string, at: number, purgeAt: number): Promise<ApiKeyRecord | undefined> {
+    const owner = this.#keyOwner(keyId)
+    const userId = await this.#call((c) => c.get(owner))
+    if (userId === null) return undefined
+    const P = this.#userKeys(userId)
+    const expireAt = purgeAt + PURGED_KEY_EXPIRY_MS
+    const revoked = decode<ApiKeyRecord>(API_KEY, (await this.#run(REVOKE_API_KEY, [`${P}keys:c`], [P, keyId, at, purgeAt, expireAt])) as string[] | null)
+    if (revoked !== undefined) await this.#call((c) => c.pexpireat(owner, expireAt)).catch(() => {})
+    return revoked
   }
 
   // ---- access tokens ----
@@ -630,14 +685,24 @@ function grant(userId: string, appToken: string, value: string): GrantRecord {
   return { userId, appToken, firstAuthorizedAt: Number(first), lastUsedAt: Number(last) }
 }
 
-/** One page of a user's keys, as {@link ApiKeyQuery} defines it (the same functions MemoryStore uses). */
-function pageOfKeys(keys: ApiKeyRecord[], query: ApiKeyQuery): ApiKeyRecord[] {
-  const anchor = query.after === undefined ? undefined : keys.find((key) => key.keyId === query.after)
-  if (query.after !== undefined && anchor === undefined) return []
-  return keys
-    .filter((key) => matchesApiKeyQuery(key, query) && (anchor === undefined || compareApiKeys(key, anchor, query) > 0))
-    .sort((a, b) => compareApiKeys(a, b, query))
-    .slice(0, query.limit)
+/** The sorted set of each order; with `a` appended, the active keys' one. */
+const SORT_SETS: Record<ApiKeyQuery['sortBy'], string> = { createdAt: 'c', lastUsedAt: 'l', revokedAt: 'r', name: 'n' }
+
+/** How many keys a `nameSearch` looks at, at most, past the seek key: a page may end early after that many. */
+export const NAME_SEARCH_SCAN = 2000
+
+/** A revoked key's hash and owner record expire this long after its purge time, in case no listing purged it. */
+const PURGED_KEY_EXPIRY_MS = 86_400_000
+
+/**
+ * The extra fields a key's hash keeps for the scripts: the name in lower case (a search
+ * compares UTF-8 bytes of it, a substring test as JavaScript's), and the name as 4 hex
+ * digits per UTF-16 code unit, whose byte order is the code-unit order names sort by.
+ */
+function searchFields(name: string): string[] {
+  let hex = ''
+  for (let i = 0; i < name.length; i++) hex += name.charCodeAt(i).toString(16).padStart(4, '0')
+  return ['lname', name.toLowerCase(), 'nkey', hex]
 }
 
 function duplicate(client: RedisClient): RedisClient {

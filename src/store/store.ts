@@ -147,13 +147,36 @@ export interface GrantRecord {
   readonly lastUsedAt: number
 }
 
+/**
+ * The bounds {@link GateStore.insertApiKey} checks for a key a user creates, in the same
+ * atomic step as the insert: of any number of concurrent creates for one user, no more
+ * succeed than the bounds leave room for, and no two active keys of a user share a name.
+ */
+export interface ApiKeyLimits {
+  /** Refuse (`'active-limit'`) when the user has this many keys not revoked. */
+  readonly maxActive: number
+  /**
+   * Refuse (`'total-limit'`) when the user has this many keys in all: active ones and
+   * revoked ones whose purge time (see {@link GateStore.revokeApiKey}) has not passed.
+   */
+  readonly maxTotal: number
+}
+
+/**
+ * What {@link GateStore.insertApiKey} did: `'created'`, or why it refused (nothing saved):
+ * an active key of the user has the same name, or a bound of {@link ApiKeyLimits} is reached.
+ */
+export type ApiKeyInsertResult = 'created' | 'name-taken' | 'active-limit' | 'total-limit'
+
 /** How {@link GateStore.listApiKeys} sorts: by this field, ties broken by `keyId`, both in `order`. */
 export type ApiKeySortField = 'createdAt' | 'lastUsedAt' | 'revokedAt' | 'name'
 
 /**
  * One page of a user's API keys, as the platform's `GET /api/api_keys` asks for it.
- * The store sorts and pages (SQL `ORDER BY ... LIMIT` with a row-comparison seek): it never
- * loads every key to do so.
+ * The store sorts and pages (SQL `ORDER BY ... LIMIT` with a row-comparison seek, Redis
+ * sorted sets read by rank): a page costs about `limit` reads, however many keys the user
+ * has, never a read of every key. A `nameSearch` reads the user's keys in order from the
+ * seek point until the page is full; a store may stop after a bound it documents.
  */
 export interface ApiKeyQuery {
   /** At most this many keys, 1 to 100. */
@@ -233,8 +256,17 @@ export interface GateStore {
    */
   listUsers?(): Awaitable<UserRecord[]>
 
-  /** @throws when a key with the same id exists */
-  insertApiKey(record: ApiKeyRecord): Awaitable<void>
+  /**
+   * Saves a new key. With `limits` (a user creating a key), atomically with the insert:
+   * refuses when an active key of the same user has the same name (exactly, case and all),
+   * or when a bound is reached; keys whose purge time has passed count for nothing (the
+   * store may delete them here). One step (a Lua script, a transaction holding a per-user
+   * lock), never a read of the counts followed by an insert: of 60 concurrent creates with
+   * room for 5, exactly 5 succeed. Without `limits` (an operator, an import) it only saves.
+   * @returns `'created'`, or why nothing was saved
+   * @throws when a key with the same id exists
+   */
+  insertApiKey(record: ApiKeyRecord, limits?: ApiKeyLimits): Awaitable<ApiKeyInsertResult>
   /** Called on every API-key-authenticated request. */
   getApiKey(keyId: string): Awaitable<ApiKeyRecord | undefined>
   /**
@@ -243,6 +275,14 @@ export interface GateStore {
    */
   listApiKeys(userId: string, query?: ApiKeyQuery): Awaitable<ApiKeyRecord[]>
   updateApiKey(keyId: string, patch: ApiKeyPatch): Awaitable<ApiKeyRecord | undefined>
+  /**
+   * Atomically revokes a key at `at` if it is not revoked yet (a compare-and-set), and lets
+   * the store forget it once `purgeAt` has passed: from then on it is not counted by
+   * {@link insertApiKey}, and the store deletes it (an expiry, a sweep, or the next insert
+   * or listing of the user's keys), so a user's deleted keys do not pile up.
+   * @returns the revoked key when this call revoked it; `undefined` when it was unknown or already revoked
+   */
+  revokeApiKey(keyId: string, at: number, purgeAt: number): Awaitable<ApiKeyRecord | undefined>
 
   /** @throws when a token with the same hash exists */
   insertAccessToken(record: AccessTokenRecord): Awaitable<void>

@@ -320,7 +320,9 @@ function checkWrites(world: CheckedWorld, request: HostileRequest, core: GateReq
       // An access token sent in clear is revoked, whatever else happens to the request.
       (insecure && write.method === 'revokeAccessToken' && sentTokens.has(a as string)) ||
       (insecure && write.method === 'consumeAuthorizationCode' && sentCodes.has(a as string) && pathOf(request.target) === '/oauth/access_token') ||
-      (insecure && write.method === 'updateApiKey' && basicUsers.includes(a as string) && Object.keys(b as object).join() === 'revokedAt') ||
+      (insecure && write.method === 'revokeApiKey' && basicUsers.includes(a as string)) ||
+      // A create is refused by the store's own check (a taken name, a cap): it saved nothing.
+      (write.method === 'insertApiKey' && pathOf(request.target) === '/api/api_keys' && request.method === 'POST' && status === 409) ||
       // A replayed code revokes the tokens it issued.
       (write.method === 'revokeAccessTokens' && replayed && sentCodes.has((a as { codeHash?: string }).codeHash ?? '')) ||
       // A key that authenticated notes when it was last used.
@@ -353,7 +355,7 @@ function successWrite(write: string, method: string, path: string, status: numbe
       return (path === '/oauth/authorize' && status === 303 && location.startsWith('?')) || grantsPage
     case 'insertApiKey':
       return path === '/api/api_keys' && method === 'POST' && status === 200
-    case 'updateApiKey':
+    case 'revokeApiKey':
       return /^\/api\/api_keys\/[^/]+$/.test(path) && method === 'DELETE' && status === 200
     case 'deleteGrant':
     case 'revokeAccessTokens':

@@ -95,6 +95,7 @@ const WRITES = [
   'deleteUser',
   'insertApiKey',
   'updateApiKey',
+  'revokeApiKey',
   'insertAccessToken',
   'revokeAccessToken',
   'revokeAccessTokens',

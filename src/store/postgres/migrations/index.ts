@@ -6,6 +6,7 @@
  */
 import { migration as v1 } from './001-records-and-rates.js'
 import { migration as v2 } from './002-connected-apps.js'
+import { migration as v3 } from './003-api-key-purge.js'
 
 /** One version of the schema. */
 export interface Migration {
@@ -17,4 +18,4 @@ export interface Migration {
 }
 
 /** Every version, in order. */
-export const MIGRATIONS: readonly Migration[] = [v1, v2]
+export const MIGRATIONS: readonly Migration[] = [v1, v2, v3]
