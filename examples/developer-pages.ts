@@ -20,6 +20,8 @@ const SESSION_TTL_MS = 3_600_000
 interface PortalSession {
   readonly userId: string
   readonly displayName: string
+  /** Shown beside the display name, which is free text. */
+  readonly username: string
   /** The token the portal's own forms carry (synchronizer pattern). */
   readonly csrf: string
   readonly expiresAt: number
@@ -66,9 +68,9 @@ export class PortalSessions {
   /** For the gate's `oauth.authenticateUser`: the signed-in user's id, or nothing. */
   readonly userOf = (request: GateRequest): string | undefined => this.session(request.headers)?.userId
 
-  start(res: Response, userId: string, displayName: string): void {
+  start(res: Response, userId: string, displayName: string, username: string): void {
     const id = randomBytes(32).toString('base64url')
-    this.#sessions.set(id, { userId, displayName, csrf: randomBytes(32).toString('base64url'), expiresAt: Date.now() + SESSION_TTL_MS })
+    this.#sessions.set(id, { userId, displayName, username, csrf: randomBytes(32).toString('base64url'), expiresAt: Date.now() + SESSION_TTL_MS })
     res.cookie(SESSION_COOKIE, id, { httpOnly: true, secure: true, sameSite: 'lax', path: '/', maxAge: SESSION_TTL_MS })
   }
 
@@ -151,7 +153,9 @@ export function developerPages({ gate, sessions, portalAppToken }: DeveloperPage
       return loginForm(res, status === 429 ? 429 : 401, to, status === 429 ? 'Too many failed sign-ins; wait a while and try again.' : 'That username and password do not match.')
     }
     const user = JSON.parse(String(outcome.response.body)) as { id: string; displayName: string }
-    sessions.start(res, user.id, user.displayName)
+    // The display name is free text that anyone may copy: the page shows the username beside it.
+    const account = await gate.users.find(user.id)
+    sessions.start(res, user.id, user.displayName, account?.username ?? '')
     res.redirect(303, to)
   })
 
@@ -166,7 +170,7 @@ export function developerPages({ gate, sessions, portalAppToken }: DeveloperPage
       res,
       status,
       'Developer settings',
-      `<div>Signed in as <strong>${escape(session.displayName)}</strong>. <form class="inline" method="post" action="/logout"><input type="hidden" name="csrf" value="${escape(session.csrf)}"><button>Sign out</button></form></div>
+      `<div>Signed in as <strong>${escape(session.displayName)}</strong> (<bdi>${escape(session.username)}</bdi>). <form class="inline" method="post" action="/logout"><input type="hidden" name="csrf" value="${escape(session.csrf)}"><button>Sign out</button></form></div>
 <section><h2>Register an application</h2>
 <p>An application gets an <em>app token</em> (send it as <code>X-App-Token</code>, and as OAuth <code>client_id</code>) and a <em>secret token</em> (OAuth <code>client_secret</code>).</p>
 ${registered}${problem === '' ? '' : `<p class="problem" role="alert">${escape(problem)}</p>`}
