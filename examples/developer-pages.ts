@@ -22,6 +22,8 @@ const SESSION_TTL_MS = 3_600_000
 interface PortalSession {
   readonly userId: string
   readonly displayName: string
+  /** Shown beside the display name, which is free text. */
+  readonly username: string
   /** The token the portal's own forms carry (synchronizer pattern). */
   readonly csrf: string
   readonly expiresAt: number
@@ -68,9 +70,9 @@ export class PortalSessions {
   /** For the gate's `oauth.authenticateUser`: the signed-in user's id, or nothing. */
   readonly userOf = (request: GateRequest): string | undefined => this.session(request.headers)?.userId
 
-  start(res: Response, userId: string, displayName: string): void {
+  start(res: Response, userId: string, displayName: string, username: string): void {
     const id = randomBytes(32).toString('base64url')
-    this.#sessions.set(id, { userId, displayName, csrf: randomBytes(32).toString('base64url'), expiresAt: Date.now() + SESSION_TTL_MS })
+    this.#sessions.set(id, { userId, displayName, username, csrf: randomBytes(32).toString('base64url'), expiresAt: Date.now() + SESSION_TTL_MS })
     res.cookie(SESSION_COOKIE, id, { httpOnly: true, secure: true, sameSite: 'lax', path: '/', maxAge: SESSION_TTL_MS })
   }
 
@@ -142,7 +144,7 @@ export function developerPages({ gate, sessions, portalAppToken }: DeveloperPage
     if (username === '' || password === '') return loginForm(res, 400, to, 'Give a username and a password.')
     // The gate checks the password, with its own failed-login budgets; it never takes an API key.
     // (No proxy in front of the demo: the socket's address is the client's.)
-    let user: { id: string; displayName: string }
+    let user: { id: string; displayName: string; username: string }
     try {
       user = await gate.users.signIn({ username, password, clientIp: req.socket.remoteAddress ?? '' })
     } catch (error) {
@@ -152,7 +154,7 @@ export function developerPages({ gate, sessions, portalAppToken }: DeveloperPage
       const problem = error.status < 500 ? error.message : 'Signing in is not possible right now; try again in a moment.'
       return loginForm(res, error.status, to, problem)
     }
-    sessions.start(res, user.id, user.displayName)
+    sessions.start(res, user.id, user.displayName, user.username)
     res.redirect(303, to)
   })
 
@@ -167,7 +169,7 @@ export function developerPages({ gate, sessions, portalAppToken }: DeveloperPage
       res,
       status,
       'Developer settings',
-      `<div>Signed in as <strong>${escape(session.displayName)}</strong>. <form class="inline" method="post" action="/logout"><input type="hidden" name="csrf" value="${escape(session.csrf)}"><button>Sign out</button></form></div>
+      `<div>Signed in as <strong>${escape(session.displayName)}</strong> (<bdi>${escape(session.username)}</bdi>). <form class="inline" method="post" action="/logout"><input type="hidden" name="csrf" value="${escape(session.csrf)}"><button>Sign out</button></form></div>
 <section><h2>Register an application</h2>
 <p>An application gets an <em>app token</em> (send it as <code>X-App-Token</code>, and as OAuth <code>client_id</code>) and a <em>secret token</em> (OAuth <code>client_secret</code>).</p>
 ${registered}${problem === '' ? '' : `<p class="problem" role="alert">${escape(problem)}</p>`}

@@ -31,7 +31,8 @@ import { NO_SUCH_SECRET, secretMatches, sha256 } from './secrets.js'
 import { unstorableCharacter } from './storable.js'
 import type { AccessTokenRecord, Awaitable, GateStore, UserRecord } from './store/store.js'
 import type { Throttle } from './throttle.js'
-import { API_KEY_ID, MAX_USERNAME_LENGTH, normalizeUsername } from './users.js'
+import { API_KEY_ID, findUserRecord, MAX_USERNAME_LENGTH, normalizeUsername } from './users.js'
+import { usernameLookups } from './usernames.js'
 
 /** An access token already looked up by the gate (for its budget): verification reuses the read. */
 export interface TokenLookup {
@@ -282,7 +283,7 @@ export class Authenticator {
     // once must neither pay 50 scrypt runs nor spend 50 attempts).
     let pending = this.#inflight.get(key)
     if (pending === undefined) {
-      pending = this.#attempt(normalizeUsername(sentUsername), password, client, address).finally(() => this.#inflight.delete(key))
+      pending = this.#attempt(sentUsername, password, client, address).finally(() => this.#inflight.delete(key))
       this.#inflight.set(key, pending)
     }
     const { user, failureKey } = await pending
@@ -292,9 +293,10 @@ export class Authenticator {
   }
 
   /** One attempt: spend a unit of the username's budget, wait for the address's turn, run scrypt, settle both budgets. */
-  async #attempt(username: string, password: string, client: ClientInfo, address: string): Promise<{ user: UserRecord | undefined; failureKey: string }> {
+  async #attempt(sentUsername: string, password: string, client: ClientInfo, address: string): Promise<{ user: UserRecord | undefined; failureKey: string }> {
     const failures = this.#config.basic.failures
-    const failureKey = `login:${username}`
+    // One budget per account, whatever width or case the name is typed in (RFC 8265).
+    const failureKey = `login:${usernameLookups(sentUsername).key}`
     if (failures !== null) {
       const budget = await this.#throttle.consume(failureKey, failures.limit, failures.windowMs, 1)
       if (budget !== null && !budget.allowed) {
@@ -306,7 +308,7 @@ export class Authenticator {
     const user = await this.#hashes.run(address, async () => {
       const spentMs = await this.#addressBudgetSpent(address)
       if (spentMs > 0) throw this.#addressLockedOut(spentMs, client)
-      const verified = await this.#checkPassword(username, password)
+      const verified = await this.#checkPassword(sentUsername, password)
       if (verified === undefined) await this.#countAddressFailure(address)
       return verified
     })
@@ -365,8 +367,8 @@ export class Authenticator {
    * made with older parameters is not replaced here: a write racing a password change
    * could put the old password back.)
    */
-  async #checkPassword(username: string, password: string): Promise<UserRecord | undefined> {
-    const user = await this.#store.getUserByUsername(username)
+  async #checkPassword(sentUsername: string, password: string): Promise<UserRecord | undefined> {
+    const user = await findUserRecord(this.#store, sentUsername)
     if (user === undefined || user.passwordHash === null) {
       await verifyPassword(password, await this.#decoyHash())
       return undefined

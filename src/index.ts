@@ -54,6 +54,7 @@ export {
   type OAuthErrorCode,
 } from './errors.js'
 export { MemoryStore, type MemoryStoreOptions } from './store/memory-store.js'
+export { inspectStoreUrl, type StoreUrl } from './store/connection-url.js'
 export type {
   GateStore,
   RateStore,

@@ -12,9 +12,15 @@ import { normalizeAddress, type ClientInfo } from './proxy.js'
 import { randomId } from './secrets.js'
 import { assertStorable } from './storable.js'
 import type { GateStore, UserRecord } from './store/store.js'
+import { legacyUsername, MAX_USERNAME_LENGTH, mapUsername, usernameLookups, usernameProblem, usernameSkeleton } from './usernames.js'
 
-/** A user as the gate shows it: everything but the password hash, which it only says exists. */
-export type User = Omit<UserRecord, 'passwordHash'> & { readonly hasPassword: boolean }
+export { MAX_USERNAME_LENGTH }
+
+/**
+ * A user as the gate shows it: everything but the password hash, which it only says
+ * exists, and the username's skeleton, which only the gate reads.
+ */
+export type User = Omit<UserRecord, 'passwordHash' | 'usernameSkeleton'> & { readonly hasPassword: boolean }
 
 /** What {@link Users.create} takes. */
 export interface CreateUser {
@@ -69,13 +75,25 @@ export function toUser(record: UserRecord): User {
   }
 }
 
-/** Usernames compare in Unicode NFC, case-insensitively. */
+/**
+ * A username as it was stored before RFC 8265 (NFC, lower case): what a legacy account
+ * is found under. New usernames are prepared by PRECIS (see usernames.ts).
+ */
 export function normalizeUsername(username: string): string {
-  return username.normalize('NFC').toLowerCase()
+  return legacyUsername(username)
 }
 
-/** The longest username; longer ones are refused without a lookup. */
-export const MAX_USERNAME_LENGTH = 100
+/**
+ * The stored user a username sent at sign-in or in a lookup names: its legacy form first
+ * (no account saved before PRECIS is locked out), then its PRECIS form.
+ */
+export async function findUserRecord(store: GateStore, sent: string): Promise<UserRecord | undefined> {
+  for (const username of usernameLookups(sent).lookups) {
+    const found = await store.getUserByUsername(username)
+    if (found !== undefined) return found
+  }
+  return undefined
+}
 
 /**
  * What an API key id looks like: 25 lower-case letters and digits, as the platform's are
@@ -154,10 +172,12 @@ export class Users {
     if (typeof input !== 'object' || input === null) throw new TypeError('open-data-gate: users.create() takes { username, password?, displayName, email }')
     optionsObject('users.create()', input, ['username', 'password', 'displayName', 'email', 'screenName', 'rights'])
     const username = checkUsername(input.username)
+    const skeleton = await usernameSkeleton(username)
     const password = input.password === undefined || input.password === null ? null : checkPassword(input.password)
     const displayName = checkText('displayName', input.displayName)
     const fields = {
       username,
+      usernameSkeleton: skeleton,
       displayName,
       screenName: input.screenName === undefined ? displayName : checkText('screenName', input.screenName),
       email: checkEmail(input.email),
@@ -168,6 +188,11 @@ export class Users {
     for (let attempt = 0; ; attempt++) {
       if ((await this.#store.getUserByUsername(username)) !== undefined) {
         throw new PlatformError('conflict', `The username ${JSON.stringify(username)} is taken`)
+      }
+      // Looks like another user's (`аda` in Cyrillic beside `ada`): refused as taken, so a
+      // consent page or a list can never show two accounts that read the same.
+      if ((await this.#store.getUserBySkeleton?.(skeleton)) !== undefined) {
+        throw new PlatformError('conflict', `The username ${JSON.stringify(username)} looks like one that is taken`)
       }
       const now = Date.now()
       const record: UserRecord = { id: `${randomId(4)}-${randomId(4)}`, ...fields, createdAt: now, updatedAt: now }
@@ -186,9 +211,13 @@ export class Users {
     return record === undefined ? undefined : toUser(record)
   }
 
-  /** The user with this username (compared case-insensitively), or `undefined`. */
+  /**
+   * The user with this username, or `undefined`. Compared as sign-in compares it: in
+   * any case and width (`ＡＤＡ` finds `ada`, RFC 8265), and a username saved before those
+   * rules exactly as it was stored.
+   */
   async findByUsername(username: string): Promise<User | undefined> {
-    const record = await this.#store.getUserByUsername(normalizeUsername(username))
+    const record = await findUserRecord(this.#store, username)
     return record === undefined ? undefined : toUser(record)
   }
 
@@ -248,14 +277,18 @@ export function noSuchUser(id: string): NotFoundError {
   return new NotFoundError(`No user has the id ${JSON.stringify(id.slice(0, 40))}`)
 }
 
+/**
+ * A new username, prepared by RFC 8265 UsernameCaseMapped (see usernames.ts).
+ * @throws {TypeError} naming what is not allowed
+ */
 function checkUsername(username: unknown): string {
-  if (typeof username !== 'string' || username.trim() === '' || username.length > MAX_USERNAME_LENGTH || /[:\p{Cc}\s]/u.test(username)) {
-    throw new TypeError('open-data-gate: a username must be 1 to 100 characters without ":", spaces or control characters')
-  }
+  if (typeof username !== 'string') throw new TypeError('open-data-gate: a username must be a string')
   assertStorable('a username', username)
-  const normalized = normalizeUsername(username)
-  if (API_KEY_ID.test(normalized)) throw new TypeError('open-data-gate: a username must not look like an API key id (25 letters and digits)')
-  return normalized
+  const mapped = mapUsername(username)
+  const problem = usernameProblem(mapped)
+  if (problem !== undefined) throw new TypeError(`open-data-gate: ${problem}`)
+  if (API_KEY_ID.test(mapped)) throw new TypeError('open-data-gate: a username must not look like an API key id (25 letters and digits)')
+  return mapped
 }
 
 function checkText(name: string, value: unknown): string {

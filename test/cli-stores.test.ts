@@ -160,6 +160,40 @@ describe('open-data-gate when a store does not answer', () => {
     expect(ran.ms).toBeLessThan(6000)
   })
 
+  it.each([
+    ['a password parameter', 'postgres://postgres@127.0.0.1:1/test?password=SECRETPW', 'postgres://postgres:***@127.0.0.1:1/test'],
+    ['an @ in the password', 'postgres://postgres:pa@SECRETPW@127.0.0.1:1/test', 'postgres://postgres:***@127.0.0.1:1/test'],
+    ['a Redis password', 'redis://default:pa@SECRETPW@127.0.0.1:1', 'redis://default:***@127.0.0.1:1'],
+  ])('never prints the password of OPEN_DATA_GATE_STORE (%s), with or without --json', async (_, url, shown) => {
+    for (const json of [[], ['--json']]) {
+      const ran = await cli(['apps', 'list', ...json], { env: { OPEN_DATA_GATE_STORE: url } })
+      expect(ran.code).toBe(3)
+      expect(ran.stderr).toContain(`the store at ${shown} did not answer`)
+      expect(ran.stdout + ran.stderr).not.toMatch(/SECRETPW|pa@/)
+    }
+  })
+
+  it('refuses a store password on the command line before connecting, and takes the same URL from OPEN_DATA_GATE_STORE', async () => {
+    const withPassword = POSTGRES_URL.replace('postgres://postgres@', 'postgres://postgres:SECRETPW@')
+    const own = `${schema}_env`
+    const refused = await cli(['migrate', '--store', withPassword, '--schema', own])
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toMatch(/--store carries a password.*OPEN_DATA_GATE_STORE.*PGPASSFILE/)
+    expect(refused.stderr).not.toContain('SECRETPW')
+    try {
+      // The server trusts this test's connections, so any password is accepted.
+      const taken = await cli(['migrate', '--schema', own, '--json'], { env: { OPEN_DATA_GATE_STORE: withPassword } })
+      expect(taken.stderr).toBe('')
+      expect(taken.code).toBe(0)
+      expect(taken.stdout).not.toContain('SECRETPW')
+    } finally {
+      const client = new pg.Client({ connectionString: POSTGRES_URL })
+      await client.connect()
+      await client.query(`DROP SCHEMA IF EXISTS ${own} CASCADE`)
+      await client.end()
+    }
+  }, 30_000)
+
   it('exits 2 for a usage error without touching a store', async () => {
     const ran = await cli(['apps', 'register', '--store', 'redis://127.0.0.1:1'])
     expect(ran).toMatchObject({ code: 2, stderr: 'open-data-gate: apps register needs --name (see open-data-gate --help)\n' })

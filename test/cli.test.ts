@@ -109,9 +109,66 @@ describe('open-data-gate command line', () => {
 
   it('redacts a password in a store URL it refuses', async () => {
     const { exec } = harness()
-    const ran = await exec(['apps', 'list', '--store', 'mysql://root:s3cret@db/x'])
+    const ran = await exec(['apps', 'list'], { env: { OPEN_DATA_GATE_STORE: 'mysql://root:s3cret@db/x' } })
     expect(ran.stderr).toContain('mysql://root:***@db/x')
     expect(ran.stderr).not.toContain('s3cret')
+  })
+
+  it.each([
+    ['a password in the URL', ['--store', 'postgres://ada:SECRETPW@db.example/gate']],
+    ['a password with an @ in it', ['--store', 'postgres://ada:pa@SECRETPW@db.example/gate']],
+    ['a password parameter', ['--store', 'postgres://ada@db.example/gate?password=SECRETPW']],
+    ['a libpq keyword string', ['--store', 'host=db.example password=SECRETPW dbname=gate']],
+    ['a Redis password', ['--store', 'redis://:SECRETPW@cache.example:6379']],
+    ['a Redis password parameter', ['--store', 'rediss://cache.example:6380/?password=SECRETPW']],
+    ['a password in the rate store', ['--store', 'redis://cache.example', '--rate-store', 'redis://default:SECRETPW@rates.example']],
+  ])('refuses a store password on the command line (%s), pointing at the environment and the password file', async (_, store) => {
+    const { exec, specs } = harness()
+    for (const json of [[], ['--json']]) {
+      const ran = await exec(['apps', 'list', ...store, ...json])
+      expect(ran.code).toBe(2)
+      expect(ran.stdout).toBe('')
+      expect(ran.stderr.trimEnd().split('\n')).toHaveLength(1)
+      expect(ran.stderr).toMatch(/OPEN_DATA_GATE_(RATE_)?STORE/)
+      if (!store.some((s) => s.startsWith('redis'))) expect(ran.stderr).toContain('PGPASSFILE')
+      expect(ran.stderr).not.toContain('SECRETPW')
+      expect(ran.stderr).not.toMatch(/pa@|@SECRET/)
+    }
+    expect(specs).toEqual([])
+  })
+
+  it.each([
+    ['postgres://ada@db.example:5433/gate?password=SECRETPW', 'postgres://ada:***@db.example:5433/gate'],
+    ['postgres://ada:pa@SECRETPW@db.example/gate', 'postgres://ada:***@db.example/gate'],
+    ['postgresql://ada:SECRETPW@/gate?host=/var/run/postgresql', 'postgresql://ada:***@%2Fvar%2Frun%2Fpostgresql/gate'],
+    ['redis://default:SECRETPW@cache.example:6379/2', 'redis://default:***@cache.example:6379/2'],
+    ['redis://cache.example/?password=SECRETPW', 'redis://:***@cache.example:6379'],
+  ])('shows the store from the environment as the driver reads it, without its password: %s', async (url, shown) => {
+    const failing = async () => {
+      throw Object.assign(new Error(`connect ECONNREFUSED (tried ${url})`), { code: 'ECONNREFUSED' })
+    }
+    for (const json of [[], ['--json']]) {
+      let stderr = ''
+      let stdout = ''
+      const code = await run(['apps', 'list', ...json], {
+        stdout: { write: (text: string) => (stdout += text) },
+        stderr: { write: (text: string) => (stderr += text) },
+        stdin: Readable.from([]),
+        env: { OPEN_DATA_GATE_STORE: url },
+        openStores: failing,
+      })
+      expect(code).toBe(3)
+      expect(stderr).toContain(`the store at ${shown} did not answer`)
+      expect(stderr + stdout).not.toContain('SECRETPW')
+    }
+  })
+
+  it('refuses a libpq keyword string from the environment without repeating it', async () => {
+    const { exec } = harness()
+    const ran = await exec(['apps', 'list'], { env: { OPEN_DATA_GATE_STORE: "host=db.example password='SECRET PW' dbname=gate" } })
+    expect(ran.code).toBe(2)
+    expect(ran.stderr).toContain('postgres://')
+    expect(ran.stderr).not.toContain('SECRET')
   })
 
   it.each([

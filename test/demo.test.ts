@@ -9,7 +9,9 @@ import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { Agent } from 'undici'
 import { afterAll, describe, expect, it } from 'vitest'
+import { Redis } from 'ioredis'
 import { Browser, csrfOf } from './support/browser.js'
+import { ensureBuilt } from './support/built-cli.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const demoCert = readFileSync(new URL('../examples/tls/cert.pem', import.meta.url))
@@ -25,11 +27,11 @@ const hasCurl = (() => {
 })()
 
 /** Starts the demo exactly as `npm run demo` does, on free ports, and waits for its instructions. */
-async function startDemo(throughShell = false): Promise<{ child: ChildProcess; output: string }> {
+async function startDemo(throughShell = false, env: Record<string, string> = {}): Promise<{ child: ChildProcess; output: string }> {
   const script = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.demo as string
   const [command, ...args] = script.split(' ') as [string, ...string[]]
   expect(command).toBe('node')
-  const options = { cwd: root, env: { ...process.env, PORT: '0', HTTPS_PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] as ('ignore' | 'pipe')[] }
+  const options = { cwd: root, env: { ...process.env, PORT: '0', HTTPS_PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] as ('ignore' | 'pipe')[] }
   // npm runs a script through `sh -c`, which does not pass a signal on to its child.
   const child = throughShell ? spawn('sh', ['-c', `"${process.execPath}" ${args.join(' ')}`], options) : spawn(process.execPath, args, options)
   let output = ''
@@ -117,4 +119,50 @@ describe('npm run demo', () => {
     child.kill('SIGTERM')
     await expect.poll(() => refused(port).catch((error: NodeJS.ErrnoException) => error.code), { timeout: 5000 }).toBe('ECONNREFUSED')
   })
+})
+
+/** Runs the demo with `args` and `env` until it exits on its own (a refused store). */
+function demoExits(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'examples/demo.ts', ...args], { cwd: root, env: { ...process.env, PORT: '0', HTTPS_PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  return new Promise((resolve) => child.once('close', (code) => resolve({ code, output })))
+}
+
+describe('the demo with a store URL', () => {
+  // The demo imports the built package, as a user's code does.
+  ensureBuilt()
+
+  it('refuses a store password on its command line, pointing at OPEN_DATA_GATE_STORE and the password file, without printing it', async () => {
+    const ran = await demoExits(['--store', 'postgres://ada:pa@SECRETPW@127.0.0.1:1/gate'])
+    expect(ran.code).toBe(2)
+    expect(ran.output).toMatch(/--store carries a password.*OPEN_DATA_GATE_STORE.*PGPASSFILE/)
+    expect(ran.output).not.toMatch(/SECRETPW|pa@/)
+  }, 60_000)
+
+  it('shows a store URL it refuses without the password, even one with an @ in it', async () => {
+    const ran = await demoExits([], { OPEN_DATA_GATE_STORE: 'mysql://root:pa@SECRETPW@db.example/gate' })
+    expect(ran.code).toBe(2)
+    expect(ran.output).toContain('"mysql://root:***@db.example/gate"')
+    expect(ran.output).not.toMatch(/SECRETPW|pa@/)
+    const keywords = await demoExits([], { OPEN_DATA_GATE_STORE: 'host=db.example password=SECRETPW dbname=gate' })
+    expect(keywords.code).toBe(2)
+    expect(keywords.output).not.toContain('SECRETPW')
+  }, 60_000)
+
+  it('prints its store in the banner as the driver reads it, without a ?password= parameter', async () => {
+    // Database 13 of the test Redis, emptied of the demo's keys afterwards.
+    const url = `${process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'}/13?password=SECRETPW`
+    const { child, output } = await startDemo(false, { OPEN_DATA_GATE_STORE: url })
+    try {
+      expect(output).toMatch(/Store: redis:\/\/:\*\*\*@127\.0\.0\.1:6379\/13\./)
+      expect(output).not.toContain('SECRETPW')
+    } finally {
+      child.kill('SIGTERM')
+      const redis = new Redis(url.replace(/\?.*$/, ''))
+      for await (const keys of redis.scanStream({ match: 'odg:*', count: 500 }) as AsyncIterable<string[]>) if (keys.length > 0) await redis.del(...keys)
+      await redis.quit()
+    }
+  }, 60_000)
 })

@@ -292,6 +292,21 @@ describe('authorize: approval', () => {
   })
 })
 
+describe('who the consent page says is signed in', () => {
+  it('shows the username beside the display name, which another account may copy, with invisible characters written out', async () => {
+    const { gate, store, server, authorizeUrl } = await start()
+    const copy = await gate.users.create({ username: 'lovelace', displayName: 'Ada Lovelace', email: 'l@example.org' })
+    // An account saved before usernames followed RFC 8265 may hold an invisible character.
+    store.insertUser({ id: 'old1-0001', username: 'ada\u200b', screenName: 'Ada', displayName: 'Ada Lovelace', email: 'o@example.org', rights: [], passwordHash: null, createdAt: 1, updatedAt: 1 })
+    const shown: string[] = []
+    for (const id of [copy.id, 'old1-0001']) {
+      const consent = await new Browser().get(`${server.url}${authorizeUrl()}`, { 'x-signed-in': id })
+      shown.push((consent.html.match(/Signed in as (.*?)\./) as RegExpMatchArray)[1] as string)
+    }
+    expect(shown).toEqual(['<strong>Ada Lovelace</strong> (<bdi>lovelace</bdi>)', '<strong>Ada Lovelace</strong> (<bdi>ada[U+200B]</bdi>)'])
+  })
+})
+
 describe('sessions of the gate’s own sign-in', () => {
   async function signedIn() {
     const ctx = await start({ oauth: {} })

@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createGate, MemoryStore } from '../src/index.js'
+import { hashPassword } from '../src/passwords.js'
 import { PostgresStore } from '../src/store/postgres-store.js'
 import { describeStore } from '../src/testing/index.js'
 import { describeAgreementWithMemoryStore } from './store-agreement.js'
@@ -62,10 +63,10 @@ describe.skipIf(!available)('PostgresStore', () => {
       const store = new PostgresStore({ pool, schema: fresh, sweepIntervalMs: 0 })
       try {
         expect(await store.version()).toBe(0)
-        expect(await store.migrate()).toEqual({ from: 0, to: PostgresStore.schemaVersion, applied: [1, 2, 3] })
-        expect(await store.version()).toBe(3)
+        expect(await store.migrate()).toEqual({ from: 0, to: PostgresStore.schemaVersion, applied: [1, 2, 3, 4] })
+        expect(await store.version()).toBe(4)
         const { rows } = await pool.query(`SELECT version, description FROM ${pg.escapeIdentifier(fresh)}.schema_version ORDER BY version`)
-        expect(rows.map((r) => r.version)).toEqual([1, 2, 3])
+        expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4])
       } finally {
         await store.close()
         await dropSchema(fresh)
@@ -76,7 +77,7 @@ describe.skipIf(!available)('PostgresStore', () => {
       const before = await catalog(schema)
       expect(before.length).toBeGreaterThan(10)
       const store = new PostgresStore({ pool, schema, sweepIntervalMs: 0 })
-      expect(await store.migrate()).toEqual({ from: 3, to: 3, applied: [] })
+      expect(await store.migrate()).toEqual({ from: 4, to: 4, applied: [] })
       expect(await catalog(schema)).toEqual(before)
       await store.close()
     })
@@ -92,11 +93,47 @@ describe.skipIf(!available)('PostgresStore', () => {
         await pool.query(`INSERT INTO ${q}.schema_version (version, description) VALUES (1, 'v1')`)
         await pool.query(`INSERT INTO ${q}.sessions VALUES ('s1', 'u1', 'stamp', 1, ${Date.now() + 60_000})`)
         const store = new PostgresStore({ pool, schema: old, sweepIntervalMs: 0 })
-        expect(await store.migrate()).toEqual({ from: 1, to: 3, applied: [2, 3] })
+        expect(await store.migrate()).toEqual({ from: 1, to: 4, applied: [2, 3, 4] })
         expect(await store.getSession('s1')).toMatchObject({ userId: 'u1' })
         await store.recordGrant('u1', 'app', 5)
         expect(await store.listGrants('u1')).toEqual([{ userId: 'u1', appToken: 'app', firstAuthorizedAt: 5, lastUsedAt: 5 }])
         await store.close()
+      } finally {
+        await dropSchema(old)
+      }
+    })
+
+    it('gives users saved before version 4 their skeleton: a look-alike of one is refused, and each still signs in', async () => {
+      const old = freshSchema('v3')
+      const q = pg.escapeIdentifier(old)
+      try {
+        // Version 3 exactly as a release with migrations 1 to 3 left it, with two users of that time.
+        const { MIGRATIONS } = await import('../src/store/postgres/migrations/index.js')
+        await pool.query(`CREATE SCHEMA ${q}; CREATE TABLE ${q}.schema_version (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
+        for (const m of MIGRATIONS.slice(0, 3)) {
+          await pool.query(m.sql(q))
+          await pool.query(`INSERT INTO ${q}.schema_version (version, description) VALUES ($1, 'old')`, [m.version])
+        }
+        const scrypt = { logN: 10, blockSize: 8, parallelization: 1 }
+        const hash = await hashPassword('correct horse battery', scrypt)
+        for (const [id, username] of [['aaaa-0001', 'ada'], ['aaaa-0002', 'ada\u200b']]) {
+          await pool.query(`INSERT INTO ${q}.users (id, username, screen_name, display_name, email, rights, password_hash, created_at, updated_at) VALUES ($1, $2, 'Ada', 'Ada', 'a@example.org', '{}', $3, 1, 1)`, [id, username, hash])
+        }
+        const store = new PostgresStore({ pool, schema: old, sweepIntervalMs: 0 })
+        expect(await store.migrate()).toEqual({ from: 3, to: 4, applied: [4] })
+        const { rows } = await pool.query(`SELECT id, username_skeleton FROM ${q}.users ORDER BY id`)
+        expect(rows).toEqual([
+          { id: 'aaaa-0001', username_skeleton: 'ada' },
+          { id: 'aaaa-0002', username_skeleton: 'ada' },
+        ])
+        const gate = createGate({ store, basic: { scrypt } })
+        await expect(gate.users.create({ username: '\u0430da', displayName: 'Mallory', email: 'm@example.org' })).rejects.toMatchObject({ code: 'conflict' })
+        const app = await gate.applications.register({ name: 'probe' })
+        for (const username of ['ada', 'ada\u200b']) {
+          const outcome = await gate.handle(coreRequest({ headers: { authorization: `Basic ${Buffer.from(`${username}:correct horse battery`).toString('base64')}`, 'x-app-token': app.appToken } }))
+          expect(outcome).toMatchObject({ type: 'next', context: { user: { username } } })
+        }
+        await gate.close()
       } finally {
         await dropSchema(old)
       }
@@ -110,10 +147,10 @@ describe.skipIf(!available)('PostgresStore', () => {
           [1, 2, 3].map(() => run(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, DATABASE_URL, SCHEMA: fresh } })),
         )
         const outcomes = results.map((r) => JSON.parse(r.stdout) as { from: number; applied: number[] })
-        expect(outcomes.filter((o) => o.applied.length > 0)).toEqual([{ from: 0, to: 3, applied: [1, 2, 3] }])
+        expect(outcomes.filter((o) => o.applied.length > 0)).toEqual([{ from: 0, to: 4, applied: [1, 2, 3, 4] }])
         expect(outcomes.filter((o) => o.applied.length === 0)).toHaveLength(2)
         const { rows } = await pool.query(`SELECT version FROM ${pg.escapeIdentifier(fresh)}.schema_version ORDER BY version`)
-        expect(rows.map((r) => r.version)).toEqual([1, 2, 3])
+        expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4])
       } finally {
         await dropSchema(fresh)
       }

@@ -41,6 +41,29 @@ describe.skipIf(!available)('RedisStore', () => {
     }
   })
 
+  it('gives users saved before skeletons existed theirs on first need: a look-alike of one is refused', async () => {
+    const own = randomPrefix('legacy')
+    const store = new RedisStore({ url: REDIS_URL, prefix: own })
+    try {
+      // As an earlier release saved them: the hash and the username index, no skeleton.
+      for (const [id, username] of [['old1-0001', 'ada'], ['old1-0002', 'ada\u200b']] as const) {
+        await admin.hset(`${own}{users}:user:${id}`, { id, username, screenName: 'Ada', displayName: 'Ada', email: 'a@example.org', rights: '[]', createdAt: '1', updatedAt: '1' })
+        await admin.hset(`${own}{users}:names`, username, id)
+      }
+      const gate = createGate({ store })
+      await expect(gate.users.create({ username: '\u0430da', displayName: 'Mallory', email: 'm@example.org' })).rejects.toMatchObject({ code: 'conflict' })
+      expect(await admin.hget(`${own}{users}:user:old1-0002`, 'usernameSkeleton')).toBe('ada')
+      // A user who looks like nobody is created, and deleting frees its skeleton.
+      const bob = await gate.users.create({ username: 'bob', displayName: 'Bob', email: 'b@example.org' })
+      expect((await store.getUserBySkeleton('bob'))?.id).toBe(bob.id)
+      await gate.users.delete(bob.id)
+      expect(await store.getUserBySkeleton('bob')).toBeUndefined()
+    } finally {
+      await store.close()
+      await deletePrefix(admin, own)
+    }
+  })
+
   it('sends exactly one command per rate step', async () => {
     const store = new RedisStore({ url: REDIS_URL, prefix })
     const monitor = await admin.monitor()

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createGate, MemoryStore, NotFoundError } from '../src/index.js'
+import { createGate, MemoryStore, NotFoundError, PlatformError } from '../src/index.js'
+import { coreRequest } from './support/requests.js'
 import { sha256 } from '../src/secrets.js'
 
 const FAST = { basic: { scrypt: { logN: 10 } } }
@@ -28,6 +29,66 @@ describe('users', () => {
     await gate.users.create({ username: 'ada', displayName: 'A', email: 'a@example.org' })
     await expect(gate.users.create({ username: 'ADA', displayName: 'A', email: 'a@example.org' })).rejects.toMatchObject({ code: 'conflict', status: 409 })
     expect((await gate.users.findByUsername('AdA'))?.username).toBe('ada')
+  })
+
+  it.each([
+    ['a zero-width space', 'ada\u200b', TypeError, /U\+200B is not allowed/],
+    ['a soft hyphen', 'a\u00adda', TypeError, /U\+00AD is not allowed/],
+    ['a word joiner', 'ada\u2060', TypeError, /U\+2060 is not allowed/],
+    ['a right-to-left override', '\u202eada', TypeError, /U\+202E is not allowed/],
+    ['a Cyrillic а', '\u0430da', PlatformError, /looks like one that is taken/],
+    ['a fullwidth ａ', '\uff41da', PlatformError, /is taken/],
+    ['all fullwidth capitals', '\uff21\uff24\uff21', PlatformError, /is taken/],
+    ['a digit one for an l', 'adal1', PlatformError, /looks like one that is taken/],
+  ])('refuses a username that looks like an existing one (%s) as a second account', async (_, username, type, message) => {
+    const store = new MemoryStore()
+    const gate = createGate({ store, ...FAST })
+    await gate.users.create({ username: 'ada', displayName: 'Ada', email: 'a@example.org' })
+    await gate.users.create({ username: 'adall', displayName: 'Ada', email: 'a@example.org' })
+    const refused = gate.users.create({ username, displayName: 'Ada', email: 'mallory@example.org' })
+    await expect(refused).rejects.toThrow(type)
+    await expect(refused).rejects.toThrow(message)
+    expect((await gate.users.list()).map((u) => u.username)).toEqual(['ada', 'adall'])
+  })
+
+  it('accepts names in every script, in NFC, lower case, and takes each only once', async () => {
+    const gate = createGate(FAST)
+    for (const [given, stored] of [
+      ['Jose\u0301', 'jos\u00e9'],
+      ['\u0141ukasz', '\u0142ukasz'],
+      ['\u5c71\u7530', '\u5c71\u7530'],
+      ['\u0395\u03bb\u03ad\u03bd\u03b7', '\u03b5\u03bb\u03ad\u03bd\u03b7'],
+    ] as const) {
+      expect((await gate.users.create({ username: given, displayName: 'X', email: 'x@example.org' })).username).toBe(stored)
+      await expect(gate.users.create({ username: stored.toUpperCase(), displayName: 'X', email: 'x@example.org' })).rejects.toMatchObject({ code: 'conflict' })
+    }
+  })
+
+  it('signs in with a width or case variant of the username, and finds the account by it', async () => {
+    const gate = createGate(FAST)
+    const user = await gate.users.create({ username: 'ada', password: 'correct horse battery', displayName: 'Ada', email: 'a@example.org' })
+    const app = await gate.applications.register({ name: 'probe' })
+    for (const typed of ['ADA', '\uff21\uff44\uff41', 'Ada']) {
+      const basic = `Basic ${Buffer.from(`${typed}:correct horse battery`).toString('base64')}`
+      expect(await gate.handle(coreRequest({ headers: { authorization: basic, 'x-app-token': app.appToken } }))).toMatchObject({ type: 'next', context: { user: { id: user.id } } })
+      expect((await gate.users.findByUsername(typed))?.id).toBe(user.id)
+    }
+  })
+
+  it('keeps signing in accounts saved before these rules, each with exactly the name it always typed', async () => {
+    const store = new MemoryStore()
+    const gate = createGate({ store, ...FAST })
+    const ada = await gate.users.create({ username: 'ada', password: 'correct horse battery', displayName: 'Ada', email: 'a@example.org' })
+    const hash = store.getUser(ada.id)?.passwordHash ?? null
+    // As an earlier release stored them: NFC and lower case only, no skeleton.
+    const legacy = { screenName: 'Old', displayName: 'Old', email: 'o@example.org', rights: [], passwordHash: hash, createdAt: 1, updatedAt: 1 }
+    store.insertUser({ id: 'old1-0001', username: 'ada\u200b', ...legacy })
+    store.insertUser({ id: 'old1-0002', username: '\uff41da', ...legacy })
+    const app = await gate.applications.register({ name: 'probe' })
+    for (const [typed, id] of [['ada\u200b', 'old1-0001'], ['\uff41da', 'old1-0002'], ['ada', ada.id]]) {
+      const basic = `Basic ${Buffer.from(`${typed}:correct horse battery`).toString('base64')}`
+      expect(await gate.handle(coreRequest({ headers: { authorization: basic, 'x-app-token': app.appToken } }))).toMatchObject({ type: 'next', context: { user: { id } } })
+    }
   })
 
   it.each([

@@ -40,7 +40,7 @@ export class MariaDbStore implements GateStore {
     const opts = 'ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin'
     for (const ddl of [
       `applications (app_token VARCHAR(255) PRIMARY KEY, name TEXT NOT NULL, secret_hash VARCHAR(255) NOT NULL, callback_prefix TEXT NULL, rate_limit INT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)`,
-      `users (id VARCHAR(255) PRIMARY KEY, username VARCHAR(255) NOT NULL UNIQUE, screen_name TEXT NOT NULL, display_name TEXT NOT NULL, email TEXT NOT NULL, rights TEXT NOT NULL, password_hash TEXT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)`,
+      `users (id VARCHAR(255) PRIMARY KEY, username VARCHAR(255) NOT NULL UNIQUE, username_skeleton VARCHAR(1024) NULL, screen_name TEXT NOT NULL, display_name TEXT NOT NULL, email TEXT NOT NULL, rights TEXT NOT NULL, password_hash TEXT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)`,
       `api_keys (key_id VARCHAR(255) PRIMARY KEY, user_id VARCHAR(255) NOT NULL, name VARCHAR(255) NOT NULL, secret_hash VARCHAR(255) NOT NULL, created_at BIGINT NOT NULL, last_used_at BIGINT NULL, revoked_at BIGINT NULL, purge_at BIGINT NULL, INDEX (user_id, created_at), INDEX (purge_at))`,
       `access_tokens (token_hash VARCHAR(255) PRIMARY KEY, user_id VARCHAR(255) NOT NULL, app_token VARCHAR(255) NOT NULL, code_hash VARCHAR(255) NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, revoked_at BIGINT NULL, INDEX (user_id, app_token), INDEX (app_token), INDEX (code_hash))`,
       `codes (code_hash VARCHAR(255) PRIMARY KEY, app_token VARCHAR(255) NOT NULL, user_id VARCHAR(255) NOT NULL, redirect_uri TEXT NOT NULL, code_challenge VARCHAR(255) NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, used_at BIGINT NULL)`,
@@ -50,6 +50,10 @@ export class MariaDbStore implements GateStore {
     ]) {
       await this.#db.query(`CREATE TABLE IF NOT EXISTS ${p}${ddl} ${opts}`)
     }
+    // Tables made before usernames had skeletons get the column (their users have none, and
+    // are not compared; the gate refuses look-alikes of the users it creates from now on).
+    await this.#db.query(`ALTER TABLE ${p}users ADD COLUMN IF NOT EXISTS username_skeleton VARCHAR(1024) NULL`)
+    await this.#db.query(`CREATE INDEX IF NOT EXISTS ${p}users_by_skeleton ON ${p}users (username_skeleton(191))`)
   }
 
   /** Drops this store's tables. */
@@ -102,13 +106,16 @@ export class MariaDbStore implements GateStore {
   }
 
   insertUser(r: UserRecord) {
-    return this.#insert('users', { id: r.id, username: r.username, screen_name: r.screenName, display_name: r.displayName, email: r.email, rights: JSON.stringify(r.rights), password_hash: r.passwordHash, created_at: r.createdAt, updated_at: r.updatedAt })
+    return this.#insert('users', { id: r.id, username: r.username, username_skeleton: r.usernameSkeleton ?? null, screen_name: r.screenName, display_name: r.displayName, email: r.email, rights: JSON.stringify(r.rights), password_hash: r.passwordHash, created_at: r.createdAt, updated_at: r.updatedAt })
   }
   async getUser(id: string) {
     return (await this.#rows(`SELECT * FROM ${this.#p}users WHERE id = ?`, [id])).map(toUser)[0]
   }
   async getUserByUsername(username: string) {
     return (await this.#rows(`SELECT * FROM ${this.#p}users WHERE username = ?`, [username])).map(toUser)[0]
+  }
+  async getUserBySkeleton(skeleton: string) {
+    return (await this.#rows(`SELECT * FROM ${this.#p}users WHERE username_skeleton = ? LIMIT 1`, [skeleton])).map(toUser)[0]
   }
   updateUser(id: string, patch: UserPatch) {
     const columns = { screenName: 'screen_name', displayName: 'display_name', email: 'email', rights: 'rights', passwordHash: 'password_hash', updatedAt: 'updated_at' }
@@ -297,7 +304,7 @@ function toApplication(r: Row): ApplicationRecord {
   return { appToken: r.app_token as string, name: r.name as string, secretHash: r.secret_hash as string, callbackPrefix: r.callback_prefix as string | null, limit: num(r.rate_limit), createdAt: Number(r.created_at), updatedAt: Number(r.updated_at) }
 }
 function toUser(r: Row): UserRecord {
-  return { id: r.id as string, username: r.username as string, screenName: r.screen_name as string, displayName: r.display_name as string, email: r.email as string, rights: JSON.parse(r.rights as string) as string[], passwordHash: r.password_hash as string | null, createdAt: Number(r.created_at), updatedAt: Number(r.updated_at) }
+  return { id: r.id as string, username: r.username as string, usernameSkeleton: r.username_skeleton as string | null, screenName: r.screen_name as string, displayName: r.display_name as string, email: r.email as string, rights: JSON.parse(r.rights as string) as string[], passwordHash: r.password_hash as string | null, createdAt: Number(r.created_at), updatedAt: Number(r.updated_at) }
 }
 function toApiKey(r: Row): ApiKeyRecord {
   return { keyId: r.key_id as string, userId: r.user_id as string, name: r.name as string, secretHash: r.secret_hash as string, createdAt: Number(r.created_at), lastUsedAt: num(r.last_used_at), revokedAt: num(r.revoked_at) }

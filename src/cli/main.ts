@@ -15,7 +15,8 @@ import type { User } from '../users.js'
 import { classify, EXIT, RefusedError, UnreachableError, UsageError } from './cli-errors.js'
 import { fields, json, orDash, table, time } from './output.js'
 import { readNewPassword, type SecretSource } from './secret-input.js'
-import { COMMAND_TIMEOUT_MS, openStores, redact, storeKind, type OpenedStores, type StoreSpec } from './store-url.js'
+import { inspectStoreUrl, type StoreUrl } from '../store/connection-url.js'
+import { COMMAND_TIMEOUT_MS, openStores, storeKind, type OpenedStores, type StoreSpec } from './store-url.js'
 
 /** What the command reads and writes: the process's streams and environment, or a test's. */
 export interface CliIo {
@@ -393,14 +394,18 @@ const GROUPS = ['apps', 'users', 'keys', 'tokens', 'rate']
 export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   let stores: OpenedStores | undefined
   let storeName: string | undefined
+  // Every password of the store URLs, struck from whatever the command prints.
+  let urls: StoreUrl[] = []
   try {
     const { command, name, args, values } = parse(argv)
     if (values.help === true || command === undefined) {
       io.stdout.write(help(name))
       return EXIT.ok
     }
-    const spec = storeSpec(values, io.env)
-    storeName = `the store at ${redact(spec.store)}`
+    const given = storeUrls(values, io.env)
+    urls = await Promise.all(given.map(({ url }) => inspectStoreUrl(url)))
+    const spec = storeSpec(values, given, urls)
+    storeName = `the store at ${urls[0]?.shown ?? 'the given URL'}`
     stores = await (io.openStores ?? openStores)(spec)
     const gate = createGate({
       store: stores.records.store,
@@ -414,7 +419,7 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     return EXIT.ok
   } catch (error) {
     const { code, message } = classify(error, storeName)
-    io.stderr.write(`open-data-gate: ${message}\n`)
+    io.stderr.write(`open-data-gate: ${urls.reduce((text, url) => url.redact(text), message)}\n`)
     return code
   } finally {
     await stores?.close()
@@ -464,14 +469,34 @@ function parse(argv: readonly string[]): { command: Command | undefined; name: s
   return { command, name, args, values }
 }
 
-function storeSpec(values: Values, env: CliIo['env']): StoreSpec {
+/** The store URLs of the line or the environment: the records' first, then the rates'. */
+function storeUrls(values: Values, env: CliIo['env']): Array<{ url: string; option: string; onLine: boolean; variable: string }> {
   const store = values.store ?? nonEmpty(env.OPEN_DATA_GATE_STORE)
   if (store === undefined) throw new UsageError('no store: give --store URL or set OPEN_DATA_GATE_STORE (redis://, rediss:// or postgres://)')
   const rateStore = values['rate-store'] ?? nonEmpty(env.OPEN_DATA_GATE_RATE_STORE)
-  // Refuse a URL the command cannot use before anything connects.
-  storeKind(store, '--store')
-  if (rateStore !== undefined) storeKind(rateStore, '--rate-store')
-  return { store, rateStore, prefix: values.prefix, schema: values.schema }
+  return [
+    { url: store, option: '--store', onLine: values.store !== undefined, variable: 'OPEN_DATA_GATE_STORE' },
+    ...(rateStore === undefined ? [] : [{ url: rateStore, option: '--rate-store', onLine: values['rate-store'] !== undefined, variable: 'OPEN_DATA_GATE_RATE_STORE' }]),
+  ]
+}
+
+/**
+ * What the command line says about stores, refusing before anything connects: a URL the
+ * command cannot use, and a password on the command line, where shell history and `ps`
+ * keep it (the same rule as `--password`).
+ */
+function storeSpec(values: Values, given: ReturnType<typeof storeUrls>, urls: readonly StoreUrl[]): StoreSpec {
+  given.forEach(({ option, onLine, variable }, i) => {
+    const url = urls[i] as StoreUrl
+    if (!onLine || !url.hasPassword) return
+    const driver =
+      url.kind === 'redis'
+        ? ''
+        : ', or leave it out and let the PostgreSQL driver find it in PGPASSWORD or the password file (PGPASSFILE, by default ~/.pgpass)'
+    throw new UsageError(`${option} carries a password, and the command line lands in shell history and ps: set the URL in ${variable} instead${driver}`)
+  })
+  given.forEach(({ url, option }, i) => storeKind(url, option, urls[i]?.shown))
+  return { store: (given[0] as { url: string }).url, rateStore: given[1]?.url, prefix: values.prefix, schema: values.schema }
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
@@ -503,7 +528,9 @@ Options (anywhere on the line):
   -h, --help         this help
 
 Secrets are generated and printed once; a password is read from a prompt, or from
-standard input when it is not a terminal. None is ever taken on the command line.
+standard input when it is not a terminal. None is ever taken on the command line:
+a store URL with a password goes in OPEN_DATA_GATE_STORE (or the PostgreSQL password
+file, PGPASSFILE or ~/.pgpass), and messages show store URLs without passwords.
 Exit codes: 0 done, 1 refused (bad input, not found), 2 usage, 3 store unreachable.
 `
 }

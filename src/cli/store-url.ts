@@ -49,20 +49,22 @@ const CLOSE_WAIT_MS = 500
 
 type Kind = OpenedStore['kind']
 
-/** The kind of store a URL names. @throws {UsageError} for `memory:` and anything unknown */
-export function storeKind(url: string, option: string): Kind {
+/**
+ * The kind of store a URL names. `shown` is the URL as it may be printed (see
+ * `inspectStoreUrl`); without it a refused value is not repeated.
+ * @throws {UsageError} for `memory:` and anything unknown
+ */
+export function storeKind(url: string, option: string, shown?: string): Kind {
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase()
   if (scheme === 'redis' || scheme === 'rediss') return 'redis'
   if (scheme === 'postgres' || scheme === 'postgresql') return 'postgres'
   if (scheme === 'memory') {
     throw new UsageError(`${option} memory: keeps records inside one process, and this command exits when it is done, so nothing it did would remain; use redis://, rediss:// or postgres://`)
   }
-  throw new UsageError(`${option} must be a redis://, rediss:// or postgres:// URL, not ${JSON.stringify(redact(url))}`)
-}
-
-/** A URL without its password, for messages. */
-export function redact(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@/]*@/i, '$1***@')
+  if (shown === undefined && /^\s*[a-z_]+\s*=/i.test(url)) {
+    throw new UsageError(`${option} must be a URL, not a libpq keyword string (host=... dbname=...): write it as postgres://USER@HOST:PORT/DBNAME`)
+  }
+  throw new UsageError(`${option} must be a redis://, rediss:// or postgres:// URL, not ${shown === undefined ? 'this value (not repeated here: it may hold a password)' : JSON.stringify(shown)}`)
 }
 
 /** What the command needs of the store modules. */

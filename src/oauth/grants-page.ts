@@ -16,7 +16,7 @@ import type { ResolvedConfig } from '../options.js'
 import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, type Params } from '../params.js'
 import type { ClientInfo } from '../proxy.js'
 import type { GateStore, UserRecord } from '../store/store.js'
-import { errorPage, escapeHtml, htmlResponse, layout, signInForm, type ErrorView } from './pages.js'
+import { errorPage, escapeHtml, htmlResponse, layout, signInForm, usernameHtml, type ErrorView } from './pages.js'
 import { withParams } from './redirect-uri.js'
 import { csrfToken, csrfValid, type LoginSessions } from './session.js'
 
@@ -131,7 +131,7 @@ ${signInForm(csrf.token, username, error, '<button type="submit" class="primary"
     const html = layout(
       'Connected apps',
       `<h1>Connected apps</h1>
-<form method="post">${token}<p>Signed in as <strong>${escapeHtml(viewer.user.displayName)}</strong> (${escapeHtml(viewer.user.username)}).${signOut}</p></form>
+<form method="post">${token}<p>Signed in as <strong>${escapeHtml(viewer.user.displayName)}</strong> (${usernameHtml(viewer.user.username)}).${signOut}</p></form>
 <p>These applications can read and change data on your account, as you can. Revoking one ends its access at once; it must ask you again to get it back.</p>
 ${list}`,
       this.#config.oauth.pages.siteName,

@@ -103,6 +103,17 @@ details p { margin: 0.5rem 0 0; overflow-wrap: anywhere; }
 const STYLE_SOURCE = `'sha256-${createHash('sha256').update(CSS).digest('base64')}'`
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
+/**
+ * A username as a page shows it beside the display name (which is free text anyone may
+ * copy): escaped, isolated from the text around it (`<bdi>`), and with any invisible or
+ * formatting character an account saved before RFC 8265 may hold written out as `[U+200B]`,
+ * so that two accounts never read the same.
+ */
+export function usernameHtml(username: string): string {
+  const visible = username.replace(/[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}]/gu, (c) => `[U+${(c.codePointAt(0) as number).toString(16).toUpperCase().padStart(4, '0')}]`)
+  return `<bdi>${escapeHtml(visible)}</bdi>`
+}
+
 /** Text safe in HTML content and attribute values. */
 export function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => ESCAPES[c] as string)
@@ -178,7 +189,7 @@ export function consentPage(view: ConsentView): string {
     `<h1>Allow ${app} to use your account?</h1>
 <form method="post">
 <input type="hidden" name="csrf_token" value="${escapeHtml(view.csrfToken)}">
-<p>Signed in as <strong>${escapeHtml(view.user.displayName)}</strong> (${escapeHtml(view.user.username)}). <button type="submit" class="link" name="action" value="logout">Not you? Sign out</button></p>
+<p>Signed in as <strong>${escapeHtml(view.user.displayName)}</strong> (${usernameHtml(view.user.username)}). <button type="submit" class="link" name="action" value="logout">Not you? Sign out</button></p>
 <p><strong>${app}</strong> will be able to read and change data on your account, as you can, until you revoke its access.</p>
 <p class="small">You will be sent back to ${escapeHtml(view.redirectOrigin)}.</p>
 <div class="actions">

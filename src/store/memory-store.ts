@@ -53,6 +53,8 @@ export class MemoryStore implements GateStore {
   readonly #applications = new Map<string, ApplicationRecord>()
   readonly #users = new Map<string, UserRecord>()
   readonly #userIdByUsername = new Map<string, string>()
+  /** Users by the skeleton of their username (several legacy users may share one). */
+  readonly #userIdsBySkeleton = new Map<string, Set<string>>()
   readonly #apiKeys = new Map<string, ApiKeyRecord>()
   /** Each user's keys by id: listing, counting and purging read one user's keys, never every user's. */
   readonly #apiKeysByUser = new Map<string, Map<string, ApiKeyRecord>>()
@@ -127,6 +129,10 @@ export class MemoryStore implements GateStore {
     if (this.#userIdByUsername.has(record.username)) throw new Error('a user with this username exists')
     this.#users.set(record.id, record)
     this.#userIdByUsername.set(record.username, record.id)
+    if (typeof record.usernameSkeleton === 'string') {
+      const ids = this.#userIdsBySkeleton.get(record.usernameSkeleton) ?? new Set<string>()
+      this.#userIdsBySkeleton.set(record.usernameSkeleton, ids.add(record.id))
+    }
   }
 
   getUser(id: string): UserRecord | undefined {
@@ -135,6 +141,11 @@ export class MemoryStore implements GateStore {
 
   getUserByUsername(username: string): UserRecord | undefined {
     const id = this.#userIdByUsername.get(username)
+    return id === undefined ? undefined : this.#users.get(id)
+  }
+
+  getUserBySkeleton(skeleton: string): UserRecord | undefined {
+    const [id] = this.#userIdsBySkeleton.get(skeleton) ?? []
     return id === undefined ? undefined : this.#users.get(id)
   }
 
@@ -147,6 +158,11 @@ export class MemoryStore implements GateStore {
     if (current === undefined) return false
     this.#users.delete(id)
     this.#userIdByUsername.delete(current.username)
+    if (typeof current.usernameSkeleton === 'string') {
+      const ids = this.#userIdsBySkeleton.get(current.usernameSkeleton)
+      ids?.delete(id)
+      if (ids?.size === 0) this.#userIdsBySkeleton.delete(current.usernameSkeleton)
+    }
     return true
   }
 

@@ -145,7 +145,7 @@ const MIGRATION_LOCK_CLASS = 0x0d6a7e
 const API_KEY_LOCK_CLASS = 0x0d6a7f
 
 const APPLICATION_COLUMNS = 'app_token, name, secret_hash, callback_prefix, rate_limit, created_at, updated_at'
-const USER_COLUMNS = 'id, username, screen_name, display_name, email, rights, password_hash, created_at, updated_at'
+const USER_COLUMNS = 'id, username, username_skeleton, screen_name, display_name, email, rights, password_hash, created_at, updated_at'
 const API_KEY_COLUMNS = 'key_id, user_id, name, secret_hash, created_at, last_used_at, revoked_at'
 const TOKEN_COLUMNS = 'token_hash, user_id, app_token, code_hash, created_at, expires_at, revoked_at'
 const CODE_COLUMNS = 'code_hash, app_token, user_id, redirect_uri, code_challenge, created_at, expires_at, used_at'
@@ -276,6 +276,7 @@ export class PostgresStore implements GateStore {
       const applied: number[] = []
       for (const migration of MIGRATIONS.slice(from)) {
         await client.query({ text: migration.sql(this.#q) })
+        await migration.backfill?.((text, values) => client.query({ text, ...(values === undefined ? {} : { values }) }), this.#q)
         await client.query({ text: `INSERT INTO ${this.#q}.schema_version (version, description) VALUES ($1, $2)`, values: [migration.version, migration.description] })
         applied.push(migration.version)
       }
@@ -488,9 +489,10 @@ export class PostgresStore implements GateStore {
   // Users
 
   async insertUser(record: UserRecord): Promise<void> {
-    await this.#run(`INSERT INTO ${this.#q}.users (${USER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, [
+    await this.#run(`INSERT INTO ${this.#q}.users (${USER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, [
       record.id,
       record.username,
+      record.usernameSkeleton ?? null,
       record.screenName,
       record.displayName,
       record.email,
@@ -516,6 +518,11 @@ export class PostgresStore implements GateStore {
 
   getUserByUsername(username: string): Promise<UserRecord | undefined> {
     return this.#one(`SELECT ${USER_COLUMNS} FROM ${this.#q}.users WHERE username = $1`, [username], toUser)
+  }
+
+  /** Any user whose username has this skeleton (index `users_by_skeleton`, migration 4). */
+  getUserBySkeleton(skeleton: string): Promise<UserRecord | undefined> {
+    return this.#one(`SELECT ${USER_COLUMNS} FROM ${this.#q}.users WHERE username_skeleton = $1 LIMIT 1`, [skeleton], toUser)
   }
   /** Every user, oldest first: for operators (the command's `users list`), never on the request path. */
   listUsers(): Promise<UserRecord[]> {
@@ -900,6 +907,7 @@ function userFrom(row: Row, p: string): UserRecord {
   return {
     id: row[`${p}id`] as string,
     username: row[`${p}username`] as string,
+    usernameSkeleton: row[`${p}username_skeleton`] as string | null,
     screenName: row[`${p}screen_name`] as string,
     displayName: row[`${p}display_name`] as string,
     email: row[`${p}email`] as string,

@@ -155,16 +155,32 @@ return out`,
 )
 
 /**
- * Saves a user unless the id or the username is taken.
- * KEYS[1] the user, KEYS[2] the username → id hash; ARGV username, id, then pairs.
- * Returns 1 when created, 0 when the id exists, -1 when the username is taken.
+ * Saves a user, its username and the skeleton of its username, unless the id or the
+ * username exists. KEYS[1] the user, KEYS[2] the username → id hash, KEYS[3] the skeleton
+ * → id hash; ARGV username, id, skeleton ('' for none), then the field pairs. Returns 1,
+ * 0 when the id exists, -1 when the username does. (A skeleton two users share, which
+ * only users saved before skeletons existed can, names the first of them.)
  */
 export const CREATE_USER = script(
-  2,
+  3,
   `if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return -1 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+redis.call('HSET', KEYS[1], unpack(ARGV, 4))
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+if ARGV[3] ~= '' then redis.call('HSETNX', KEYS[3], ARGV[3], ARGV[2]) end
+return 1`,
+)
+
+/**
+ * Gives a user saved before skeletons existed its skeleton, and indexes it. KEYS[1] the
+ * user, KEYS[2] the skeleton → id hash; ARGV skeleton, id. Returns 1, or 0 when the user
+ * is gone.
+ */
+export const INDEX_SKELETON = script(
+  2,
+  `if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if not redis.call('HGET', KEYS[1], 'usernameSkeleton') then redis.call('HSET', KEYS[1], 'usernameSkeleton', ARGV[1]) end
+redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2])
 return 1`,
 )
 
@@ -180,15 +196,17 @@ return redis.call('HGETALL', ARGV[2] .. id)`,
 )
 
 /**
- * Deletes a user and frees the username. KEYS[1] the user, KEYS[2] the username → id hash;
- * ARGV id. Returns 1 when the user existed.
+ * Deletes a user and frees the username and its skeleton. KEYS[1] the user, KEYS[2] the
+ * username → id hash, KEYS[3] the skeleton → id hash; ARGV id. Returns 1 when the user existed.
  */
 export const DELETE_USER = script(
-  2,
+  3,
   `local name = redis.call('HGET', KEYS[1], 'username')
 if not name then return 0 end
+local skeleton = redis.call('HGET', KEYS[1], 'usernameSkeleton')
 redis.call('DEL', KEYS[1])
 if redis.call('HGET', KEYS[2], name) == ARGV[1] then redis.call('HDEL', KEYS[2], name) end
+if skeleton and redis.call('HGET', KEYS[3], skeleton) == ARGV[1] then redis.call('HDEL', KEYS[3], skeleton) end
 return 1`,
 )
 

@@ -17,7 +17,7 @@
  * `rate:{key}`, `token:{hash}`, `{c:hash}:code`, `{c:hash}:tokens`, `{u:id}:tokens`,
  * `{a:token}:tokens`, `keyowner:{keyId}`, `{u:id}:key:keyId`, `{u:id}:keys:*` (a user's
  * API keys and their sorted sets, see `CREATE_API_KEY`), `{u:id}:grants`,
- * `{apps}:app:token`, `{apps}:index`, `{users}:user:id`, `{users}:names`,
+ * `{apps}:app:token`, `{apps}:index`, `{users}:user:id`, `{users}:names`, `{users}:skeletons`,
  * `{sessions}:s:hash`, `{sessions}:u:id`. Applications, users and sessions each live in one
  * slot (they are created rarely and read through caches or on sign-in); rate keys and
  * tokens, the request path, spread over the cluster. A user's API keys share the user's
@@ -40,6 +40,7 @@ import {
   GCRA,
   INDEX_ADD,
   LIST_API_KEYS,
+  INDEX_SKELETON,
   LIST_INDEXED,
   PATCH,
   PATCH_API_KEY,
@@ -50,6 +51,7 @@ import {
   USER_BY_NAME,
   type RedisScript,
 } from './redis-scripts.js'
+import { usernameSkeleton } from '../usernames.js'
 import type {
   AccessTokenFilter,
   AccessTokenRecord,
@@ -159,6 +161,7 @@ const APPLICATION: Schema = {
 const USER: Schema = {
   id: 'string',
   username: 'string',
+  usernameSkeleton: 'string?',
   screenName: 'string',
   displayName: 'string',
   email: 'string',
@@ -446,7 +449,8 @@ export class RedisStore implements GateStore {
   // ---- users ----
 
   async insertUser(record: UserRecord): Promise<void> {
-    const created = await this.#run(CREATE_USER, [this.#userKey(record.id), `${this.#p}{users}:names`], [record.username, record.id, ...encode(USER, record)])
+    const keys = [this.#userKey(record.id), `${this.#p}{users}:names`, `${this.#p}{users}:skeletons`]
+    const created = await this.#run(CREATE_USER, keys, [record.username, record.id, record.usernameSkeleton ?? '', ...encode(USER, record)])
     if (created === 0) throw new Error('a user with this id exists')
     if (created !== 1) throw new Error('a user with this username exists')
   }
@@ -457,6 +461,26 @@ export class RedisStore implements GateStore {
 
   async getUserByUsername(username: string): Promise<UserRecord | undefined> {
     return decode(USER, (await this.#run(USER_BY_NAME, [`${this.#p}{users}:names`], [username, `${this.#p}{users}:user:`])) as string[])
+  }
+
+  /**
+   * A user by the skeleton of the username (`{users}:skeletons`, skeleton → id). The first
+   * call on a store whose users were saved before skeletons existed gives each of them its
+   * skeleton first (once per store: `{users}:skeletons:complete` remembers it).
+   */
+  async getUserBySkeleton(skeleton: string): Promise<UserRecord | undefined> {
+    await this.#indexSkeletons()
+    return decode(USER, (await this.#run(USER_BY_NAME, [`${this.#p}{users}:skeletons`], [skeleton, `${this.#p}{users}:user:`])) as string[])
+  }
+
+  async #indexSkeletons(): Promise<void> {
+    const done = `${this.#p}{users}:skeletons:complete`
+    if ((await this.#call((c) => c.exists(done))) === 1) return
+    for (const user of await this.listUsers()) {
+      if (typeof user.usernameSkeleton === 'string') continue
+      await this.#run(INDEX_SKELETON, [this.#userKey(user.id), `${this.#p}{users}:skeletons`], [await usernameSkeleton(user.username), user.id])
+    }
+    await this.#call((c) => c.set(done, '1'))
   }
 
   /** Every user, oldest first: for operators (the command's `users list`), never on the request path. */
@@ -471,7 +495,7 @@ export class RedisStore implements GateStore {
   }
 
   async deleteUser(id: string): Promise<boolean> {
-    return (await this.#run(DELETE_USER, [this.#userKey(id), `${this.#p}{users}:names`], [id])) === 1
+    return (await this.#run(DELETE_USER, [this.#userKey(id), `${this.#p}{users}:names`, `${this.#p}{users}:skeletons`], [id])) === 1
   }
 
   // ---- API keys ----

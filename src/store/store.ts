@@ -49,8 +49,18 @@ export type ApplicationPatch = Partial<Pick<ApplicationRecord, 'name' | 'secretH
 export interface UserRecord {
   /** Platform-style id, like `abcd-1234`. */
   readonly id: string
-  /** The sign-in name, normalised (Unicode NFC, lower case); unique. */
+  /**
+   * The sign-in name as the gate prepared it (RFC 8265 UsernameCaseMapped: width mapped,
+   * lower case, NFC; a name saved before that rule: NFC, lower case); unique.
+   */
   readonly username: string
+  /**
+   * The username's UTS #39 skeleton (what it looks like), set by the gate on every new
+   * user: two users whose names look alike share one. A store keeps it and finds users by
+   * it ({@link GateStore.getUserBySkeleton}); absent or `null` on a record saved before it
+   * existed. Never shown to anyone.
+   */
+  readonly usernameSkeleton?: string | null
   readonly screenName: string
   readonly displayName: string
   readonly email: string
@@ -247,6 +257,14 @@ export interface GateStore {
   getUser(id: string): Awaitable<UserRecord | undefined>
   /** Looks a user up by the normalised username. Called on every password-authenticated request. */
   getUserByUsername(username: string): Awaitable<UserRecord | undefined>
+  /**
+   * A user whose `usernameSkeleton` is this one (any of them when several are), or
+   * `undefined`: the gate refuses a new username that looks like an existing one. Called
+   * only when a user is created; index it. Optional: without it, look-alike usernames in
+   * other scripts (`аda` in Cyrillic beside `ada`) are not refused; invisible characters,
+   * width and case variants are refused either way.
+   */
+  getUserBySkeleton?(skeleton: string): Awaitable<UserRecord | undefined>
   updateUser(id: string, patch: UserPatch): Awaitable<UserRecord | undefined>
   /** Deletes a user; their keys and tokens stop working because they no longer resolve to a user. */
   deleteUser(id: string): Awaitable<boolean>

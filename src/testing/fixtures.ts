@@ -40,6 +40,7 @@ export function user(id: string, overrides: Partial<UserRecord> = {}): UserRecor
   return {
     id,
     username: `user-${id}`,
+    usernameSkeleton: `user-${id}`,
     screenName: 'Ada',
     displayName: 'Ada Lovelace',
     email: 'ada@example.org',

@@ -196,6 +196,20 @@ const users = group('users', [
     },
   ],
   [
+    'finds a user by the skeleton of the username, and no deleted one (getUserBySkeleton is optional)',
+    async (store) => {
+      if (store.getUserBySkeleton === undefined) return
+      const [a, b] = [freshUserId(), freshUserId()]
+      await store.insertUser(user(a, { usernameSkeleton: `look-${a}` }))
+      await store.insertUser(user(b, { usernameSkeleton: `look-${b}` }))
+      assert.deepEqual(await store.getUserBySkeleton(`look-${a}`), user(a, { usernameSkeleton: `look-${a}` }))
+      assert.equal((await store.getUserBySkeleton(`look-${b}`))?.id, b)
+      assert.equal(await store.getUserBySkeleton(`look-${freshUserId()}`), undefined)
+      await store.deleteUser(a)
+      assert.equal(await store.getUserBySkeleton(`look-${a}`), undefined)
+    },
+  ],
+  [
     'lists saved users, and no deleted one, when it can list (listUsers is optional)',
     async (store) => {
       if (store.listUsers === undefined) return
