@@ -10,8 +10,8 @@ export default defineConfig({
     express: 'adapters/express.ts',
     koa: 'adapters/koa.ts',
     node: 'adapters/node.ts',
-    postgres: 'src/store/postgres-store.ts',
-    redis: 'src/store/redis-store.ts',
+    postgres: 'src/store/postgres/store.ts',
+    redis: 'src/store/redis/store.ts',
     testing: 'src/testing/index.ts',
     // The `open-data-gate` command (package.json `bin`); its shebang is the source's first line.
     cli: 'src/cli/index.ts',

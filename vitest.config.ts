@@ -11,8 +11,8 @@ export default defineConfig({
       { find: /^open-data-gate$/, replacement: here('./src/index.ts') },
       { find: /^open-data-gate\/testing$/, replacement: here('./src/testing/index.ts') },
       { find: /^open-data-gate\/(express|koa|node)$/, replacement: here('./adapters/$1.ts') },
-      { find: /^open-data-gate\/postgres$/, replacement: here('./src/store/postgres-store.ts') },
-      { find: /^open-data-gate\/redis$/, replacement: here('./src/store/redis-store.ts') },
+      { find: /^open-data-gate\/postgres$/, replacement: here('./src/store/postgres/store.ts') },
+      { find: /^open-data-gate\/redis$/, replacement: here('./src/store/redis/store.ts') },
     ],
   },
   test: {

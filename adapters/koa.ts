@@ -16,7 +16,7 @@
  * @module open-data-gate/koa
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { isPromiseLike } from '../src/awaitable.js'
+import { isPromiseLike } from '../src/util/awaitable.js'
 import type { Gate, GateContext, GateOutcome, GateResponse, GuardRule } from '../src/index.js'
 import { toGateRequest } from './node.js'
 // Loads Koa's types so the augmentation below has a module to extend.

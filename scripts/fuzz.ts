@@ -15,7 +15,7 @@
 import { parseArgs } from 'node:util'
 import fc from 'fast-check'
 import pg from 'pg'
-import { PostgresStore } from '../src/store/postgres-store.js'
+import { PostgresStore } from '../src/store/postgres/store.js'
 import { appTokenProperty, authorizationProperty, coreProperty, redirectUriProperty, unstorableProperty, untrustedProxyProperty, type StoreWorld } from '../test/fuzz/properties.js'
 import { createStoreWorld } from '../test/fuzz/world.js'
 import { DATABASE_URL, dropSchema, freshSchema, postgresAvailable } from '../test/support/postgres.js'

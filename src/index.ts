@@ -8,22 +8,22 @@
  * @module open-data-gate
  */
 export { createGate, Gate, type GateContext, type GateOutcome } from './gate.js'
-export type { GateOptions, RatePolicyOptions, AnonymousPolicyOptions, ThrottleOptions, StoreFailureMode } from './options.js'
-export type { Application, RegisterApplication, UpdateApplication, RegisteredApplication, Applications } from './applications.js'
-export type { User, CreateUser, UpdateUser, SignIn, Users } from './users.js'
-export type { ApiKey, IssuedApiKey, ApiKeys, CreateApiKey } from './api-keys.js'
-export type { IssueAccessToken, IssuedAccessToken, AccessTokens } from './access-tokens.js'
-export type { ConnectedApp, Grants } from './grants.js'
-export type { ApiKeyJson } from './api-key-endpoints.js'
-export type { AuthMethod, GateUser } from './authenticate.js'
-export type { GuardRule, Guard } from './guard.js'
-export type { BasicOptions, OAuthOptions, OAuthPaths, CurrentUserOptions, ApiKeyEndpointOptions, ConnectedAppsOptions } from './options.js'
+export type { GateOptions, RatePolicyOptions, AnonymousPolicyOptions, ThrottleOptions, StoreFailureMode } from './config/options.js'
+export type { Application, RegisterApplication, UpdateApplication, RegisteredApplication, Applications } from './management/applications.js'
+export type { User, CreateUser, UpdateUser, SignIn, Users } from './management/users.js'
+export type { ApiKey, IssuedApiKey, ApiKeys, CreateApiKey } from './management/api-keys.js'
+export type { IssueAccessToken, IssuedAccessToken, AccessTokens } from './management/access-tokens.js'
+export type { ConnectedApp, Grants } from './management/grants.js'
+export type { ApiKeyJson } from './endpoints/api-keys.js'
+export type { AuthMethod, GateUser } from './pipeline/authenticate.js'
+export type { GuardRule, Guard } from './pipeline/guard.js'
+export type { BasicOptions, OAuthOptions, OAuthPaths, CurrentUserOptions, ApiKeyEndpointOptions, ConnectedAppsOptions } from './config/options.js'
 export type { OAuthPages, LoginView, ConsentView, ErrorView } from './oauth/pages.js'
-export type { ScryptParams } from './passwords.js'
-export type { HashQueueLimits } from './hash-queue.js'
-export type { ThrottleInfo } from './throttle.js'
-export type { TrustProxyOption, ProxyHeadersOption } from './proxy.js'
-export type { GateRequest, GateResponse, RequestBody, HeaderValue } from './http.js'
+export type { ScryptParams } from './secrets/passwords.js'
+export type { HashQueueLimits } from './secrets/hash-queue.js'
+export type { ThrottleInfo } from './pipeline/throttle.js'
+export type { TrustProxyOption, ProxyHeadersOption } from './http/proxy.js'
+export type { GateRequest, GateResponse, RequestBody, HeaderValue } from './http/request.js'
 export type {
   GateEvents,
   ThrottledEvent,
@@ -53,7 +53,7 @@ export {
   type PlatformErrorCode,
   type OAuthErrorCode,
 } from './errors.js'
-export { MemoryStore, type MemoryStoreOptions } from './store/memory-store.js'
+export { MemoryStore, type MemoryStoreOptions } from './store/memory/store.js'
 export { inspectStoreUrl, type StoreUrl } from './store/connection-url.js'
 export type {
   GateStore,
@@ -77,4 +77,4 @@ export type {
   Awaitable,
 } from './store/store.js'
 export { compareApiKeys, matchesApiKeyQuery } from './store/api-key-query.js'
-export { gcraStep, emissionInterval, type RateResult, type GcraOutcome } from './gcra.js'
+export { gcraStep, emissionInterval, type RateResult, type GcraOutcome } from './limits/gcra.js'

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createGate, MemoryStore, type GateOptions, type GateResponse } from '../src/index.js'
-import { apiKeyListQuery } from '../src/api-key-endpoints.js'
+import { apiKeyListQuery } from '../src/endpoints/api-keys.js'
 import { coreRequest } from './support/requests.js'
 
 interface KeyJson {

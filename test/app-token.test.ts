@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { extractAppToken } from '../src/app-token.js'
+import { extractAppToken } from '../src/pipeline/app-token.js'
 import { PlatformError } from '../src/index.js'
 import { coreRequest } from './support/requests.js'
 

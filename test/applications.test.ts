@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { createGate, MemoryStore, NotFoundError } from '../src/index.js'
-import { sha256 } from '../src/secrets.js'
+import { sha256 } from '../src/secrets/tokens.js'
 import { captureWarnings } from './support/warnings.js'
 
 describe('applications', () => {

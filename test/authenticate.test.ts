@@ -2,7 +2,7 @@ import * as crypto from 'node:crypto'
 import { DOMParser } from '@xmldom/xmldom'
 import { beforeEach, describe, expect, it, vi } from 'vitest'
 import { createGate, ThrottledError, type Gate, type GateError, type GateOptions, type GateOutcome, type TokenRevokedEvent } from '../src/index.js'
-import { sha256 } from '../src/secrets.js'
+import { sha256 } from '../src/secrets/tokens.js'
 import { coreRequest } from './support/requests.js'
 
 // The real scrypt, counted: how the tests see whether a request paid for a hash.

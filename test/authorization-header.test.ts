@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { readCredentials } from '../src/authorization-header.js'
+import { readCredentials } from '../src/http/authorization-header.js'
 import { coreRequest } from './support/requests.js'
 
 const basic = (raw: string) => `Basic ${Buffer.from(raw, 'utf8').toString('base64')}`

@@ -6,7 +6,7 @@ import mysql from 'mysql2/promise'
 import { afterAll, beforeAll, describe, it } from 'vitest'
 import { MariaDbStore } from '../examples/custom-store/mariadb-store.js'
 import { describeStore } from 'open-data-gate/testing'
-import { describeAgreementWithMemoryStore } from './store-agreement.js'
+import { describeAgreementWithMemoryStore } from './support/store-agreement.js'
 import { freshPrefix, MARIADB_URL, mariadbAvailable } from './support/mariadb.js'
 
 const available = await mariadbAvailable()

@@ -8,7 +8,7 @@
 import fc from 'fast-check'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest'
-import { PostgresStore } from '../src/store/postgres-store.js'
+import { PostgresStore } from '../src/store/postgres/store.js'
 import { appTokenProperty, authorizationProperty, coreProperty, redirectUriProperty, unstorableProperty, untrustedProxyProperty, type StoreWorld } from './fuzz/properties.js'
 import { createStoreWorld } from './fuzz/world.js'
 import { DATABASE_URL, dropSchema, freshSchema, postgresAvailable } from './support/postgres.js'

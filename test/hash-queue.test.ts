@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { PlatformError } from '../src/errors.js'
-import { HashQueue } from '../src/hash-queue.js'
+import { HashQueue } from '../src/secrets/hash-queue.js'
 
 /** A task that runs until the test releases it, and says when it started. */
 function gatedTask(log: string[], name: string) {

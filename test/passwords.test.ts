@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { hashPassword, verifyPassword } from '../src/passwords.js'
+import { hashPassword, verifyPassword } from '../src/secrets/passwords.js'
 
 const FAST = { logN: 10, blockSize: 8, parallelization: 1 }
 

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto'
 import { createInterface } from 'node:readline'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { PostgresStore } from '../src/store/postgres-store.js'
+import { PostgresStore } from '../src/store/postgres/store.js'
 import { DATABASE_URL, dropSchema, freshSchema, postgresAvailable } from './support/postgres.js'
 
 const available = await postgresAvailable()

@@ -7,7 +7,7 @@
 import pg from 'pg'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createGate, type GateOutcome, type StoreErrorEvent, type StoreRecoveredEvent } from '../src/index.js'
-import { PostgresStore } from '../src/store/postgres-store.js'
+import { PostgresStore } from '../src/store/postgres/store.js'
 import { coreRequest } from './support/requests.js'
 import { OwnPostgres, ownPostgresPossible } from './support/postgres-server.js'
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { addressKey, claimsHttps, compileTrustProxy, isPrivateAddress, parseForwarded, resolveClient } from '../src/proxy.js'
+import { addressKey, claimsHttps, compileTrustProxy, isPrivateAddress, parseForwarded, resolveClient } from '../src/http/proxy.js'
 import { coreRequest } from './support/requests.js'
 
 const resolve = (trust: Parameters<typeof compileTrustProxy>[0], peer: string, headers: Record<string, string>, tls = false, family: 'x-forwarded' | 'forwarded' = 'x-forwarded') =>

@@ -1,6 +1,6 @@
 import { Cluster } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { RedisStore, redisClientDefaults } from '../src/store/redis-store.js'
+import { RedisStore, redisClientDefaults } from '../src/store/redis/store.js'
 import { describeStore } from '../src/testing/index.js'
 import { pagesOf, userWithManyKeys } from './redis/key-pages.js'
 import { describeSameAsMemoryStore } from './redis/same-as-memory.js'

@@ -10,7 +10,7 @@ import { Redis } from 'ioredis'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { nodeGate } from '../adapters/node.js'
 import { createGate, type Gate } from '../src/index.js'
-import { RedisStore } from '../src/store/redis-store.js'
+import { RedisStore } from '../src/store/redis/store.js'
 import { listen, type RunningServer } from './adapters/servers.js'
 import { OwnRedisServer, randomPrefix, redisBinariesAvailable } from './redis/servers.js'
 

@@ -10,8 +10,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createGate, type Gate } from '../src/index.js'
-import { sha256 } from '../src/secrets.js'
-import { RedisStore } from '../src/store/redis-store.js'
+import { sha256 } from '../src/secrets/tokens.js'
+import { RedisStore } from '../src/store/redis/store.js'
 import { deletePrefix, randomPrefix, REDIS_URL, sharedRedisAvailable } from './redis/servers.js'
 
 const available = await sharedRedisAvailable('gates in four processes on one Redis')

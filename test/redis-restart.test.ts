@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, describe, expect, it } from 'vitest'
-import { RedisStore } from '../src/store/redis-store.js'
+import { RedisStore } from '../src/store/redis/store.js'
 import { OwnRedisServer, redisBinariesAvailable } from './redis/servers.js'
 
 const available = redisBinariesAvailable('a Redis restarted with data to load') && spawnSync('redis-benchmark', ['--version']).status === 0

@@ -8,8 +8,8 @@
 import * as crypto from 'node:crypto'
 import { beforeEach, describe, expect, it, vi } from 'vitest'
 import { createGate, MemoryStore, type GateOutcome, type GateResponse } from '../src/index.js'
-import { compileGuard } from '../src/guard.js'
-import { sha256 } from '../src/secrets.js'
+import { compileGuard } from '../src/pipeline/guard.js'
+import { sha256 } from '../src/secrets/tokens.js'
 import { coreRequest } from './support/requests.js'
 
 vi.mock('node:crypto', async (importOriginal) => {

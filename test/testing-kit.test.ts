@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest'
 import { createGate, MemoryStore, type GateOptions, type GateStore } from '../src/index.js'
 import { runChecks } from '../src/testing/check.js'
 import { findPlaintexts, gateChecks, recordingStore } from '../src/testing/gate-checks.js'
-import { sha256 } from '../src/secrets.js'
+import { sha256 } from '../src/secrets/tokens.js'
 import { checkStore, describeStore, storeCheckNames } from '../src/testing/index.js'
 import { asyncStore, countThenRevoke, expiresEarly, keepsOneSink, nonAtomicRateStep, patchDropsFields, readMergeWritePatch, readThenWriteConsume } from './support/broken-stores.js'
 

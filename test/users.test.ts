@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { createGate, MemoryStore, NotFoundError, PlatformError } from '../src/index.js'
 import { coreRequest } from './support/requests.js'
-import { sha256 } from '../src/secrets.js'
+import { sha256 } from '../src/secrets/tokens.js'
 
 const FAST = { basic: { scrypt: { logN: 10 } } }
 

@@ -22,7 +22,7 @@ import type { AddressInfo } from 'node:net'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { nodeGate } from '../../adapters/node.js'
 import { createGate } from '../../src/index.js'
-import { RedisStore } from '../../src/store/redis-store.js'
+import { RedisStore } from '../../src/store/redis/store.js'
 import type { SoakGateSettings } from './settings.js'
 import { watchStalls } from './stalls.js'
 

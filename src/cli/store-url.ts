@@ -109,12 +109,12 @@ async function open(kind: Kind, url: string, spec: StoreSpec, modules: Partial<S
 // Each store module is imported on first use of its scheme; its driver (ioredis, pg) is
 // an optional peer dependency that only then has to be installed.
 async function loadRedis(): Promise<StoreModules['redis']> {
-  const { RedisStore } = await importDriver(() => import('../store/redis-store.js'), 'ioredis')
+  const { RedisStore } = await importDriver(() => import('../store/redis/store.js'), 'ioredis')
   return (options) => new RedisStore(options)
 }
 
 async function loadPostgres(): Promise<StoreModules['postgres']> {
-  const { PostgresStore } = await importDriver(() => import('../store/postgres-store.js'), 'pg')
+  const { PostgresStore } = await importDriver(() => import('../store/postgres/store.js'), 'pg')
   return (options) => new PostgresStore({ sweepIntervalMs: 0, poolOptions: { max: 2, connectionTimeoutMillis: COMMAND_TIMEOUT_MS }, ...options })
 }
 

@@ -14,20 +14,20 @@
  *
  * @see docs/platform-rules.md "Start OAuth 2.0 authorization", "OAuth 2.0" 2-4, "Errors"
  */
-import { isPlausibleAppToken } from '../app-token.js'
-import type { Authenticator } from '../authenticate.js'
+import { isPlausibleAppToken } from '../pipeline/app-token.js'
+import type { Authenticator } from '../pipeline/authenticate.js'
 import { PlatformError, StoreError, ThrottledError, type OAuthErrorCode } from '../errors.js'
 import type { ReportFailure } from '../events.js'
-import { encodeUnprintable, type GateRequest, type GateResponse } from '../http.js'
-import type { ResolvedConfig } from '../options.js'
-import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, queryParams, type Params } from '../params.js'
-import type { ClientInfo } from '../proxy.js'
-import { randomToken, sha256 } from '../secrets.js'
+import { encodeUnprintable, type GateRequest, type GateResponse } from '../http/request.js'
+import type { ResolvedConfig } from '../config/options.js'
+import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, queryParams, type Params } from '../http/params.js'
+import type { ClientInfo } from '../http/proxy.js'
+import { randomToken, sha256 } from '../secrets/tokens.js'
 import type { ApplicationRecord, GateStore, UserRecord } from '../store/store.js'
 import { consentPage, errorPage, htmlResponse, loginPage, type ErrorView } from './pages.js'
 import { isS256Challenge } from './pkce.js'
 import { redirectUriProblem, withParams } from './redirect-uri.js'
-import { csrfToken, csrfValid, type LoginSessions } from './session.js'
+import { csrfToken, csrfValid, type LoginSessions } from '../endpoints/sign-in-session.js'
 
 const FORM_LIMIT = 16 * 1024
 /** Parameters that must not repeat once the client and redirect_uri are known good. */

@@ -6,17 +6,17 @@
  * constant time against its stored hash; failed attempts spend a budget per client and
  * source address, and once it is spent every attempt from there is refused.
  */
-import { isPlausibleAppToken } from '../app-token.js'
-import { readCredentials } from '../authorization-header.js'
+import { isPlausibleAppToken } from '../pipeline/app-token.js'
+import { readCredentials } from '../http/authorization-header.js'
 import { GateError, OAuthError, retryAfterSeconds } from '../errors.js'
 import type { Emit } from '../events.js'
-import type { Params } from '../params.js'
-import type { GateRequest } from '../http.js'
-import { addressKey, type ClientInfo } from '../proxy.js'
-import { secretMatches } from '../secrets.js'
-import { unstorableCharacter } from '../storable.js'
+import type { Params } from '../http/params.js'
+import type { GateRequest } from '../http/request.js'
+import { addressKey, type ClientInfo } from '../http/proxy.js'
+import { secretMatches } from '../secrets/tokens.js'
+import { unstorableCharacter } from '../store/storable.js'
 import type { ApplicationRecord, GateStore } from '../store/store.js'
-import type { Throttle } from '../throttle.js'
+import type { Throttle } from '../pipeline/throttle.js'
 
 export interface ClientAuthDeps {
   readonly store: GateStore

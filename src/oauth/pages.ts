@@ -10,7 +10,7 @@
  * @see SECURITY.md "Checklist", "Consent form"
  */
 import { createHash } from 'node:crypto'
-import type { GateResponse } from '../http.js'
+import type { GateResponse } from '../http/request.js'
 
 /**
  * What a login page shows. Its form posts to the same URL (no `action` attribute):

@@ -3,21 +3,21 @@
  * endpoint answers a failure. The token and revocation endpoints answer RFC 6749 JSON;
  * the authorize endpoint answers a person, with a page.
  */
-import type { AccessTokens } from '../access-tokens.js'
-import type { Authenticator } from '../authenticate.js'
-import type { Grants } from '../grants.js'
+import type { AccessTokens } from '../management/access-tokens.js'
+import type { Authenticator } from '../pipeline/authenticate.js'
+import type { Grants } from '../management/grants.js'
 import { GateError, OAuthError, PlatformError, retryAfterSeconds, StoreError, ThrottledError } from '../errors.js'
 import type { Emit, ReportFailure } from '../events.js'
-import { errorResponse, type GateRequest, type GateResponse } from '../http.js'
-import type { ResolvedConfig } from '../options.js'
-import { addressKey, type ClientInfo } from '../proxy.js'
+import { errorResponse, type GateRequest, type GateResponse } from '../http/request.js'
+import type { ResolvedConfig } from '../config/options.js'
+import { addressKey, type ClientInfo } from '../http/proxy.js'
 import type { GateStore } from '../store/store.js'
-import type { Throttle } from '../throttle.js'
+import type { Throttle } from '../pipeline/throttle.js'
 import { AuthorizeEndpoint } from './authorize.js'
-import { GrantsPage } from './grants-page.js'
+import { GrantsPage } from '../endpoints/connected-apps-page.js'
 import { metadataResponse } from './metadata.js'
 import { errorPage, htmlResponse } from './pages.js'
-import type { LoginSessions } from './session.js'
+import type { LoginSessions } from '../endpoints/sign-in-session.js'
 import { TokenEndpoints } from './token.js'
 
 /** The endpoints of the authorization server, and the connected-apps page (`grants`). */

@@ -12,15 +12,15 @@
  *
  * @see docs/platform-rules.md "Exchange code for access token"; SECURITY.md "Checklist", "Token endpoint" and "Codes"
  */
-import type { AccessTokens } from '../access-tokens.js'
+import type { AccessTokens } from '../management/access-tokens.js'
 import { OAuthError, PlatformError } from '../errors.js'
 import type { Emit } from '../events.js'
-import type { GateRequest, GateResponse } from '../http.js'
-import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, Params, queryParams } from '../params.js'
-import type { ClientInfo } from '../proxy.js'
-import { isPlausibleAppToken } from '../app-token.js'
-import { readCredentials } from '../authorization-header.js'
-import { secretMatches, sha256 } from '../secrets.js'
+import type { GateRequest, GateResponse } from '../http/request.js'
+import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, Params, queryParams } from '../http/params.js'
+import type { ClientInfo } from '../http/proxy.js'
+import { isPlausibleAppToken } from '../pipeline/app-token.js'
+import { readCredentials } from '../http/authorization-header.js'
+import { secretMatches, sha256 } from '../secrets/tokens.js'
 import type { ApplicationRecord, AuthorizationCodeRecord, GateStore } from '../store/store.js'
 import { authenticateClient, type ClientAuthDeps } from './client-auth.js'
 import { isVerifier, verifierMatches } from './pkce.js'

@@ -11,9 +11,9 @@
  * The store answered, so that is a {@link StoreDataError} and counts as an answer: one bad
  * value must not make the store look down for everyone (a NUL in a sign-in form once did).
  */
-import { isPromiseLike } from '../awaitable.js'
+import { isPromiseLike } from '../util/awaitable.js'
 import { StoreDataError, StoreError } from '../errors.js'
-import { unstorableCharacter } from '../storable.js'
+import { unstorableCharacter } from './storable.js'
 import type { StoreHealth } from './store-health.js'
 import type { Awaitable, GateStore } from './store.js'
 

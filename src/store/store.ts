@@ -22,7 +22,7 @@
  * Run the conformance kit, `open-data-gate/testing` (`checkStore`, `describeStore`),
  * against a new backend: it is the definition of "implements the contract".
  */
-import type { RateResult } from '../gcra.js'
+import type { RateResult } from '../limits/gcra.js'
 
 /** A value or a promise of it. */
 export type Awaitable<T> = T | Promise<T>

@@ -4,7 +4,7 @@
  * (or other applications) share.
  */
 import { randomBytes } from 'node:crypto'
-import { randomId, randomToken, sha256 } from '../secrets.js'
+import { randomId, randomToken, sha256 } from '../secrets/tokens.js'
 import type { AccessTokenRecord, ApiKeyRecord, ApplicationRecord, AuthorizationCodeRecord, SessionRecord, UserRecord } from '../store/store.js'
 
 /** A fixed instant for records whose times do not matter. */

@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict'
 import { randomInt } from 'node:crypto'
 import { createGate, type Gate, type GateOutcome } from '../gate.js'
-import type { GateRequest, GateResponse } from '../http.js'
-import type { GateOptions } from '../options.js'
-import { randomToken } from '../secrets.js'
+import type { GateRequest, GateResponse } from '../http/request.js'
+import type { GateOptions } from '../config/options.js'
+import { randomToken } from '../secrets/tokens.js'
 import type { GateStore } from '../store/store.js'
 import { group, type StoreCheck } from './check.js'
 

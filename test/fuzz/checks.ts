@@ -11,9 +11,9 @@
  */
 import { validateHeaderName, validateHeaderValue } from 'node:http'
 import { OAUTH_ERROR_STATUS, PLATFORM_ERROR_STATUS, type GateOutcome, type GateRequest, type GateResponse } from '../../src/index.js'
-import { credentialsSentIn } from '../../src/authorization-header.js'
+import { credentialsSentIn } from '../../src/http/authorization-header.js'
 import { redirectUriProblem } from '../../src/oauth/redirect-uri.js'
-import { sha256 } from '../../src/secrets.js'
+import { sha256 } from '../../src/secrets/tokens.js'
 import { wellFormed } from './arbitraries.js'
 import { KNOWN, LOGIN_URL, WORLD_SECRETS, type World, type Write } from './world.js'
 import { describeRequest, type HostileRequest } from './requests.js'

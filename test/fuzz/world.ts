@@ -9,8 +9,8 @@
 import { createHash } from 'node:crypto'
 import { createGate, MemoryStore, type Gate, type GateOptions, type GateStore } from '../../src/index.js'
 import { STORE_METHODS } from '../../src/store/guarded-store.js'
-import { hashPassword } from '../../src/passwords.js'
-import { sha256 } from '../../src/secrets.js'
+import { hashPassword } from '../../src/secrets/passwords.js'
+import { sha256 } from '../../src/secrets/tokens.js'
 import type { AccessTokenRecord, ApiKeyRecord, ApplicationRecord, AuthorizationCodeRecord, SessionRecord, UserRecord } from '../../src/store/store.js'
 
 /** Which configuration a case runs against. */

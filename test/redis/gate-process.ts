@@ -9,7 +9,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { nodeGate } from '../../adapters/node.js'
 import { createGate } from '../../src/index.js'
-import { RedisStore } from '../../src/store/redis-store.js'
+import { RedisStore } from '../../src/store/redis/store.js'
 
 const gate = createGate({
   store: new RedisStore({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix: process.env.ODG_PREFIX ?? 'odg:' }),

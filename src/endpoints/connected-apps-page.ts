@@ -1,0 +1,179 @@
+/**
+ * The connected-apps page (`/oauth/grants`): the signed-in user sees the applications
+ * they authorized and revokes any of them. It lives on the gate's login session (or the
+ * host's, through `oauth.authenticateUser`), with the consent page's rules: https only,
+ * forms that post back to the same URL with a double-submit CSRF token, answered with 303,
+ * and the same anti-framing, referrer and CSP headers (`htmlResponse`).
+ *
+ * @see docs/guides/connected-apps.md
+ */
+import type { Authenticator } from '../pipeline/authenticate.js'
+import { PlatformError, ThrottledError } from '../errors.js'
+import type { ConnectedApp, Grants } from '../management/grants.js'
+import type { GateRequest, GateResponse } from '../http/request.js'
+import { encodeUnprintable, pathOf } from '../http/request.js'
+import type { ResolvedConfig } from '../config/options.js'
+import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, type Params } from '../http/params.js'
+import type { ClientInfo } from '../http/proxy.js'
+import type { GateStore, UserRecord } from '../store/store.js'
+import { errorPage, escapeHtml, htmlResponse, layout, signInForm, usernameHtml, type ErrorView } from '../oauth/pages.js'
+import { withParams } from '../oauth/redirect-uri.js'
+import { csrfToken, csrfValid, type LoginSessions } from './sign-in-session.js'
+
+const FORM_LIMIT = 16 * 1024
+/** Every field of the page's forms (sign-in, revoke, sign-out). */
+const FORM_FIELDS = ['csrf_token', 'action', 'username', 'password', 'app_token']
+
+/** Who is looking at the page, and whether the gate's own session says so (it can sign them out). */
+interface Viewer {
+  readonly user: UserRecord
+  readonly ownSession: boolean
+}
+
+/** The connected-apps page: a list with a Revoke form per application, and its own sign-in form. */
+export class GrantsPage {
+  readonly #config: ResolvedConfig
+  readonly #store: GateStore
+  readonly #auth: Authenticator
+  readonly #sessions: LoginSessions
+  readonly #grants: Grants
+
+  constructor(config: ResolvedConfig, store: GateStore, auth: Authenticator, sessions: LoginSessions, grants: Grants) {
+    this.#config = config
+    this.#store = store
+    this.#auth = auth
+    this.#sessions = sessions
+    this.#grants = grants
+  }
+
+  /** Answers a GET (the page) or a POST (sign in, sign out, revoke). Failures are thrown, for the OAuth server's error pages. */
+  async handle(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
+    if (request.method !== 'GET' && request.method !== 'POST') {
+      return this.#error(405, { title: 'Method not allowed', message: 'Open this page from your account settings.' }, { allow: 'GET, POST' })
+    }
+    if (!client.secure) {
+      return this.#error(403, { title: 'A secure connection is required', message: 'This page is served over https only. Open this address with https://.' })
+    }
+    if (request.method === 'POST') return this.#post(request, client)
+    const viewer = await this.#viewer(request)
+    if (viewer === undefined) {
+      const loginUrl = this.#config.oauth.loginUrl
+      if (loginUrl !== null) return redirect(withParams(loginUrl, { return_to: request.url }))
+      return this.#signInPage(request, '', undefined, 200)
+    }
+    return this.#listPage(request, viewer, await this.#grants.list(viewer.user.id))
+  }
+
+  async #post(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
+    const form = await bodyParams(request, FORM_LIMIT, this.#config.bodyTimeoutMs)
+    if (form === 'timeout') return this.#error(408, { title: 'The form took too long to arrive', message: 'Go back and try again.' }, CONNECTION_CLOSE)
+    if (typeof form === 'string') return this.#error(400, { title: 'Invalid form', message: 'The form could not be read. Go back and try again.' }, CLOSE_AFTER[form] ? CONNECTION_CLOSE : {})
+    const badField = form.unstorable(FORM_FIELDS)
+    if (badField !== undefined) return this.#error(400, { title: 'Invalid form', message: `The field ${badField}. Go back and try again.` })
+    if (!csrfValid(request, form.get('csrf_token'))) {
+      return this.#error(403, { title: 'This form has expired', message: 'The form expired or was not sent from this page. Reload the page and try again.' })
+    }
+    const action = form.get('action')
+    if (action === 'login') return this.#login(request, client, form)
+    if (action === 'logout') return redirect(here(request), { 'set-cookie': await this.#sessions.end(request) })
+    if (action !== 'revoke') return this.#error(400, { title: 'Invalid form', message: 'The form did not say what to do.' })
+    const viewer = await this.#viewer(request)
+    const appToken = form.get('app_token')
+    // Signed out meanwhile: back to the page, which asks to sign in; nothing is revoked.
+    if (viewer !== undefined && appToken !== undefined) await this.#grants.revoke(viewer.user.id, appToken)
+    return redirect(here(request))
+  }
+
+  /** The host's signed-in user first, then the gate's own login session. */
+  async #viewer(request: GateRequest): Promise<Viewer | undefined> {
+    const fromHost = (await this.#config.oauth.authenticateUser?.(request)) ?? undefined
+    if (fromHost !== undefined) {
+      const user = await this.#store.getUser(fromHost)
+      return user === undefined ? undefined : { user, ownSession: false }
+    }
+    const user = await this.#sessions.user(request)
+    return user === undefined ? undefined : { user, ownSession: true }
+  }
+
+  /** The sign-in form was posted: checked as `gate.users.signIn` does (never with an API key), then back to the page. */
+  async #login(request: GateRequest, client: ClientInfo, form: Params): Promise<GateResponse> {
+    const username = form.get('username') ?? ''
+    try {
+      const user = await this.#auth.signIn(username, form.get('password') ?? '', client)
+      return redirect(here(request), { 'set-cookie': await this.#sessions.start(user) })
+    } catch (error) {
+      if (error instanceof ThrottledError) return this.#signInPage(request, username, error.message, 429, error.headers ?? {})
+      if (error instanceof PlatformError && error.code === 'invalid_credentials') return this.#signInPage(request, username, error.message, 401)
+      throw error
+    }
+  }
+
+  #signInPage(request: GateRequest, username: string, error: string | undefined, status: number, headers: Record<string, string> = {}): GateResponse {
+    const csrf = csrfToken(request)
+    const html = layout(
+      'Sign in',
+      `<h1>Sign in</h1>
+<p>Sign in to see the applications connected to your account.</p>
+${signInForm(csrf.token, username, error, '<button type="submit" class="primary" name="action" value="login">Sign in</button>')}`,
+      this.#config.oauth.pages.siteName,
+    )
+    return htmlResponse(status, html, { ownPage: true, headers: withCsrfCookie(headers, csrf.setCookie) })
+  }
+
+  #listPage(request: GateRequest, viewer: Viewer, apps: readonly ConnectedApp[]): GateResponse {
+    const csrf = csrfToken(request)
+    const token = `<input type="hidden" name="csrf_token" value="${escapeHtml(csrf.token)}">`
+    const signOut = viewer.ownSession ? ` <button type="submit" class="link" name="action" value="logout">Sign out</button>` : ''
+    const list =
+      apps.length === 0
+        ? '<p>No application has access to your account.</p>'
+        : apps.map((app) => appSection(app, token)).join('\n')
+    const html = layout(
+      'Connected apps',
+      `<h1>Connected apps</h1>
+<form method="post">${token}<p>Signed in as <strong>${escapeHtml(viewer.user.displayName)}</strong> (${usernameHtml(viewer.user.username)}).${signOut}</p></form>
+<p>These applications can read and change data on your account, as you can. Revoking one ends its access at once; it must ask you again to get it back.</p>
+${list}`,
+      this.#config.oauth.pages.siteName,
+    )
+    return htmlResponse(200, html, { ownPage: true, headers: withCsrfCookie({}, csrf.setCookie) })
+  }
+
+  #error(status: number, view: ErrorView, headers: Record<string, string> = {}): GateResponse {
+    const custom = this.#config.oauth.pages.error
+    const full = { ...view, siteName: this.#config.oauth.pages.siteName }
+    return htmlResponse(status, custom === undefined ? errorPage(full) : custom(full), { ownPage: custom === undefined, headers })
+  }
+}
+
+function appSection(app: ConnectedApp, csrfField: string): string {
+  const name = app.name ?? 'A deleted application'
+  const tokens = `${app.liveTokens} active ${app.liveTokens === 1 ? 'token' : 'tokens'}`
+  return `<section aria-label="${escapeHtml(name)}">
+<p><strong>${escapeHtml(name)}</strong><br><span class="small">Authorized ${when(app.firstAuthorizedAt)}; last used ${when(app.lastUsedAt)}; ${tokens}.</span></p>
+<form method="post">${csrfField}<input type="hidden" name="app_token" value="${escapeHtml(app.appToken)}">
+<div class="actions"><button type="submit" class="secondary" name="action" value="revoke" aria-label="Revoke access for ${escapeHtml(name)}">Revoke access</button></div>
+</form>
+</section>`
+}
+
+/** A time as people read it, in UTC (the page has no script to learn the reader's zone). */
+function when(ms: number): string {
+  return `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`
+}
+
+function withCsrfCookie(headers: Record<string, string>, setCookie: string | undefined): Record<string, string> {
+  return setCookie === undefined ? headers : { ...headers, 'set-cookie': setCookie }
+}
+
+/** This page as a relative reference (its last path segment), so it works wherever the gate is mounted. */
+function here(request: GateRequest): string {
+  const path = pathOf(request.url)
+  const last = path.slice(path.lastIndexOf('/') + 1)
+  return last === '' ? './' : encodeUnprintable(last)
+}
+
+/** 303 See Other: the browser follows with a GET, never re-posting the form. */
+function redirect(location: string, headers: Record<string, string> = {}): GateResponse {
+  return { status: 303, headers: { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', ...headers }, body: '' }
+}

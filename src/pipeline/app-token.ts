@@ -1,0 +1,70 @@
+/**
+ * Finds the application token of a request: the `X-App-Token` header (preferred, any
+ * case), the `$$app_token` query parameter, or the SODA 1.0 name `app_token`, under every
+ * spelling a common query parser reads as one of those names (see {@link readsAs}).
+ *
+ * @see docs/platform-rules.md "Application token", "Versioning" 1, and the platform's "App tokens"
+ */
+import { PlatformError } from '../errors.js'
+import type { GateRequest } from '../http/request.js'
+import { readsAs } from '../http/params.js'
+
+/** Longest token the gate will look up; anything longer cannot be one of ours. */
+export const MAX_APP_TOKEN_LENGTH = 128
+
+const CONFLICT = 'Conflicting app tokens: the request names two different application tokens'
+
+/**
+ * The token the request names, or `undefined` when it names none. An empty value counts
+ * as absent.
+ * @throws {PlatformError} `permission_denied` (403) when two places name different tokens.
+ */
+export function extractAppToken(request: GateRequest, acceptLegacyParam: boolean): string | undefined {
+  let token = request.headers['x-app-token']
+  if (Array.isArray(token)) token = token.join(',')
+  // Node joins repeated headers with ", "; a token never holds a comma.
+  if (token?.includes(',')) token = sameOrConflict(token.split(',').map((v) => v.trim()).filter((v) => v !== ''))
+  token = token?.trim() || undefined
+
+  const url = request.url
+  const q = url.indexOf('?')
+  // Parse the query only when it can hold a token: most requests pay an indexOf or two.
+  // A token the host can see is a token the gate checked. A name can arrive percent-encoded
+  // (`app%5Ftoken`, `%24%24app_token`), and the host's parser decodes it: so does the gate.
+  // And Express 4's parser (qs) reads `$$app_token[]`, `$$app_token[x]` and `[$$app_token]`
+  // as `$$app_token` too: so the gate counts every value under such a name as the token.
+  if (q !== -1 && (url.indexOf('app', q) !== -1 || url.indexOf('%', q) !== -1)) {
+    const fromQuery: string[] = []
+    for (const [name, value] of new URLSearchParams(url.slice(q + 1))) {
+      if (!readsAs(name, '$$app_token') && !(acceptLegacyParam && readsAs(name, 'app_token'))) continue
+      const trimmed = value.trim()
+      if (trimmed !== '') fromQuery.push(trimmed)
+    }
+    if (fromQuery.length > 0) {
+      const queryToken = sameOrConflict(fromQuery)
+      if (token !== undefined && token !== queryToken) throw new PlatformError('permission_denied', CONFLICT)
+      token = queryToken
+    }
+  }
+  return token
+}
+
+function sameOrConflict(values: readonly string[]): string | undefined {
+  const first = values[0]
+  for (const v of values) if (v !== first) throw new PlatformError('permission_denied', CONFLICT)
+  return first
+}
+
+/**
+ * Whether a string can be an application token at all (base64url, not too long), before
+ * any store lookup. A loop, not a regular expression: it runs on every request.
+ */
+export function isPlausibleAppToken(token: string): boolean {
+  if (token.length > MAX_APP_TOKEN_LENGTH) return false
+  for (let i = 0; i < token.length; i++) {
+    const c = token.charCodeAt(i)
+    // 0-9, A-Z, a-z, '-', '_'
+    if (!((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 45 || c === 95)) return false
+  }
+  return token.length > 0
+}

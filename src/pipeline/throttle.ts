@@ -1,0 +1,225 @@
+/**
+ * Throttling: which budget a request is counted against, the `RateLimit` headers, the
+ * 429, and what happens when the store fails.
+ *
+ * Requests with a valid application token count against that application; requests
+ * without one share the anonymous budget, one pool or per client address. A request with
+ * an invalid token is refused before it gets here and never gets a budget.
+ *
+ * @see docs/platform-rules.md "Limits" and the platform's "Throttling"; docs/guides/throttling.md
+ * @see https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/ (-08 and later)
+ */
+import { LRUCache } from 'lru-cache'
+import { isPromiseLike } from '../util/awaitable.js'
+import { retryAfterSeconds, ThrottledError, StoreError } from '../errors.js'
+import type { Emit } from '../events.js'
+import type { RateResult } from '../limits/gcra.js'
+import type { ResolvedConfig, ResolvedPolicy } from '../config/options.js'
+import { addressKey, type ClientInfo } from '../http/proxy.js'
+import { MemoryStore } from '../store/memory/store.js'
+import type { ApplicationRecord, Awaitable, RateStore } from '../store/store.js'
+
+/** The throttle's verdict on a request that passed, as `req.gate.throttle` shows it. */
+export interface ThrottleInfo {
+  /** The budget the request was counted against. */
+  readonly policy: 'application' | 'anonymous'
+  /** Requests per window for this budget (an application's own limit if it has one). */
+  readonly limit: number
+  readonly windowMs: number
+  /** Requests still allowed right now. */
+  readonly remaining: number
+  /** Milliseconds until the whole budget is available again. */
+  readonly resetMs: number
+  /**
+   * `'store'` normally; `'local'` while the store is failing and `onStoreError: 'memory'`
+   * counts in this process alone (then no `RateLimit` headers are sent: this process's
+   * count is not the shared budget).
+   */
+  readonly source: 'store' | 'local'
+}
+
+/** A rate step's result, marked when this process's fallback counted it instead of the store. */
+export type CountedRate = RateResult & { readonly local?: true }
+
+/** A passed request's throttle verdict and the headers that announce it. */
+export interface ThrottlePass {
+  readonly info: ThrottleInfo
+  readonly headers: Record<string, string>
+}
+
+const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>
+
+/** Applies the configured policies through the (guarded) rate store. */
+export class Throttle {
+  readonly #config: ResolvedConfig
+  readonly #store: RateStore
+  readonly #emit: Emit
+  /** Keys known to be over their limit, and until when (ms): a flood costs no store call. */
+  readonly #blockedUntil = new LRUCache<string, number>({ max: 10_000 })
+  /** `RateLimit-Policy` values by policy and limit: the same few strings on every request. */
+  readonly #policyHeaders = { app: new Map<number, string>(), anon: new Map<number, string>() }
+  readonly #rateLimitPrefix = { app: '"app";r=', anon: '"anon";r=' } as const
+  #fallback: MemoryStore | undefined
+
+  constructor(config: ResolvedConfig, store: RateStore, emit: Emit) {
+    this.#config = config
+    this.#store = store
+    this.#emit = emit
+  }
+
+  /**
+   * Counts one request.
+   * @returns the verdict, or `null` when no policy applies (or the store failed open)
+   * @throws {ThrottledError} over the limit
+   * @throws {StoreError} when the store failed and the mode is `fail-closed`
+   */
+  check(application: ApplicationRecord | null, client: ClientInfo): Awaitable<ThrottlePass | null> {
+    let policy: ResolvedPolicy | null
+    let key: string
+    let limit: number
+    if (application !== null) {
+      policy = this.#config.application
+      if (policy === null) return null
+      key = `app:${application.appToken}`
+      limit = application.limit ?? policy.limit
+    } else {
+      const anonymous = this.#config.anonymous
+      if (anonymous === null) return null
+      policy = anonymous
+      key = anonymous.scope === 'shared' ? 'anon' : `anon:${addressKey(client.ip, anonymous.ipv6Subnet)}`
+      limit = anonymous.limit
+    }
+
+    const chosen = policy
+    const result = this.consume(key, limit, policy.windowMs, 1)
+    if (isPromiseLike(result)) return Promise.resolve(result).then((settled) => this.#verdict(settled, chosen, limit, application, client))
+    return this.#verdict(result, chosen, limit, application, client)
+  }
+
+  #verdict(result: CountedRate | null, policy: ResolvedPolicy, limit: number, application: ApplicationRecord | null, client: ClientInfo): ThrottlePass | null {
+    if (result === null) return null
+    const headers = result.local === true ? NO_HEADERS : this.#headers(policy, limit, result)
+    if (!result.allowed) {
+      this.#emit('throttled', {
+        policy: application === null ? 'anonymous' : 'application',
+        appToken: application?.appToken,
+        ip: client.ip,
+        retryAfterMs: result.retryAfterMs,
+      })
+      const budget = application !== null ? 'application' : this.#config.anonymous?.scope === 'shared' ? 'shared' : 'address'
+      throw throttledError(budget, limit, policy.windowMs, result, headers)
+    }
+    return {
+      info: {
+        policy: application === null ? 'anonymous' : 'application',
+        limit,
+        windowMs: policy.windowMs,
+        remaining: result.remaining,
+        resetMs: result.resetMs,
+        source: result.local === true ? 'local' : 'store',
+      },
+      headers,
+    }
+  }
+
+  /**
+   * One GCRA step on any key, with the configured store-failure mode. Also used for the
+   * brute-force budgets (failed logins, failed client authentication).
+   * @returns `null` when the store failed and the mode is `fail-open`
+   */
+  consume(key: string, limit: number, windowMs: number, cost: number): Awaitable<CountedRate | null> {
+    if (this.#blockedUntil.size > 0 && cost > 0) {
+      const until = this.#blockedUntil.get(key)
+      const now = Date.now()
+      if (until !== undefined && until > now) {
+        return { allowed: false, remaining: 0, resetMs: until - now, retryAfterMs: until - now }
+      }
+    }
+    let result: Awaitable<RateResult>
+    try {
+      result = this.#store.consumeRate(key, limit, windowMs, cost)
+    } catch (error) {
+      return this.#failed(error, key, limit, windowMs, cost)
+    }
+    if (!isPromiseLike(result)) return this.#remember(key, result)
+    return Promise.resolve(result).then(
+      (settled) => this.#remember(key, settled),
+      (error: unknown) => this.#failed(error, key, limit, windowMs, cost),
+    )
+  }
+
+  #remember(key: string, result: CountedRate): CountedRate {
+    if (!result.allowed && result.retryAfterMs > 0) {
+      this.#blockedUntil.set(key, Date.now() + result.retryAfterMs, { ttl: result.retryAfterMs })
+    }
+    return result
+  }
+
+  /**
+   * The store failed: fail closed (throw), open (no verdict) or to this process's memory.
+   * (The store's guard has told the events about the outage, once.)
+   */
+  #failed(error: unknown, key: string, limit: number, windowMs: number, cost: number): CountedRate | null {
+    const mode = this.#config.onStoreError
+    if (mode === 'fail-closed') throw error instanceof StoreError ? error : new StoreError('consumeRate', error)
+    if (mode === 'fail-open') return null
+    this.#fallback ??= new MemoryStore()
+    return this.#remember(key, { ...this.#fallback.consumeRate(key, limit, windowMs, cost), local: true })
+  }
+
+  /** Whether this process saw `key` refused and its wait has not ended yet (no store call). */
+  isBlocked(key: string): boolean {
+    if (this.#blockedUntil.size === 0) return false
+    const until = this.#blockedUntil.get(key)
+    return until !== undefined && until > Date.now()
+  }
+
+  /** Forgets a key everywhere: in the store and in the local block list. */
+  async reset(key: string): Promise<void> {
+    this.#blockedUntil.delete(key)
+    this.#fallback?.resetRate(key)
+    await this.#store.resetRate(key)
+  }
+
+  /**
+   * `RateLimit-Policy` and `RateLimit` (IETF draft -08+), optionally the legacy trio.
+   * `t` is the time until the whole budget is back while requests remain, and the time
+   * until the next request fits once none remain (then it equals `Retry-After`).
+   */
+  #headers(policy: ResolvedPolicy, limit: number, result: RateResult): Record<string, string> {
+    const byLimit = this.#policyHeaders[policy.name]
+    let policyHeader = byLimit.get(limit)
+    if (policyHeader === undefined) {
+      policyHeader = `"${policy.name}";q=${limit};w=${Math.max(1, Math.round(policy.windowMs / 1000))}`
+      if (byLimit.size < 1000) byLimit.set(limit, policyHeader)
+    }
+    const waitMs = result.remaining > 0 ? result.resetMs : result.retryAfterMs
+    const headers: Record<string, string> = {
+      'ratelimit-policy': policyHeader,
+      ratelimit: `${this.#rateLimitPrefix[policy.name]}${result.remaining};t=${Math.ceil(waitMs / 1000)}`,
+    }
+    if (this.#config.legacyHeaders) legacyHeaders(headers, limit, result)
+    return headers
+  }
+}
+
+/** `X-RateLimit-Reset` is epoch seconds when the whole budget is back, as GitHub sends it. */
+function legacyHeaders(headers: Record<string, string>, limit: number, result: RateResult): void {
+  headers['x-ratelimit-limit'] = String(limit)
+  headers['x-ratelimit-remaining'] = String(result.remaining)
+  headers['x-ratelimit-reset'] = String(Math.ceil((Date.now() + result.resetMs) / 1000))
+}
+
+/** The 429's message says which budget is spent: the application's, everyone's, or this address's. */
+function throttledError(budget: 'application' | 'shared' | 'address', limit: number, windowMs: number, result: RateResult, headers: Record<string, string>): ThrottledError {
+  const retryAfter = retryAfterSeconds(result.retryAfterMs)
+  const windowS = Math.round(windowMs / 1000)
+  const register = 'or register an application and send its token in X-App-Token'
+  const message =
+    budget === 'application'
+      ? `Too many requests: this application's limit of ${limit} requests per ${windowS} seconds is used up; retry in ${retryAfter} seconds`
+      : budget === 'shared'
+        ? `Too many requests: requests without an app token share a limit of ${limit} per ${windowS} seconds; retry in ${retryAfter} seconds, ${register}`
+        : `Too many requests: requests without an app token are limited to ${limit} per ${windowS} seconds from each address; retry in ${retryAfter} seconds, ${register}`
+  return new ThrottledError(message, result.retryAfterMs, headers)
+}

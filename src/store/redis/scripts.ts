@@ -1,0 +1,463 @@
+/**
+ * The Lua scripts of {@link RedisStore}. Each runs as one atomic step on the server and
+ * touches only keys that share one hash slot (the store builds the keys with hash tags),
+ * so every one of them also runs on Redis Cluster.
+ *
+ * Scripts are called by `EVALSHA` with the SHA-1 computed here, and by `EVAL` when the
+ * server answers `NOSCRIPT` (after a restart, a `SCRIPT FLUSH`, a failover, or on another
+ * cluster node): Redis then caches the script again by itself.
+ */
+import { createHash } from 'node:crypto'
+
+/** A script and its SHA-1, as `EVALSHA` names it. */
+export interface RedisScript {
+  readonly lua: string
+  readonly sha: string
+  readonly keys: number
+}
+
+function script(keys: number, lua: string): RedisScript {
+  return { lua, sha: createHash('sha1').update(lua).digest('hex'), keys }
+}
+
+/**
+ * One GCRA step, on the server's clock: exactly the arithmetic of `gcraStep` in
+ * `src/limits/gcra.ts` (integer microseconds, emission interval rounded up to a whole µs, times
+ * rounded up to whole ms). The arrival time is one integer string with a TTL of the time
+ * the budget takes to drain, so an idle key costs nothing.
+ *
+ * KEYS[1] the rate key; ARGV limit, windowMs, cost.
+ * Returns {allowed 0|1, remaining, resetMs, retryAfterMs}.
+ */
+export const GCRA = script(
+  1,
+  `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local limit = tonumber(ARGV[1])
+local cost = tonumber(ARGV[3])
+local interval = math.ceil(tonumber(ARGV[2]) * 1000 / limit)
+local stored = redis.call('GET', KEYS[1])
+local tat = now
+if stored then
+  local s = tonumber(stored)
+  if s and s > now then tat = s end
+end
+local function ms(us) if us <= 0 then return 0 end return math.ceil(us / 1000) end
+local newTat = tat + cost * interval
+local allowAt = newTat - interval * limit
+if now < allowAt then return {0, 0, ms(tat - now), ms(allowAt - now)} end
+local remaining = math.floor((now - allowAt) / interval)
+local retry = 0
+if remaining <= 0 then retry = ms(allowAt + interval - now) end
+if cost > 0 then redis.call('SET', KEYS[1], string.format('%.0f', newTat), 'PX', math.ceil((newTat - now) / 1000)) end
+return {1, remaining, ms(newTat - now), retry}`,
+)
+
+/**
+ * Creates a hash if no key of that name exists, with an optional absolute expiry.
+ * KEYS[1] the record; ARGV expireAtMs ('' for none), then field, value pairs.
+ * Returns 1 when created, 0 when the key existed.
+ */
+export const CREATE = script(
+  1,
+  `if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+if ARGV[1] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[1]) end
+return 1`,
+)
+
+/**
+ * Applies a patch to an existing hash: sets some fields, deletes others (a `null`), in
+ * one step, never a read-merge-write.
+ * KEYS[1] the record; ARGV number of pairs to set, the pairs, then the fields to delete.
+ * Returns the whole new hash as a flat array, or nil when there is no such record.
+ */
+export const PATCH = script(
+  1,
+  `if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+local n = tonumber(ARGV[1])
+if n > 0 then redis.call('HSET', KEYS[1], unpack(ARGV, 2, 1 + 2 * n)) end
+if #ARGV > 1 + 2 * n then redis.call('HDEL', KEYS[1], unpack(ARGV, 2 + 2 * n)) end
+return redis.call('HGETALL', KEYS[1])`,
+)
+
+/**
+ * Sets a field once, if the record exists, the field is not set yet, and (optionally) a
+ * condition field holds an expected value: the compare-and-set behind consuming a code and
+ * revoking a token.
+ * KEYS[1] the record; ARGV field, value, [conditionField, expected].
+ * Returns 1 when this call set it, 0 when it was set already or the condition failed,
+ * -1 when there is no such record.
+ */
+export const SET_ONCE = script(
+  1,
+  `if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 0 end
+if ARGV[3] and redis.call('HGET', KEYS[1], ARGV[3]) ~= ARGV[4] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1`,
+)
+
+/**
+ * Adds a member to an index (a sorted set) and makes the index live at least as long as
+ * the record it points to, so indexes of expiring records expire too.
+ * KEYS[1] the index; ARGV score, member, expireAtMs ('' to keep the index forever).
+ */
+export const INDEX_ADD = script(
+  1,
+  `local added = redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
+if ARGV[3] ~= '' then
+  local ttl = redis.call('PTTL', KEYS[1])
+  local t = redis.call('TIME')
+  local wanted = tonumber(ARGV[3]) - (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  if ttl == -1 or ttl < wanted then redis.call('PEXPIRE', KEYS[1], math.max(wanted, 1)) end
+end
+return added`,
+)
+
+/**
+ * Saves a record and adds it to an index in the same slot, unless the record exists.
+ * KEYS[1] the record, KEYS[2] the index; ARGV score, member, then field, value pairs.
+ * Returns 1 when created, 0 when the record existed.
+ */
+export const CREATE_INDEXED = script(
+  2,
+  `if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
+return 1`,
+)
+
+/**
+ * Deletes a record and its index entry.
+ * KEYS[1] the record, KEYS[2] the index; ARGV member. Returns 1 when the record existed.
+ */
+export const DELETE_INDEXED = script(
+  2,
+  `local n = redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return n`,
+)
+
+/**
+ * Every record of an index, oldest first, skipping (and dropping) entries whose record
+ * is gone. KEYS[1] the index; ARGV the record key prefix (record key = prefix .. member).
+ * Returns an array of flat hashes.
+ */
+export const LIST_INDEXED = script(
+  1,
+  `local out = {}
+for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  local record = redis.call('HGETALL', ARGV[1] .. member)
+  if #record == 0 then redis.call('ZREM', KEYS[1], member) else out[#out + 1] = record end
+end
+return out`,
+)
+
+/**
+ * Saves a user, its username and the skeleton of its username, unless the id or the
+ * username exists. KEYS[1] the user, KEYS[2] the username → id hash, KEYS[3] the skeleton
+ * → id hash; ARGV username, id, skeleton ('' for none), then the field pairs. Returns 1,
+ * 0 when the id exists, -1 when the username does. (A skeleton two users share, which
+ * only users saved before skeletons existed can, names the first of them.)
+ */
+export const CREATE_USER = script(
+  3,
+  `if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return -1 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 4))
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+if ARGV[3] ~= '' then redis.call('HSETNX', KEYS[3], ARGV[3], ARGV[2]) end
+return 1`,
+)
+
+/**
+ * Gives a user saved before skeletons existed its skeleton, and indexes it. KEYS[1] the
+ * user, KEYS[2] the skeleton → id hash; ARGV skeleton, id. Returns 1, or 0 when the user
+ * is gone.
+ */
+export const INDEX_SKELETON = script(
+  2,
+  `if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if not redis.call('HGET', KEYS[1], 'usernameSkeleton') then redis.call('HSET', KEYS[1], 'usernameSkeleton', ARGV[1]) end
+redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2])
+return 1`,
+)
+
+/**
+ * A user by username, in one round trip. KEYS[1] the username → id hash; ARGV username,
+ * the user key prefix. Returns the flat hash, or an empty array.
+ */
+export const USER_BY_NAME = script(
+  1,
+  `local id = redis.call('HGET', KEYS[1], ARGV[1])
+if not id then return {} end
+return redis.call('HGETALL', ARGV[2] .. id)`,
+)
+
+/**
+ * Deletes a user and frees the username and its skeleton. KEYS[1] the user, KEYS[2] the
+ * username → id hash, KEYS[3] the skeleton → id hash; ARGV id. Returns 1 when the user existed.
+ */
+export const DELETE_USER = script(
+  3,
+  `local name = redis.call('HGET', KEYS[1], 'username')
+if not name then return 0 end
+local skeleton = redis.call('HGET', KEYS[1], 'usernameSkeleton')
+redis.call('DEL', KEYS[1])
+if redis.call('HGET', KEYS[2], name) == ARGV[1] then redis.call('HDEL', KEYS[2], name) end
+if skeleton and redis.call('HGET', KEYS[3], skeleton) == ARGV[1] then redis.call('HDEL', KEYS[3], skeleton) end
+return 1`,
+)
+
+/**
+ * Saves a session and indexes it under its user. KEYS[1] the session, KEYS[2] the user's
+ * session index; ARGV createdAt, sessionHash, expireAtMs, then pairs. Returns 1, or 0 when
+ * the session exists.
+ */
+export const CREATE_SESSION = script(
+  2,
+  `if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 4))
+redis.call('PEXPIREAT', KEYS[1], ARGV[3])
+redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
+local ttl = redis.call('PTTL', KEYS[2])
+local left = redis.call('PTTL', KEYS[1])
+if ttl == -1 or ttl < left then redis.call('PEXPIRE', KEYS[2], math.max(left, 1)) end
+return 1`,
+)
+
+/**
+ * Deletes a session and its index entry. KEYS[1] the session; ARGV the session hash, the
+ * index key prefix (index = prefix .. userId). Returns 1 when it existed.
+ */
+export const DELETE_SESSION = script(
+  1,
+  `local user = redis.call('HGET', KEYS[1], 'userId')
+if not user then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', ARGV[2] .. user, ARGV[1])
+return 1`,
+)
+
+/**
+ * Deletes all but the newest `keep` sessions of a user (newest by createdAt, then by
+ * session hash), and index entries whose session expired. KEYS[1] the user's session
+ * index; ARGV keep, the session key prefix. Returns how many live sessions it deleted.
+ */
+export const TRIM_SESSIONS = script(
+  1,
+  `local live = {}
+for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  if redis.call('EXISTS', ARGV[2] .. member) == 1 then live[#live + 1] = member
+  else redis.call('ZREM', KEYS[1], member) end
+end
+local deleted = 0
+for i = 1, #live - tonumber(ARGV[1]) do
+  redis.call('DEL', ARGV[2] .. live[i])
+  redis.call('ZREM', KEYS[1], live[i])
+  deleted = deleted + 1
+end
+return deleted`,
+)
+
+/**
+ * Records that a user authorized an application: a new grant starts at `at`, an existing
+ * one moves its last use forward only. KEYS[1] the user's grants hash; ARGV appToken, at.
+ * A grant is stored as "firstAuthorizedAt:lastUsedAt" under the app token.
+ */
+export const RECORD_GRANT = script(
+  1,
+  `local at = tonumber(ARGV[2])
+local current = redis.call('HGET', KEYS[1], ARGV[1])
+if not current then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ':' .. ARGV[2])
+  return 1
+end
+local first, last = string.match(current, '^(%d+):(%d+)$')
+if at > tonumber(last) then redis.call('HSET', KEYS[1], ARGV[1], first .. ':' .. ARGV[2]) end
+return 0`,
+)
+
+/**
+ * What the API key scripts share. One user's keys all live in the user's slot (hash tag
+ * `{u:<userId>}`), under the prefix `P` = ARGV[1] (`<prefix>{u:<userId>}:`):
+ * - `P key:<keyId>`: the key's hash, with `lname` (the name in lower case, for searching),
+ *   `nkey` (the name as fixed-width hex of its UTF-16 code units, so that byte order is
+ *   code-unit order) and, once revoked by `REVOKE_API_KEY`, `purgeAt`.
+ * - Sorted sets, one per sort field, of all keys and of the active ones: `keys:c`/`keys:ca`
+ *   by createdAt, `keys:l`/`keys:la` by lastUsedAt (none = 0), `keys:r`/`keys:ra` by
+ *   revokedAt (none = 0), with the key id as member, so equal scores order by key id; and
+ *   `keys:n`/`keys:na` by name, all scores 0, members `nkey .. '.' .. keyId` (lexical order).
+ * - `keys:p`: revoked keys by purge time.
+ * A page is a rank range of one set: its cost follows the page size, not the user's keys.
+ */
+const API_KEY_LUA = `local P = ARGV[1]
+local function rec(id) return P .. 'key:' .. id end
+local function set(name) return P .. 'keys:' .. name end
+local function fields(raw)
+  local h = {}
+  for i = 1, #raw, 2 do h[raw[i]] = raw[i + 1] end
+  return h
+end
+local function load(id)
+  local raw = redis.call('HGETALL', rec(id))
+  if #raw == 0 then return nil, raw end
+  return fields(raw), raw
+end
+local function unindex(id, h)
+  for _, s in ipairs({'c', 'ca', 'l', 'la', 'r', 'ra', 'p'}) do redis.call('ZREM', set(s), id) end
+  if h and h.nkey then
+    redis.call('ZREM', set('n'), h.nkey .. '.' .. id)
+    redis.call('ZREM', set('na'), h.nkey .. '.' .. id)
+  end
+end
+local function index(id, h)
+  local used = h.lastUsedAt or '0'
+  local name = h.nkey .. '.' .. id
+  redis.call('ZADD', set('c'), h.createdAt, id)
+  redis.call('ZADD', set('l'), used, id)
+  redis.call('ZADD', set('r'), h.revokedAt or '0', id)
+  redis.call('ZADD', set('n'), 0, name)
+  if not h.revokedAt then
+    redis.call('ZADD', set('ca'), h.createdAt, id)
+    redis.call('ZADD', set('la'), used, id)
+    redis.call('ZADD', set('ra'), 0, id)
+    redis.call('ZADD', set('na'), 0, name)
+  elseif h.purgeAt then
+    redis.call('ZADD', set('p'), h.purgeAt, id)
+  end
+end
+-- Deletes up to n keys whose purge time is at or before now.
+local function purge(now, n)
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', set('p'), '-inf', now, 'LIMIT', 0, n)) do
+    unindex(id, load(id))
+    redis.call('DEL', rec(id))
+  end
+end
+`
+
+function apiKeyScript(lua: string): RedisScript {
+  return script(1, API_KEY_LUA + lua)
+}
+
+/**
+ * Saves a new key, and with limits refuses it atomically when an active key of the user
+ * has its name or a cap is reached; purges up to 100 keys past their purge time first.
+ * KEYS[1] the user's `keys:c`; ARGV P, now, maxActive ('' for no limits), maxTotal, keyId,
+ * then field, value pairs (with lname and nkey).
+ * Returns 'created', 'exists', 'name-taken', 'active-limit' or 'total-limit'.
+ */
+export const CREATE_API_KEY = apiKeyScript(
+  `local now = ARGV[2]
+local id = ARGV[5]
+purge(now, 100)
+if redis.call('EXISTS', rec(id)) == 1 then return 'exists' end
+local h = fields({unpack(ARGV, 6)})
+if ARGV[3] ~= '' then
+  if #redis.call('ZRANGEBYLEX', set('na'), '[' .. h.nkey .. '.', '(' .. h.nkey .. '/', 'LIMIT', 0, 1) > 0 then return 'name-taken' end
+  if redis.call('ZCARD', set('ca')) >= tonumber(ARGV[3]) then return 'active-limit' end
+  local total = redis.call('ZCARD', set('c')) - redis.call('ZCOUNT', set('p'), '-inf', now)
+  if total >= tonumber(ARGV[4]) then return 'total-limit' end
+end
+redis.call('HSET', rec(id), unpack(ARGV, 6))
+index(id, h)
+return 'created'`,
+)
+
+/**
+ * Applies a patch to a key and moves it in the user's sorted sets to match.
+ * KEYS[1] the user's `keys:c`; ARGV P, keyId, number of pairs to set, the pairs, then the
+ * fields to delete. Returns the new hash as a flat array, or nil when there is no such key.
+ */
+export const PATCH_API_KEY = apiKeyScript(
+  `local id = ARGV[2]
+local h = load(id)
+if not h then return false end
+unindex(id, h)
+local n = tonumber(ARGV[3])
+if n > 0 then redis.call('HSET', rec(id), unpack(ARGV, 4, 3 + 2 * n)) end
+if #ARGV > 3 + 2 * n then redis.call('HDEL', rec(id), unpack(ARGV, 4 + 2 * n)) end
+local after, raw = load(id)
+index(id, after)
+return raw`,
+)
+
+/**
+ * Revokes a key if it is not revoked yet (a compare-and-set), to be purged at purgeAt; the
+ * hash expires by itself a day later, should the user never come back.
+ * KEYS[1] the user's `keys:c`; ARGV P, keyId, at, purgeAt, expireAtMs.
+ * Returns the new hash as a flat array, or nil when unknown or revoked already.
+ */
+export const REVOKE_API_KEY = apiKeyScript(
+  `local id = ARGV[2]
+local h = load(id)
+if not h or h.revokedAt then return false end
+unindex(id, h)
+redis.call('HSET', rec(id), 'revokedAt', ARGV[3], 'purgeAt', ARGV[4])
+redis.call('PEXPIREAT', rec(id), ARGV[5])
+local after, raw = load(id)
+index(id, after)
+return raw`,
+)
+
+/**
+ * One page of a user's keys: the rank range after the seek key in one sorted set, each
+ * key's hash read; with a search, keys are read in order until the page is full or
+ * scanMax keys were looked at. Purges up to 100 keys past their purge time first. A
+ * member whose hash is gone (expired) is skipped and dropped.
+ * KEYS[1] the user's `keys:c`; ARGV P, now, set name, 'asc'|'desc', limit, seek keyId (''
+ * for none), the seek key's score field ('' for a name set), search (lower case, '' for
+ * none), search as sent (matches a key id), scanMax.
+ * Returns an array of flat hashes.
+ */
+export const LIST_API_KEYS = apiKeyScript(
+  `purge(ARGV[2], 100)
+local s = set(ARGV[3])
+local byName = ARGV[3] == 'n' or ARGV[3] == 'na'
+local desc = ARGV[4] == 'desc'
+local limit = tonumber(ARGV[5])
+local search, exact, scanMax = ARGV[8], ARGV[9], tonumber(ARGV[10])
+local start = 0
+if ARGV[6] ~= '' then
+  local a = load(ARGV[6])
+  if not a then return {} end
+  local member, score = ARGV[6], 0
+  if byName then member = a.nkey .. '.' .. ARGV[6] else score = a[ARGV[7]] or '0' end
+  -- Where the seek key is, or would be: put it in for the rank, take it out again.
+  local added = redis.call('ZADD', s, 'NX', score, member)
+  local rank
+  if desc then rank = redis.call('ZREVRANK', s, member) else rank = redis.call('ZRANK', s, member) end
+  if added == 1 then redis.call('ZREM', s, member) end
+  start = rank + 1
+end
+local out, gone, scanned = {}, {}, 0
+local chunk = limit
+if search ~= '' then chunk = 100 end
+while #out < limit do
+  local members
+  if desc then members = redis.call('ZREVRANGE', s, start, start + chunk - 1) else members = redis.call('ZRANGE', s, start, start + chunk - 1) end
+  if #members == 0 then break end
+  start = start + #members
+  for _, member in ipairs(members) do
+    local id = member
+    if byName then id = string.sub(member, string.find(member, '.', 1, true) + 1) end
+    local found = true
+    if search ~= '' then
+      scanned = scanned + 1
+      local lname = redis.call('HGET', rec(id), 'lname')
+      if not lname then found = nil; gone[#gone + 1] = member
+      elseif id ~= exact and not string.find(lname, search, 1, true) then found = false end
+    end
+    if found then
+      local raw = redis.call('HGETALL', rec(id))
+      if #raw == 0 then gone[#gone + 1] = member else out[#out + 1] = raw end
+      if #out == limit then break end
+    end
+    if search ~= '' and scanned >= scanMax then break end
+  end
+  if search ~= '' and scanned >= scanMax then break end
+end
+for _, member in ipairs(gone) do redis.call('ZREM', s, member) end
+return out`,
+)

@@ -1,0 +1,745 @@
+/**
+ * The shared store: every instance of the gate behind a load balancer counts against the
+ * same budgets and sees the same applications, users, keys, tokens, codes and sessions,
+ * through Redis (a single server, a replicated one, or Redis Cluster), on ioredis.
+ *
+ * - Records are hashes; tokens, codes and sessions carry a TTL so Redis drops them itself.
+ * - Each throttling step is one `EVALSHA` of a GCRA script computed on the server's clock
+ *   (`TIME`), so instances with skewed clocks agree. `EVAL` is sent on `NOSCRIPT`.
+ * - Every script touches keys of one hash slot only (hash tags), so it runs on Cluster,
+ *   and nothing uses `KEYS` or `SCAN`.
+ * - The client it makes never lets a request hang: no offline queue, a command timeout,
+ *   no command replayed after a reconnect, a reconnect every quarter second at most.
+ * - Application changes are published on a channel; every instance's gate drops its
+ *   cached copy (see {@link StoreEventSink}).
+ *
+ * Key layout, under the prefix (default `odg:`), hash tag in braces:
+ * `rate:{key}`, `token:{hash}`, `{c:hash}:code`, `{c:hash}:tokens`, `{u:id}:tokens`,
+ * `{a:token}:tokens`, `keyowner:{keyId}`, `{u:id}:key:keyId`, `{u:id}:keys:*` (a user's
+ * API keys and their sorted sets, see `CREATE_API_KEY`), `{u:id}:grants`,
+ * `{apps}:app:token`, `{apps}:index`, `{users}:user:id`, `{users}:names`, `{users}:skeletons`,
+ * `{sessions}:s:hash`, `{sessions}:u:id`. Applications, users and sessions each live in one
+ * slot (they are created rarely and read through caches or on sign-in); rate keys and
+ * tokens, the request path, spread over the cluster. A user's API keys share the user's
+ * slot, so that creating one (with the name and cap checks), revoking one and listing a
+ * page are each one script; `keyowner:{keyId}` names the user of a key id.
+ *
+ * @module open-data-gate/redis
+ */
+import { Redis, type Cluster, type RedisOptions } from 'ioredis'
+import type { RateResult } from '../../limits/gcra.js'
+import {
+  CREATE,
+  CREATE_API_KEY,
+  CREATE_INDEXED,
+  CREATE_SESSION,
+  CREATE_USER,
+  DELETE_INDEXED,
+  DELETE_SESSION,
+  DELETE_USER,
+  GCRA,
+  INDEX_ADD,
+  LIST_API_KEYS,
+  INDEX_SKELETON,
+  LIST_INDEXED,
+  PATCH,
+  PATCH_API_KEY,
+  RECORD_GRANT,
+  REVOKE_API_KEY,
+  SET_ONCE,
+  TRIM_SESSIONS,
+  USER_BY_NAME,
+  type RedisScript,
+} from './scripts.js'
+import { usernameSkeleton } from '../../management/usernames.js'
+import type {
+  AccessTokenFilter,
+  AccessTokenRecord,
+  ApiKeyInsertResult,
+  ApiKeyLimits,
+  ApiKeyPatch,
+  ApiKeyQuery,
+  ApiKeyRecord,
+  ApplicationPatch,
+  ApplicationRecord,
+  AuthorizationCodeRecord,
+  GateStore,
+  GrantRecord,
+  SessionRecord,
+  StoreEventSink,
+  UserPatch,
+  UserRecord,
+} from '../store.js'
+
+/** A client the store can use: an ioredis `Redis` or `Cluster`. */
+export type RedisClient = Redis | Cluster
+
+/** Options every form of {@link RedisStoreOptions} takes. */
+interface CommonOptions {
+  /**
+   * Put before every key and the change channel, so that several gates (or other
+   * software) share one Redis without meeting. Default `odg:`. Must not contain `{` or
+   * `}`: the store places its own hash tags.
+   */
+  prefix?: string
+  /**
+   * How long a used authorization code is kept after it expires, so that a late replay is
+   * still recognised and revokes the tokens issued from it. Default 1 hour.
+   */
+  usedCodeRetentionMs?: number
+}
+
+/** The store makes and owns its client; {@link RedisStore.close} quits it. */
+export interface RedisStoreUrlOptions extends CommonOptions {
+  /** `redis://[[user]:password@]host[:port][/db]`, or `rediss://` for TLS. */
+  url: string
+  /**
+   * How long one Redis command may take before it fails. Default 500 ms. Keep it at or
+   * under the gate's `storeTimeoutMs`.
+   */
+  commandTimeoutMs?: number
+  /** More ioredis options (TLS, a connection name, ...). They override the store's defaults. */
+  redisOptions?: Omit<RedisOptions, 'replyMapping'>
+}
+
+/** The store uses a client you made; it never closes it. */
+export interface RedisStoreClientOptions extends CommonOptions {
+  /**
+   * An ioredis `Redis` or `Cluster`. Give it `enableOfflineQueue: false`, a
+   * `commandTimeout` and `maxRetriesPerRequest: 0`, as {@link redisClientDefaults} does,
+   * or requests wait while it reconnects.
+   */
+  client: RedisClient
+}
+
+/** Options of {@link RedisStore}: a URL (the store owns its client) or a client (you own it). */
+export type RedisStoreOptions = RedisStoreUrlOptions | RedisStoreClientOptions
+
+/**
+ * The ioredis options under which no request waits on Redis longer than
+ * `commandTimeoutMs`: commands fail at once while the client is disconnected (no offline
+ * queue), are never sent again after a reconnect (a rate step replayed would count
+ * twice), and the client reconnects within a quarter second of Redis answering again, or
+ * of a restarted Redis finishing loading its data.
+ * Use them for a client you hand to the store: `new Redis(url, redisClientDefaults())`, or
+ * `new Cluster(nodes, { enableOfflineQueue: false, enableAutoPipelining: true, redisOptions: redisClientDefaults() })`.
+ */
+export function redisClientDefaults(commandTimeoutMs = 500): Omit<RedisOptions, 'replyMapping'> {
+  return {
+    enableOfflineQueue: false,
+    commandTimeout: commandTimeoutMs,
+    connectTimeout: Math.max(commandTimeoutMs, 1000),
+    maxRetriesPerRequest: 0,
+    autoResendUnfulfilledCommands: false,
+    retryStrategy: (times) => Math.min(50 * times, 250),
+    // A client that connects while a restarted Redis is still loading its data checks again
+    // after the server's own estimate, at least a second by ioredis's default, so the gate
+    // went on failing for up to seconds after Redis was ready (found by `npm run soak`).
+    maxLoadingRetryTime: 100,
+    // Commands of concurrent requests leave in one write and are read by Redis in one
+    // read: under load, Redis spends its CPU on the scripts, not on system calls.
+    enableAutoPipelining: true,
+  }
+}
+
+/** A hash as Redis gives it back: an object (HGETALL) or a flat array (from a script). */
+type RawHash = Record<string, string> | string[]
+
+/** How a record's fields are written in a hash. A `null` is an absent field. */
+type FieldKind = 'string' | 'number' | 'string?' | 'number?' | 'json'
+type Schema = Readonly<Record<string, FieldKind>>
+
+const APPLICATION: Schema = {
+  appToken: 'string',
+  name: 'string',
+  secretHash: 'string',
+  callbackPrefix: 'string?',
+  limit: 'number?',
+  createdAt: 'number',
+  updatedAt: 'number',
+}
+const USER: Schema = {
+  id: 'string',
+  username: 'string',
+  usernameSkeleton: 'string?',
+  screenName: 'string',
+  displayName: 'string',
+  email: 'string',
+  rights: 'json',
+  passwordHash: 'string?',
+  createdAt: 'number',
+  updatedAt: 'number',
+}
+const API_KEY: Schema = {
+  keyId: 'string',
+  userId: 'string',
+  name: 'string',
+  secretHash: 'string',
+  createdAt: 'number',
+  lastUsedAt: 'number?',
+  revokedAt: 'number?',
+}
+const ACCESS_TOKEN: Schema = {
+  tokenHash: 'string',
+  userId: 'string',
+  appToken: 'string',
+  codeHash: 'string?',
+  createdAt: 'number',
+  expiresAt: 'number',
+  revokedAt: 'number?',
+}
+const CODE: Schema = {
+  codeHash: 'string',
+  appToken: 'string',
+  userId: 'string',
+  redirectUri: 'string',
+  codeChallenge: 'string?',
+  createdAt: 'number',
+  expiresAt: 'number',
+  usedAt: 'number?',
+}
+const SESSION: Schema = { sessionHash: 'string', userId: 'string', passwordStamp: 'string', createdAt: 'number', expiresAt: 'number' }
+
+/** Field, value pairs to HSET; `null` fields are left out. */
+function encode(schema: Schema, record: object): string[] {
+  const out: string[] = []
+  for (const [field, kind] of Object.entries(schema)) {
+    const value = (record as Record<string, unknown>)[field]
+    if (value === null || value === undefined) continue
+    out.push(field, kind === 'json' ? JSON.stringify(value) : String(value))
+  }
+  return out
+}
+
+/** The pairs to set and the fields to delete for a patch, as PATCH takes them. */
+function encodePatch(schema: Schema, patch: object): string[] {
+  const set: string[] = []
+  const unset: string[] = []
+  for (const [field, value] of Object.entries(patch)) {
+    const kind = schema[field]
+    if (kind === undefined || value === undefined) continue
+    if (value === null) unset.push(field)
+    else set.push(field, kind === 'json' ? JSON.stringify(value) : String(value))
+  }
+  return [String(set.length / 2), ...set, ...unset]
+}
+
+function decode<T>(schema: Schema, raw: RawHash | null | undefined): T | undefined {
+  if (raw === null || raw === undefined) return undefined
+  let hash: Record<string, string>
+  if (Array.isArray(raw)) {
+    if (raw.length === 0) return undefined
+    hash = {}
+    for (let i = 0; i < raw.length; i += 2) hash[raw[i] as string] = raw[i + 1] as string
+  } else {
+    hash = raw
+  }
+  const out: Record<string, unknown> = {}
+  let any = false
+  for (const [field, kind] of Object.entries(schema)) {
+    const value = hash[field]
+    if (value === undefined) {
+      out[field] = null
+      continue
+    }
+    any = true
+    out[field] = kind === 'json' ? JSON.parse(value) : kind === 'number' || kind === 'number?' ? Number(value) : value
+  }
+  return any ? (out as T) : undefined
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT')
+}
+
+/**
+ * A {@link GateStore} on Redis or Redis Cluster, for several instances of the gate.
+ *
+ * @example
+ * import { RedisStore } from 'open-data-gate/redis'
+ * // The store makes its client and owns it: gate.close() quits it.
+ * const gate = createGate({ store: new RedisStore({ url: 'redis://127.0.0.1:6379', prefix: 'odg:' }), storeTimeoutMs: 250 })
+ * // Or a client (Redis or Cluster) you own; the store never closes it.
+ * const store = new RedisStore({ client: new Cluster(nodes, { enableOfflineQueue: false, enableAutoPipelining: true, redisOptions: redisClientDefaults() }) })
+ */
+export class RedisStore implements GateStore {
+  readonly #client: RedisClient
+  readonly #owned: boolean
+  readonly #p: string
+  readonly #codeRetentionMs: number
+  readonly #channel: string
+  readonly #sinks = new Set<StoreEventSink>()
+  #subscriber: RedisClient | undefined
+  /** Until the client has been ready once, calls wait for it (bounded); never after. */
+  #everReady: boolean
+  #firstReady: Promise<void> | undefined
+  readonly #readyWaitMs: number
+  #closed = false
+
+  constructor(options: RedisStoreOptions) {
+    if (options === null || typeof options !== 'object') throw new TypeError('open-data-gate: RedisStore needs { url } or { client }')
+    const prefix = options.prefix ?? 'odg:'
+    if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
+      throw new TypeError(`open-data-gate: RedisStore prefix must be a string without { or }, got ${JSON.stringify(prefix)}`)
+    }
+    const retention = options.usedCodeRetentionMs ?? 3_600_000
+    if (!Number.isSafeInteger(retention) || retention < 0) {
+      throw new TypeError(`open-data-gate: RedisStore usedCodeRetentionMs must be a non-negative integer, got ${String(retention)}`)
+    }
+    this.#p = prefix
+    this.#codeRetentionMs = retention
+    this.#channel = `${prefix}application-changed`
+    if ('client' in options && options.client !== undefined) {
+      this.#client = options.client
+      this.#owned = false
+      this.#readyWaitMs = 1000
+    } else if ('url' in options && typeof options.url === 'string') {
+      const timeout = options.commandTimeoutMs ?? 500
+      if (!Number.isSafeInteger(timeout) || timeout < 1) {
+        throw new TypeError(`open-data-gate: RedisStore commandTimeoutMs must be a positive integer, got ${String(timeout)}`)
+      }
+      this.#client = new Redis(options.url, { ...redisClientDefaults(timeout), ...options.redisOptions } as RedisOptions & { replyMapping?: never })
+      this.#owned = true
+      this.#readyWaitMs = Math.max(timeout, 1000)
+      // The gate learns of an outage from the failed calls; an unhandled 'error' event
+      // would only print ioredis' own complaint on every reconnect attempt.
+      this.#client.on('error', () => {})
+    } else {
+      throw new TypeError('open-data-gate: RedisStore needs { url } or { client }')
+    }
+    this.#everReady = this.#client.status === 'ready'
+    if (!this.#everReady) this.#client.once('ready', () => (this.#everReady = true))
+  }
+
+  /** The client the store talks through (yours, or the one it made from `url`). */
+  get client(): RedisClient {
+    return this.#client
+  }
+
+  // ---- plumbing ----
+
+  /**
+   * Right after the store is made, the connection may not be up yet and a client without
+   * an offline queue would refuse every call: wait for it once, for a bounded time.
+   */
+  #whenReady(): Promise<void> {
+    this.#firstReady ??= new Promise<void>((resolve) => {
+      const timer = setTimeout(done, this.#readyWaitMs)
+      function done(): void {
+        clearTimeout(timer)
+        resolve()
+      }
+      this.#client.once('ready', done)
+    })
+    return this.#firstReady
+  }
+
+  /** `EVALSHA`, and `EVAL` when the server does not know the script. */
+  #run(script: RedisScript, keys: string[], args: Array<string | number>): Promise<unknown> {
+    if (!this.#everReady) return this.#whenReady().then(() => this.#evalsha(script, keys, args))
+    return this.#evalsha(script, keys, args)
+  }
+
+  #evalsha(script: RedisScript, keys: string[], args: Array<string | number>): Promise<unknown> {
+    const client = this.#client
+    return client.evalsha(script.sha, script.keys, ...keys, ...args).catch((error: unknown) => {
+      if (!isNoScript(error)) throw error
+      return client.eval(script.lua, script.keys, ...keys, ...args)
+    })
+  }
+
+  /** A plain command, with the same first-connection wait as scripts. */
+  #call<T>(send: (client: RedisClient) => Promise<T>): Promise<T> {
+    if (!this.#everReady) return this.#whenReady().then(() => send(this.#client))
+    return send(this.#client)
+  }
+
+  /** Tells every attached gate on this instance, and every other instance, that an application changed. */
+  async #changed(appToken: string): Promise<void> {
+    for (const sink of this.#sinks) sink.applicationChanged(appToken)
+    // Best effort: the other instances' caches also expire by themselves.
+    await this.#call((c) => c.publish(this.#channel, appToken)).catch(() => {})
+  }
+
+  /**
+   * Keeps `sink` for change notifications. The first call subscribes to the change
+   * channel on a duplicate of the client (a subscribed connection can send nothing else).
+   */
+  attach(sink: StoreEventSink): void {
+    this.#sinks.add(sink)
+    if (this.#subscriber !== undefined || this.#closed) return
+    const subscriber = duplicate(this.#client)
+    this.#subscriber = subscriber
+    subscriber.on('error', () => {})
+    subscriber.on('message', (channel: string, appToken: string) => {
+      if (channel !== this.#channel) return
+      for (const each of this.#sinks) each.applicationChanged(appToken)
+    })
+    // ioredis subscribes again by itself after every reconnect.
+    subscriber.subscribe(this.#channel).catch(() => {})
+  }
+
+  /** Quits the subscriber, and the client when the store made it; a client you gave stays open. */
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    const quits: Array<Promise<void>> = []
+    if (this.#subscriber !== undefined) quits.push(quit(this.#subscriber))
+    if (this.#owned) quits.push(quit(this.#client))
+    await Promise.all(quits)
+  }
+
+  // ---- keys ----
+
+  #appKey(appToken: string): string {
+    return `${this.#p}{apps}:app:${appToken}`
+  }
+  #userKey(id: string): string {
+    return `${this.#p}{users}:user:${id}`
+  }
+  #tokenKey(hash: string): string {
+    return `${this.#p}token:{${hash}}`
+  }
+  #codeKey(hash: string): string {
+    return `${this.#p}{c:${hash}}:code`
+  }
+  #sessionKey(hash: string): string {
+    return `${this.#p}{sessions}:s:${hash}`
+  }
+  /** The index a filter reads, and the condition each of its tokens must meet. */
+  #tokenIndex(filter: AccessTokenFilter): { index: string; condition: string[] } {
+    if ('codeHash' in filter) return { index: `${this.#p}{c:${filter.codeHash}}:tokens`, condition: [] }
+    if (filter.userId !== undefined) {
+      // One user's tokens for one application: the user's index, each token checked for the app.
+      const condition = filter.appToken === undefined ? [] : ['appToken', filter.appToken]
+      return { index: `${this.#p}{u:${filter.userId}}:tokens`, condition }
+    }
+    return { index: `${this.#p}{a:${filter.appToken}}:tokens`, condition: [] }
+  }
+
+  // ---- applications ----
+
+  async insertApplication(record: ApplicationRecord): Promise<void> {
+    const created = await this.#run(CREATE_INDEXED, [this.#appKey(record.appToken), `${this.#p}{apps}:index`], [record.createdAt, record.appToken, ...encode(APPLICATION, record)])
+    if (created !== 1) throw new Error('an application with this app token exists')
+    await this.#changed(record.appToken)
+  }
+
+  async getApplication(appToken: string): Promise<ApplicationRecord | undefined> {
+    return decode(APPLICATION, await this.#call((c) => c.hgetall(this.#appKey(appToken))))
+  }
+
+  async listApplications(): Promise<ApplicationRecord[]> {
+    const rows = (await this.#run(LIST_INDEXED, [`${this.#p}{apps}:index`], [`${this.#p}{apps}:app:`])) as string[][]
+    return rows.map((row) => decode<ApplicationRecord>(APPLICATION, row)).filter((r) => r !== undefined)
+  }
+
+  async updateApplication(appToken: string, patch: ApplicationPatch): Promise<ApplicationRecord | undefined> {
+    const updated = decode<ApplicationRecord>(APPLICATION, (await this.#run(PATCH, [this.#appKey(appToken)], encodePatch(APPLICATION, patch))) as string[] | null)
+    if (updated !== undefined) await this.#changed(appToken)
+    return updated
+  }
+
+  async deleteApplication(appToken: string): Promise<boolean> {
+    const deleted = (await this.#run(DELETE_INDEXED, [this.#appKey(appToken), `${this.#p}{apps}:index`], [appToken])) === 1
+    if (deleted) await this.#changed(appToken)
+    return deleted
+  }
+
+  // ---- users ----
+
+  async insertUser(record: UserRecord): Promise<void> {
+    const keys = [this.#userKey(record.id), `${this.#p}{users}:names`, `${this.#p}{users}:skeletons`]
+    const created = await this.#run(CREATE_USER, keys, [record.username, record.id, record.usernameSkeleton ?? '', ...encode(USER, record)])
+    if (created === 0) throw new Error('a user with this id exists')
+    if (created !== 1) throw new Error('a user with this username exists')
+  }
+
+  async getUser(id: string): Promise<UserRecord | undefined> {
+    return decode(USER, await this.#call((c) => c.hgetall(this.#userKey(id))))
+  }
+
+  async getUserByUsername(username: string): Promise<UserRecord | undefined> {
+    return decode(USER, (await this.#run(USER_BY_NAME, [`${this.#p}{users}:names`], [username, `${this.#p}{users}:user:`])) as string[])
+  }
+
+  /**
+   * A user by the skeleton of the username (`{users}:skeletons`, skeleton → id). The first
+   * call on a store whose users were saved before skeletons existed gives each of them its
+   * skeleton first (once per store: `{users}:skeletons:complete` remembers it).
+   */
+  async getUserBySkeleton(skeleton: string): Promise<UserRecord | undefined> {
+    await this.#indexSkeletons()
+    return decode(USER, (await this.#run(USER_BY_NAME, [`${this.#p}{users}:skeletons`], [skeleton, `${this.#p}{users}:user:`])) as string[])
+  }
+
+  async #indexSkeletons(): Promise<void> {
+    const done = `${this.#p}{users}:skeletons:complete`
+    if ((await this.#call((c) => c.exists(done))) === 1) return
+    for (const user of await this.listUsers()) {
+      if (typeof user.usernameSkeleton === 'string') continue
+      await this.#run(INDEX_SKELETON, [this.#userKey(user.id), `${this.#p}{users}:skeletons`], [await usernameSkeleton(user.username), user.id])
+    }
+    await this.#call((c) => c.set(done, '1'))
+  }
+
+  /** Every user, oldest first: for operators (the command's `users list`), never on the request path. */
+  async listUsers(): Promise<UserRecord[]> {
+    const ids = await this.#call((c) => c.hvals(`${this.#p}{users}:names`))
+    const found = await Promise.all(ids.map((id) => this.getUser(id)))
+    return found.filter((u): u is UserRecord => u !== undefined).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1))
+  }
+
+  async updateUser(id: string, patch: UserPatch): Promise<UserRecord | undefined> {
+    return decode(USER, (await this.#run(PATCH, [this.#userKey(id)], encodePatch(USER, patch))) as string[] | null)
+  }
+
+  async deleteUser(id: string): Promise<boolean> {
+    return (await this.#run(DELETE_USER, [this.#userKey(id), `${this.#p}{users}:names`, `${this.#p}{users}:skeletons`], [id])) === 1
+  }
+
+  // ---- API keys ----
+
+  /** Where a key's owner is recorded, in the key id's own slot: what makes key ids unique. */
+  #keyOwner(keyId: string): string {
+    return `${this.#p}keyowner:{${keyId}}`
+  }
+  /** The prefix of everything of one user's keys, in the user's slot (see `CREATE_API_KEY`). */
+  #userKeys(userId: string): string {
+    return `${this.#p}{u:${userId}}:`
+  }
+
+  /**
+   * Claims the key id (`SET NX` in its own slot), then saves the key in its user's slot
+   * with one script that checks the name and the caps and indexes it, atomically.
+   */
+  async insertApiKey(record: ApiKeyRecord, limits?: ApiKeyLimits): Promise<ApiKeyInsertResult> {
+    const owner = this.#keyOwner(record.keyId)
+    if ((await this.#call((c) => c.set(owner, record.userId, 'NX'))) !== 'OK') throw new Error('an API key with this id exists')
+    let result: unknown
+    try {
+      const P = this.#userKeys(record.userId)
+      const caps = limits === undefined ? ['', ''] : [limits.maxActive, limits.maxTotal]
+      result = await this.#run(CREATE_API_KEY, [`${P}keys:c`], [P, Date.now(), ...caps, record.keyId, ...encode(API_KEY, record), ...searchFields(record.name)])
+    } catch (error) {
+      await this.#call((c) => c.del(owner)).catch(() => {})
+      throw error
+    }
+    if (result === 'created') return 'created'
+    await this.#call((c) => c.del(owner))
+    if (result === 'exists') throw new Error('an API key with this id exists')
+    return result as ApiKeyInsertResult
+  }
+
+  /** Two commands: the key id's owner, then the key in the owner's slot. */
+  async getApiKey(keyId: string): Promise<ApiKeyRecord | undefined> {
+    const userId = await this.#call((c) => c.get(this.#keyOwner(keyId)))
+    if (userId === null) return undefined
+    return decode(API_KEY, await this.#call((c) => c.hgetall(`${this.#userKeys(userId)}key:${keyId}`)))
+  }
+
+  /**
+   * One script in the user's slot: a rank range of the sorted set of the query's order,
+   * each key of the page read (see `LIST_API_KEYS`). About `limit` commands inside, however
+   * many keys the user has; a `nameSearch` looks at up to {@link NAME_SEARCH_SCAN} keys.
+   * Without a query, every key of the user, oldest first (operators only).
+   */
+  async listApiKeys(userId: string, query?: ApiKeyQuery): Promise<ApiKeyRecord[]> {
+    const P = this.#userKeys(userId)
+    const q = query ?? { limit: 1_000_000_000, sortBy: 'createdAt', order: 'asc', includeRevoked: true }
+    const set = SORT_SETS[q.sortBy] + (q.includeRevoked ? '' : 'a')
+    const search = q.nameSearch ?? ''
+    const rows = (await this.#run(LIST_API_KEYS, [`${P}keys:c`], [P, Date.now(), set, q.order, q.limit, q.after ?? '', q.sortBy, search.toLowerCase(), search, NAME_SEARCH_SCAN])) as string[][]
+    return rows.map((row) => decode<ApiKeyRecord>(API_KEY, row)).filter((r): r is ApiKeyRecord => r !== undefined)
+  }
+
+  async updateApiKey(keyId: string, patch: ApiKeyPatch): Promise<ApiKeyRecord | undefined> {
+    const userId = await this.#call((c) => c.get(this.#keyOwner(keyId)))
+    if (userId === null) return undefined
+    const P = this.#userKeys(userId)
+    const [count, ...rest] = encodePatch(API_KEY, patch)
+    const set = rest.slice(0, Number(count) * 2)
+    const unset = rest.slice(Number(count) * 2)
+    if (patch.name !== undefined) set.push(...searchFields(patch.name))
+    // A key made active again is no longer to be purged.
+    if (patch.revokedAt === null) unset.push('purgeAt')
+    return decode(API_KEY, (await this.#run(PATCH_API_KEY, [`${P}keys:c`], [P, keyId, set.length / 2, ...set, ...unset])) as string[] | null)
+  }
+
+  /**
+   * A compare-and-set in the key's user's slot; the key's hash and its owner record expire
+   * a day after `purgeAt`, should the user never list or create keys again.
+   */
+  async revokeApiKey(keyId: string, at: number, purgeAt: number): Promise<ApiKeyRecord | undefined> {
+    const owner = this.#keyOwner(keyId)
+    const userId = await this.#call((c) => c.get(owner))
+    if (userId === null) return undefined
+    const P = this.#userKeys(userId)
+    const expireAt = purgeAt + PURGED_KEY_EXPIRY_MS
+    const revoked = decode<ApiKeyRecord>(API_KEY, (await this.#run(REVOKE_API_KEY, [`${P}keys:c`], [P, keyId, at, purgeAt, expireAt])) as string[] | null)
+    if (revoked !== undefined) await this.#call((c) => c.pexpireat(owner, expireAt)).catch(() => {})
+    return revoked
+  }
+
+  // ---- access tokens ----
+
+  async insertAccessToken(record: AccessTokenRecord): Promise<void> {
+    // Indexes first, so that a revocation that starts once this call has returned finds
+    // the token; an index entry whose token never came to be is dropped when met.
+    const filters: AccessTokenFilter[] = [{ userId: record.userId }, { appToken: record.appToken }]
+    if (record.codeHash !== null) filters.push({ codeHash: record.codeHash })
+    await Promise.all(filters.map((f) => this.#run(INDEX_ADD, [this.#tokenIndex(f).index], [record.createdAt, record.tokenHash, record.expiresAt])))
+    const created = await this.#run(CREATE, [this.#tokenKey(record.tokenHash)], [record.expiresAt, ...encode(ACCESS_TOKEN, record)])
+    if (created !== 1) throw new Error('an access token with this hash exists')
+  }
+
+  async getAccessToken(tokenHash: string): Promise<AccessTokenRecord | undefined> {
+    return decode(ACCESS_TOKEN, await this.#call((c) => c.hgetall(this.#tokenKey(tokenHash))))
+  }
+
+  async revokeAccessToken(tokenHash: string, at: number): Promise<boolean> {
+    return (await this.#run(SET_ONCE, [this.#tokenKey(tokenHash)], ['revokedAt', at])) === 1
+  }
+
+  /**
+   * Each token is revoked by its own compare-and-set, so concurrent revocations count
+   * each token once, and every token inserted before this call is in the index it reads.
+   */
+  async revokeAccessTokens(filter: AccessTokenFilter, at: number): Promise<number> {
+    const { index, condition } = this.#tokenIndex(filter)
+    const hashes = await this.#call((c) => c.zrange(index, '0', '-1'))
+    const results = await Promise.all(hashes.map((hash) => this.#run(SET_ONCE, [this.#tokenKey(hash)], ['revokedAt', at, ...condition])))
+    const gone = hashes.filter((_, i) => results[i] === -1)
+    if (gone.length > 0) await this.#call((c) => c.zrem(index, ...gone))
+    return results.filter((r) => r === 1).length
+  }
+
+  /** A user's live tokens, oldest first: the user's index, each token read in its own slot. */
+  async listAccessTokens(userId: string): Promise<AccessTokenRecord[]> {
+    const hashes = await this.#call((c) => c.zrange(this.#tokenIndex({ userId }).index, '0', '-1'))
+    const now = Date.now()
+    const tokens = await Promise.all(hashes.map((hash) => this.getAccessToken(hash)))
+    return tokens
+      .filter((t): t is AccessTokenRecord => t !== undefined && t.userId === userId && t.revokedAt === null && t.expiresAt > now)
+      .sort((a, b) => a.createdAt - b.createdAt || (a.tokenHash < b.tokenHash ? -1 : a.tokenHash > b.tokenHash ? 1 : 0))
+  }
+
+  // ---- grants ----
+
+  #grantsKey(userId: string): string {
+    return `${this.#p}{u:${userId}}:grants`
+  }
+
+  async recordGrant(userId: string, appToken: string, at: number): Promise<void> {
+    await this.#run(RECORD_GRANT, [this.#grantsKey(userId)], [appToken, at])
+  }
+
+  async getGrant(userId: string, appToken: string): Promise<GrantRecord | undefined> {
+    const value = await this.#call((c) => c.hget(this.#grantsKey(userId), appToken))
+    return value === null ? undefined : grant(userId, appToken, value)
+  }
+
+  async listGrants(userId: string): Promise<GrantRecord[]> {
+    const all = await this.#call((c) => c.hgetall(this.#grantsKey(userId)))
+    return Object.entries(all)
+      .map(([appToken, value]) => grant(userId, appToken, value))
+      .sort((a, b) => a.firstAuthorizedAt - b.firstAuthorizedAt || (a.appToken < b.appToken ? -1 : a.appToken > b.appToken ? 1 : 0))
+  }
+
+  async deleteGrant(userId: string, appToken: string): Promise<boolean> {
+    return (await this.#call((c) => c.hdel(this.#grantsKey(userId), appToken))) === 1
+  }
+
+  // ---- authorization codes ----
+
+  async insertAuthorizationCode(record: AuthorizationCodeRecord): Promise<void> {
+    const created = await this.#run(CREATE, [this.#codeKey(record.codeHash)], [record.expiresAt + this.#codeRetentionMs, ...encode(CODE, record)])
+    if (created !== 1) throw new Error('an authorization code with this hash exists')
+  }
+
+  async getAuthorizationCode(codeHash: string): Promise<AuthorizationCodeRecord | undefined> {
+    return decode(CODE, await this.#call((c) => c.hgetall(this.#codeKey(codeHash))))
+  }
+
+  async consumeAuthorizationCode(codeHash: string, at: number): Promise<boolean> {
+    return (await this.#run(SET_ONCE, [this.#codeKey(codeHash)], ['usedAt', at])) === 1
+  }
+
+  // ---- sessions ----
+
+  async insertSession(record: SessionRecord): Promise<void> {
+    const created = await this.#run(
+      CREATE_SESSION,
+      [this.#sessionKey(record.sessionHash), `${this.#p}{sessions}:u:${record.userId}`],
+      [record.createdAt, record.sessionHash, record.expiresAt, ...encode(SESSION, record)],
+    )
+    if (created !== 1) throw new Error('a session with this hash exists')
+  }
+
+  async getSession(sessionHash: string): Promise<SessionRecord | undefined> {
+    const session = decode<SessionRecord>(SESSION, await this.#call((c) => c.hgetall(this.#sessionKey(sessionHash))))
+    // Redis drops it at expiresAt; this covers the last millisecond.
+    return session !== undefined && session.expiresAt > Date.now() ? session : undefined
+  }
+
+  async deleteSession(sessionHash: string): Promise<boolean> {
+    return (await this.#run(DELETE_SESSION, [this.#sessionKey(sessionHash)], [sessionHash, `${this.#p}{sessions}:u:`])) === 1
+  }
+
+  /** Deletes all but the newest `keep` sessions of a user; returns how many it deleted. */
+  async trimSessions(userId: string, keep: number): Promise<number> {
+    return Number(await this.#run(TRIM_SESSIONS, [`${this.#p}{sessions}:u:${userId}`], [keep, `${this.#p}{sessions}:s:`]))
+  }
+
+  // ---- rate steps ----
+
+  async consumeRate(key: string, limit: number, windowMs: number, cost: number): Promise<RateResult> {
+    const reply = (await this.#run(GCRA, [`${this.#p}rate:{${key}}`], [limit, windowMs, cost])) as number[]
+    return { allowed: reply[0] === 1, remaining: reply[1] as number, resetMs: reply[2] as number, retryAfterMs: reply[3] as number }
+  }
+
+  async resetRate(key: string): Promise<void> {
+    await this.#call((c) => c.del(`${this.#p}rate:{${key}}`))
+  }
+}
+
+/** A grant from its stored form, "firstAuthorizedAt:lastUsedAt". */
+function grant(userId: string, appToken: string, value: string): GrantRecord {
+  const [first, last] = value.split(':')
+  return { userId, appToken, firstAuthorizedAt: Number(first), lastUsedAt: Number(last) }
+}
+
+/** The sorted set of each order; with `a` appended, the active keys' one. */
+const SORT_SETS: Record<ApiKeyQuery['sortBy'], string> = { createdAt: 'c', lastUsedAt: 'l', revokedAt: 'r', name: 'n' }
+
+/** How many keys a `nameSearch` looks at, at most, past the seek key: a page may end early after that many. */
+export const NAME_SEARCH_SCAN = 2000
+
+/** A revoked key's hash and owner record expire this long after its purge time, in case no listing purged it. */
+const PURGED_KEY_EXPIRY_MS = 86_400_000
+
+/**
+ * The extra fields a key's hash keeps for the scripts: the name in lower case (a search
+ * compares UTF-8 bytes of it, a substring test as JavaScript's), and the name as 4 hex
+ * digits per UTF-16 code unit, whose byte order is the code-unit order names sort by.
+ */
+function searchFields(name: string): string[] {
+  let hex = ''
+  for (let i = 0; i < name.length; i++) hex += name.charCodeAt(i).toString(16).padStart(4, '0')
+  return ['lname', name.toLowerCase(), 'nkey', hex]
+}
+
+function duplicate(client: RedisClient): RedisClient {
+  // A subscriber must wait for its connection (and queue its SUBSCRIBE) rather than fail.
+  if ('isCluster' in client && client.isCluster) return (client as Cluster).duplicate(undefined, { enableOfflineQueue: true })
+  return (client as Redis).duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null, lazyConnect: false })
+}
+
+/** QUIT, or a hard disconnect when Redis cannot answer it. */
+async function quit(client: RedisClient): Promise<void> {
+  try {
+    await client.quit()
+  } catch {
+    client.disconnect()
+  }
+}
