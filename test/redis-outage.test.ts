@@ -31,6 +31,7 @@ describe.skipIf(!available)('the gate through Redis outages', () => {
   const rateKey = `${prefix}rate:{anon}`
   let admin: Redis
   let gate: Gate
+  let store: RedisStore
   let http: RunningServer
   let events: { storeError: number; storeRecovered: number }
 
@@ -57,8 +58,9 @@ describe.skipIf(!available)('the gate through Redis outages', () => {
 
   /** A gate on this Redis, mounted on node:http; the command timeout is longer than the gate's, so the gate's own bound is what is tested. */
   async function start(mode: Mode, commandTimeoutMs = 1000): Promise<void> {
+    store = new RedisStore({ url: redis.url, prefix, commandTimeoutMs })
     gate = createGate({
-      store: new RedisStore({ url: redis.url, prefix, commandTimeoutMs }),
+      store,
       storeTimeoutMs: STORE_TIMEOUT_MS,
       throttle: { anonymous: { limit: LIMIT, windowMs: 60_000, scope: 'shared' }, onStoreError: mode },
     })
@@ -174,6 +176,60 @@ describe.skipIf(!available)('the gate through Redis outages', () => {
     expect(events).toEqual({ storeError: 1, storeRecovered: 1 })
   })
 
+  describe('an event loop blocked for longer than storeTimeoutMs', () => {
+    /** The bytes the store's connection has sent so far. */
+    const sent = () => (store.client as Redis).stream.bytesWritten
+
+    it('hears the reply that came in meanwhile, and declares no outage', async () => {
+      await start('fail-closed')
+      const before = sent()
+      const call = gate.store.consumeRate('blocked-loop', 10, 60_000, 1)
+      // Queued after ioredis's own setImmediate that sends the command: the command is out
+      // and Redis answers while this blocks.
+      let sentFirst = false
+      setImmediate(() => {
+        sentFirst = sent() > before
+        block(STORE_TIMEOUT_MS * 2)
+      })
+      await expect(call).resolves.toMatchObject({ allowed: true })
+      expect(sentFirst).toBe(true)
+      expect(events.storeError).toBe(0)
+      expect((await request()).status).toBe(200)
+    })
+
+    it('gives a call whose command the blocked loop held back its time, and declares no outage', async () => {
+      await start('fail-closed')
+      const before = sent()
+      let sentFirst = true
+      // Queued before the call: it blocks before ioredis sends the command. Redis then
+      // takes a moment to answer (as a busy one would), so the reply is not there yet when
+      // the loop gets its next turn: only the time the call is given back can hear it.
+      setImmediate(() => {
+        sentFirst = sent() > before
+        redis.pause()
+        block(STORE_TIMEOUT_MS * 2)
+        setTimeout(() => redis.resume(), STORE_TIMEOUT_MS / 5)
+      })
+      const call = gate.store.consumeRate('blocked-loop', 10, 60_000, 1)
+      await expect(call).resolves.toMatchObject({ allowed: true })
+      expect(sentFirst).toBe(false)
+      expect(events.storeError).toBe(0)
+      expect((await request()).status).toBe(200)
+    })
+
+    it('still declares an outage when Redis answers nothing', async () => {
+      await start('fail-closed')
+      redis.pause()
+      const started = performance.now()
+      const call = gate.store.consumeRate('blocked-loop', 10, 60_000, 1)
+      setImmediate(() => block(STORE_TIMEOUT_MS * 2))
+      await expect(call).rejects.toThrow(/unavailable/)
+      // Never more than three timeouts, whatever the loop did.
+      expect(performance.now() - started).toBeLessThan(STORE_TIMEOUT_MS * 3 + 1000)
+      expect(events.storeError).toBe(1)
+    })
+  })
+
   it('goes on counting in Redis after SCRIPT FLUSH, with no error', async () => {
     await start('fail-closed')
     await admin.script('FLUSH')
@@ -222,6 +278,14 @@ describe.skipIf(!available)('the gate through Redis outages', () => {
     expect(clients.trim().split('\n')).toHaveLength(1)
   })
 })
+
+/** Keeps the event loop busy for `ms`, as a long synchronous task of the host would. */
+function block(ms: number): void {
+  const until = performance.now() + ms
+  while (performance.now() < until) {
+    // busy: nothing else in this process runs meanwhile
+  }
+}
 
 async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs
