@@ -1,8 +1,15 @@
 /**
  * The gate through Redis outages, on a redis-server this file starts on its own port
  * (17010): killed, paused with SIGSTOP (no answer at all), restarted, SCRIPT FLUSH. Every
- * request is answered within storeTimeoutMs + 100 ms, each onStoreError mode does what it
+ * request is answered after one storeTimeoutMs, each onStoreError mode does what it
  * says, and the gate uses Redis again within a second of it answering, without a restart.
+ *
+ * The bounds leave room for a loaded machine (CI shares two cores): storeTimeoutMs is long
+ * enough that a healthy Redis never misses it there, and an answer may take the loop's own
+ * delays on top of one timeout (which the guard partly gives back to the call). What they
+ * rule out is a request waiting for the client's command timeout (ten times longer) or
+ * hanging; that a request waits one timeout and not several is proven without timing in
+ * test/store-outage.test.ts.
  */
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -14,7 +21,12 @@ import { RedisStore } from '../src/store/redis-store.js'
 import { listen, type RunningServer } from './adapters/servers.js'
 import { OwnRedisServer, randomPrefix, redisBinariesAvailable } from './redis/servers.js'
 
-const STORE_TIMEOUT_MS = 250
+const STORE_TIMEOUT_MS = 500
+/**
+ * One timeout, with the time the guard gives back when this process's event loop was late
+ * (three timeouts in all at most), and a loaded machine's delays.
+ */
+const ANSWER_WITHIN_MS = 4 * STORE_TIMEOUT_MS
 const LIMIT = 100
 const available = redisBinariesAvailable('Redis outages')
 
@@ -57,7 +69,7 @@ describe.skipIf(!available)('the gate through Redis outages', () => {
   })
 
   /** A gate on this Redis, mounted on node:http; the command timeout is longer than the gate's, so the gate's own bound is what is tested. */
-  async function start(mode: Mode, commandTimeoutMs = 1000): Promise<void> {
+  async function start(mode: Mode, commandTimeoutMs = 10 * STORE_TIMEOUT_MS): Promise<void> {
     store = new RedisStore({ url: redis.url, prefix, commandTimeoutMs })
     gate = createGate({
       store,
@@ -85,7 +97,7 @@ describe.skipIf(!available)('the gate through Redis outages', () => {
     const answers: Answer[] = []
     for (let i = 0; i < 5; i++) answers.push(await request())
     answers.push(...(await Promise.all(Array.from({ length: 10 }, () => request()))))
-    for (const answer of answers) expect(answer.ms).toBeLessThan(STORE_TIMEOUT_MS + 100)
+    expect(answers.map((a) => Math.round(a.ms)).filter((ms) => ms >= ANSWER_WITHIN_MS)).toEqual([])
     return answers
   }
 
@@ -164,7 +176,7 @@ describe.skipIf(!available)('the gate through Redis outages', () => {
     for (let i = 0; i < 5; i++) {
       const answer = await request(withToken)
       expect(answer).toMatchObject({ status: 200, ratelimit: null })
-      expect(answer.ms).toBeLessThan(STORE_TIMEOUT_MS + 100)
+      expect(answer.ms).toBeLessThan(ANSWER_WITHIN_MS)
     }
     await redis.start()
     const since = performance.now()
@@ -242,19 +254,21 @@ describe.skipIf(!available)('the gate through Redis outages', () => {
   })
 
   it('fails its own calls fast: at once on a refused connection, within the command timeout on a paused server', async () => {
-    const store = new RedisStore({ url: redis.url, prefix, commandTimeoutMs: 150 })
+    const commandTimeoutMs = 1000
+    const store = new RedisStore({ url: redis.url, prefix, commandTimeoutMs })
     try {
       await store.consumeRate('fast', 10, 1000, 1)
       redis.pause()
       let started = performance.now()
       await expect(store.consumeRate('fast', 10, 1000, 1)).rejects.toThrow(/timed out/i)
-      expect(performance.now() - started).toBeLessThan(150 + 50)
+      expect(performance.now() - started).toBeLessThan(2 * commandTimeoutMs)
       redis.resume()
       await redis.kill()
       await waitFor(() => store.client.status !== 'ready')
       started = performance.now()
       await expect(store.consumeRate('fast', 10, 1000, 1)).rejects.toThrow()
-      expect(performance.now() - started).toBeLessThan(20)
+      // At once: nothing like the command timeout.
+      expect(performance.now() - started).toBeLessThan(commandTimeoutMs / 4)
       await redis.start()
       started = performance.now()
       await waitFor(async () => (await store.consumeRate('fast', 10, 1000, 1).catch(() => undefined)) !== undefined)
@@ -272,10 +286,8 @@ describe.skipIf(!available)('the gate through Redis outages', () => {
     await msUntilRedisCountsAgain('memory')
     await http.close()
     await gate.close()
-    await sleep(50)
-    const clients = (await admin.client('LIST')) as string
-    // Only the admin connection is left.
-    expect(clients.trim().split('\n')).toHaveLength(1)
+    // Only the admin connection is left (the server may take a moment to see the others go).
+    await expect.poll(async () => ((await admin.client('LIST')) as string).trim().split('\n').length, { timeout: 5000, interval: 50 }).toBe(1)
   })
 })
 
