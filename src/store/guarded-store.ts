@@ -35,6 +35,7 @@ export const STORE_METHODS = [
   'revokeAccessTokens',
   'listAccessTokens',
   'recordGrant',
+  'touchGrant',
   'getGrant',
   'listGrants',
   'deleteGrant',

@@ -36,6 +36,7 @@ import {
   LIST_INDEXED,
   PATCH,
   RECORD_GRANT,
+  TOUCH_GRANT,
   SET_ONCE,
   TRIM_SESSIONS,
   USER_BY_NAME,
@@ -551,6 +552,10 @@ export class RedisStore implements GateStore {
 
   async recordGrant(userId: string, appToken: string, at: number): Promise<void> {
     await this.#run(RECORD_GRANT, [this.#grantsKey(userId)], [appToken, at])
+  }
+
+  async touchGrant(userId: string, appToken: string, at: number): Promise<void> {
+    await this.#run(TOUCH_GRANT, [this.#grantsKey(userId)], [appToken, at])
   }
 
   async getGrant(userId: string, appToken: string): Promise<GrantRecord | undefined> {
