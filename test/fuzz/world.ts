@@ -99,6 +99,7 @@ const WRITES = [
   'revokeAccessToken',
   'revokeAccessTokens',
   'recordGrant',
+  'touchGrant',
   'deleteGrant',
   'insertAuthorizationCode',
   'consumeAuthorizationCode',
