@@ -7,8 +7,9 @@
 import request from 'supertest'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { nodeGate } from '../adapters/node.js'
-import { createGate, MemoryStore, type GateOptions } from '../src/index.js'
+import { createGate, MemoryStore, type GateOptions, type GateStore } from '../src/index.js'
 import { listen, TEST_CERT, type RunningServer } from './adapters/servers.js'
+import { asyncStore } from './support/broken-stores.js'
 import { Browser, csrfOf, type Page } from './support/browser.js'
 
 const PASSWORD = 'correct horse battery'
@@ -21,8 +22,7 @@ afterEach(async () => {
   await Promise.all(running.splice(0).map((s) => s.close()))
 })
 
-async function start(options: GateOptions = {}) {
-  const store = new MemoryStore()
+async function start(options: GateOptions = {}, store: GateStore = new MemoryStore()) {
   const gate = createGate({ basic: { scrypt: { logN: 10 } }, throttle: false, ...options, store })
   const app = await gate.applications.register({ name: 'Transit <dashboard>', callbackPrefix: PREFIX })
   const ada = await gate.users.create({ username: 'ada', password: PASSWORD, displayName: 'Ada Lovelace', email: 'ada@example.org' })
@@ -125,6 +125,49 @@ describe('connected apps', () => {
     expect((await gate.grants.list(ada.id))[0]?.lastUsedAt).toBe(start0)
     await use(start0 + 86_400_000 + 1000)
     expect((await gate.grants.list(ada.id))[0]).toMatchObject({ firstAuthorizedAt: start0, lastUsedAt: start0 + 86_400_000 + 1000 })
+  })
+
+  it('stays revoked when the user revokes the app while a use of its token is being noted, and asks for consent again', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const day0 = Date.UTC(2026, 0, 5, 9)
+    vi.setSystemTime(day0)
+    // The user revokes the app at the worst moment: after the gate has read the grant to
+    // note a use of the token, before it writes the new last use.
+    const inner = new MemoryStore()
+    let revokeDuringRead: (() => Promise<unknown>) | undefined
+    let grantWrites = 0
+    const store = asyncStore(inner, {
+      async getGrant(userId: string, appToken: string) {
+        const grant = inner.getGrant(userId, appToken)
+        const revoke = revokeDuringRead
+        revokeDuringRead = undefined
+        await revoke?.()
+        return grant
+      },
+      async recordGrant(userId: string, appToken: string, at: number) {
+        inner.recordGrant(userId, appToken, at)
+        grantWrites++
+      },
+      async touchGrant(userId: string, appToken: string, at: number) {
+        inner.touchGrant(userId, appToken, at)
+        grantWrites++
+      },
+    })
+    const { gate, app, ada, authorizeUrl, currentUser } = await start({ oauth: { rememberConsent: true, accessTokenTtlMs: 7 * 86_400_000 } }, store)
+    const { accessToken } = await gate.tokens.issue({ userId: ada.id, appToken: app.appToken })
+    // A day later, the use is worth noting.
+    vi.setSystemTime(day0 + 86_400_000 + 1000)
+    revokeDuringRead = () => gate.grants.revoke(ada.id, app.appToken)
+    const writesBefore = grantWrites
+    await currentUser(accessToken).expect(200)
+    // The use is noted in the background: wait for its write.
+    await expect.poll(() => grantWrites).toBeGreaterThan(writesBefore)
+
+    expect(await gate.grants.list(ada.id)).toEqual([])
+    expect(inner.getGrant(ada.id, app.appToken)).toBeUndefined()
+    expect((await currentUser(accessToken).expect(401)).body.code).toBe('invalid_token')
+    // The app does not get a code without the user saying so again.
+    expect(isConsent(await new Browser().signIn(authorizeUrl, 'ada', PASSWORD))).toBe(true)
   })
 })
 

@@ -229,6 +229,7 @@ describe.skipIf(!available)('PostgresStore', () => {
       await store.deleteSession('s')
       await store.trimSessions('u', 3)
       await store.recordGrant('u', 'a', now)
+      await store.touchGrant('u', 'a', now)
       await store.getGrant('u', 'a')
       await store.listGrants('u')
       await store.deleteGrant('u', 'a')

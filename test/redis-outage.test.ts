@@ -1,8 +1,15 @@
 /**
  * The gate through Redis outages, on a redis-server this file starts on its own port
  * (17010): killed, paused with SIGSTOP (no answer at all), restarted, SCRIPT FLUSH. Every
- * request is answered within storeTimeoutMs + 100 ms, each onStoreError mode does what it
+ * request is answered after one storeTimeoutMs, each onStoreError mode does what it
  * says, and the gate uses Redis again within a second of it answering, without a restart.
+ *
+ * The bounds leave room for a loaded machine (CI shares two cores): storeTimeoutMs is long
+ * enough that a healthy Redis never misses it there, and an answer may take the loop's own
+ * delays on top of one timeout (which the guard partly gives back to the call). What they
+ * rule out is a request waiting for the client's command timeout (ten times longer) or
+ * hanging; that a request waits one timeout and not several is proven without timing in
+ * test/store-outage.test.ts.
  */
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -14,7 +21,12 @@ import { RedisStore } from '../src/store/redis/store.js'
 import { listen, type RunningServer } from './adapters/servers.js'
 import { OwnRedisServer, randomPrefix, redisBinariesAvailable } from './redis/servers.js'
 
-const STORE_TIMEOUT_MS = 250
+const STORE_TIMEOUT_MS = 500
+/**
+ * One timeout, with the time the guard gives back when this process's event loop was late
+ * (three timeouts in all at most), and a loaded machine's delays.
+ */
+const ANSWER_WITHIN_MS = 4 * STORE_TIMEOUT_MS
 const LIMIT = 100
 const available = redisBinariesAvailable('Redis outages')
 
@@ -31,6 +43,7 @@ describe.skipIf(!available)('the gate through Redis outages', () => {
   const rateKey = `${prefix}rate:{anon}`
   let admin: Redis
   let gate: Gate
+  let store: RedisStore
   let http: RunningServer
   let events: { storeError: number; storeRecovered: number }
 
@@ -56,9 +69,10 @@ describe.skipIf(!available)('the gate through Redis outages', () => {
   })
 
   /** A gate on this Redis, mounted on node:http; the command timeout is longer than the gate's, so the gate's own bound is what is tested. */
-  async function start(mode: Mode, commandTimeoutMs = 1000): Promise<void> {
+  async function start(mode: Mode, commandTimeoutMs = 10 * STORE_TIMEOUT_MS): Promise<void> {
+    store = new RedisStore({ url: redis.url, prefix, commandTimeoutMs })
     gate = createGate({
-      store: new RedisStore({ url: redis.url, prefix, commandTimeoutMs }),
+      store,
       storeTimeoutMs: STORE_TIMEOUT_MS,
       throttle: { anonymous: { limit: LIMIT, windowMs: 60_000, scope: 'shared' }, onStoreError: mode },
     })
@@ -83,7 +97,7 @@ describe.skipIf(!available)('the gate through Redis outages', () => {
     const answers: Answer[] = []
     for (let i = 0; i < 5; i++) answers.push(await request())
     answers.push(...(await Promise.all(Array.from({ length: 10 }, () => request()))))
-    for (const answer of answers) expect(answer.ms).toBeLessThan(STORE_TIMEOUT_MS + 100)
+    expect(answers.map((a) => Math.round(a.ms)).filter((ms) => ms >= ANSWER_WITHIN_MS)).toEqual([])
     return answers
   }
 
@@ -162,7 +176,7 @@ describe.skipIf(!available)('the gate through Redis outages', () => {
     for (let i = 0; i < 5; i++) {
       const answer = await request(withToken)
       expect(answer).toMatchObject({ status: 200, ratelimit: null })
-      expect(answer.ms).toBeLessThan(STORE_TIMEOUT_MS + 100)
+      expect(answer.ms).toBeLessThan(ANSWER_WITHIN_MS)
     }
     await redis.start()
     const since = performance.now()
@@ -172,6 +186,60 @@ describe.skipIf(!available)('the gate through Redis outages', () => {
     }
     expect(await admin.exists(`${prefix}rate:{app:${appToken}}`)).toBe(1)
     expect(events).toEqual({ storeError: 1, storeRecovered: 1 })
+  })
+
+  describe('an event loop blocked for longer than storeTimeoutMs', () => {
+    /** The bytes the store's connection has sent so far. */
+    const sent = () => (store.client as Redis).stream.bytesWritten
+
+    it('hears the reply that came in meanwhile, and declares no outage', async () => {
+      await start('fail-closed')
+      const before = sent()
+      const call = gate.store.consumeRate('blocked-loop', 10, 60_000, 1)
+      // Queued after ioredis's own setImmediate that sends the command: the command is out
+      // and Redis answers while this blocks.
+      let sentFirst = false
+      setImmediate(() => {
+        sentFirst = sent() > before
+        block(STORE_TIMEOUT_MS * 2)
+      })
+      await expect(call).resolves.toMatchObject({ allowed: true })
+      expect(sentFirst).toBe(true)
+      expect(events.storeError).toBe(0)
+      expect((await request()).status).toBe(200)
+    })
+
+    it('gives a call whose command the blocked loop held back its time, and declares no outage', async () => {
+      await start('fail-closed')
+      const before = sent()
+      let sentFirst = true
+      // Queued before the call: it blocks before ioredis sends the command. Redis then
+      // takes a moment to answer (as a busy one would), so the reply is not there yet when
+      // the loop gets its next turn: only the time the call is given back can hear it.
+      setImmediate(() => {
+        sentFirst = sent() > before
+        redis.pause()
+        block(STORE_TIMEOUT_MS * 2)
+        setTimeout(() => redis.resume(), STORE_TIMEOUT_MS / 5)
+      })
+      const call = gate.store.consumeRate('blocked-loop', 10, 60_000, 1)
+      await expect(call).resolves.toMatchObject({ allowed: true })
+      expect(sentFirst).toBe(false)
+      expect(events.storeError).toBe(0)
+      expect((await request()).status).toBe(200)
+    })
+
+    it('still declares an outage when Redis answers nothing', async () => {
+      await start('fail-closed')
+      redis.pause()
+      const started = performance.now()
+      const call = gate.store.consumeRate('blocked-loop', 10, 60_000, 1)
+      setImmediate(() => block(STORE_TIMEOUT_MS * 2))
+      await expect(call).rejects.toThrow(/unavailable/)
+      // Never more than three timeouts, whatever the loop did.
+      expect(performance.now() - started).toBeLessThan(STORE_TIMEOUT_MS * 3 + 1000)
+      expect(events.storeError).toBe(1)
+    })
   })
 
   it('goes on counting in Redis after SCRIPT FLUSH, with no error', async () => {
@@ -186,19 +254,21 @@ describe.skipIf(!available)('the gate through Redis outages', () => {
   })
 
   it('fails its own calls fast: at once on a refused connection, within the command timeout on a paused server', async () => {
-    const store = new RedisStore({ url: redis.url, prefix, commandTimeoutMs: 150 })
+    const commandTimeoutMs = 1000
+    const store = new RedisStore({ url: redis.url, prefix, commandTimeoutMs })
     try {
       await store.consumeRate('fast', 10, 1000, 1)
       redis.pause()
       let started = performance.now()
       await expect(store.consumeRate('fast', 10, 1000, 1)).rejects.toThrow(/timed out/i)
-      expect(performance.now() - started).toBeLessThan(150 + 50)
+      expect(performance.now() - started).toBeLessThan(2 * commandTimeoutMs)
       redis.resume()
       await redis.kill()
       await waitFor(() => store.client.status !== 'ready')
       started = performance.now()
       await expect(store.consumeRate('fast', 10, 1000, 1)).rejects.toThrow()
-      expect(performance.now() - started).toBeLessThan(20)
+      // At once: nothing like the command timeout.
+      expect(performance.now() - started).toBeLessThan(commandTimeoutMs / 4)
       await redis.start()
       started = performance.now()
       await waitFor(async () => (await store.consumeRate('fast', 10, 1000, 1).catch(() => undefined)) !== undefined)
@@ -216,12 +286,18 @@ describe.skipIf(!available)('the gate through Redis outages', () => {
     await msUntilRedisCountsAgain('memory')
     await http.close()
     await gate.close()
-    await sleep(50)
-    const clients = (await admin.client('LIST')) as string
-    // Only the admin connection is left.
-    expect(clients.trim().split('\n')).toHaveLength(1)
+    // Only the admin connection is left (the server may take a moment to see the others go).
+    await expect.poll(async () => ((await admin.client('LIST')) as string).trim().split('\n').length, { timeout: 5000, interval: 50 }).toBe(1)
   })
 })
+
+/** Keeps the event loop busy for `ms`, as a long synchronous task of the host would. */
+function block(ms: number): void {
+  const until = performance.now() + ms
+  while (performance.now() < until) {
+    // busy: nothing else in this process runs meanwhile
+  }
+}
 
 async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs

@@ -11,7 +11,17 @@ import { runChecks } from '../src/testing/check.js'
 import { findPlaintexts, gateChecks, recordingStore } from '../src/testing/gate-checks.js'
 import { sha256 } from '../src/secrets/tokens.js'
 import { checkStore, describeStore, storeCheckNames } from '../src/testing/index.js'
-import { asyncStore, countThenRevoke, expiresEarly, keepsOneSink, nonAtomicRateStep, patchDropsFields, readMergeWritePatch, readThenWriteConsume } from './support/broken-stores.js'
+import {
+  asyncStore,
+  countThenRevoke,
+  expiresEarly,
+  keepsOneSink,
+  nonAtomicRateStep,
+  patchDropsFields,
+  readMergeWritePatch,
+  readThenWriteConsume,
+  touchRecordsGrant,
+} from './support/broken-stores.js'
 
 const failedNames = async (store: GateStore) => (await checkStore(() => store)).failed.map((f) => f.name)
 
@@ -63,6 +73,10 @@ describe('checkStore', () => {
     expect(await failedNames(countThenRevoke())).toEqual(['access tokens: counts each token once when revocations by user, application, code and hash race'])
   })
 
+  it('names the grant race check when noting a use reads the grant, then records it', async () => {
+    expect(await failedNames(touchRecordsGrant())).toEqual(['grants: leaves no grant alive when uses of it race its revocation'])
+  })
+
   it('names the expiry check when records vanish before they expire', async () => {
     const report = await checkStore(() => expiresEarly())
     expect(report.failed.map((f) => f.name)).toEqual(['expiry: keeps codes, tokens and sessions until they expire, and after that gives them back unchanged or not at all'])
@@ -76,9 +90,9 @@ describe('checkStore', () => {
   })
 
   it('fails a check whose store never answers, after the time limit, and goes on with the rest', async () => {
-    const hanging = asyncStore(new MemoryStore(), { deleteGrant: () => new Promise(() => {}) })
+    const hanging = asyncStore(new MemoryStore(), { listApplications: () => new Promise(() => {}) })
     const report = await checkStore(() => hanging, { timeoutMs: 1_000 })
-    expect(report.failed.map((f) => f.name)).toEqual(['grants: forgets a grant once, and a later one starts afresh'])
+    expect(report.failed.map((f) => f.name)).toEqual(['applications: lists saved applications, oldest first'])
     expect(report.failed[0]?.error).toMatch(/did not finish within 1000 ms/)
     expect(report.passed).toHaveLength(storeCheckNames.length - 1)
   })

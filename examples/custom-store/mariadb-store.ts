@@ -214,6 +214,10 @@ export class MariaDbStore implements GateStore {
     const sql = `INSERT INTO ${this.#p}grants (user_id, app_token, first_authorized_at, last_used_at) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE last_used_at = GREATEST(last_used_at, VALUES(last_used_at))`
     await this.#changed(sql, [userId, appToken, at, at])
   }
+  async touchGrant(userId: string, appToken: string, at: number) {
+    // One statement: it updates a grant that is there and never inserts one, so a revoke stays a revoke.
+    await this.#changed(`UPDATE ${this.#p}grants SET last_used_at = GREATEST(last_used_at, ?) WHERE user_id = ? AND app_token = ?`, [at, userId, appToken])
+  }
   async getGrant(userId: string, appToken: string) {
     return (await this.#rows(`SELECT * FROM ${this.#p}grants WHERE user_id = ? AND app_token = ?`, [userId, appToken])).map(toGrant)[0]
   }

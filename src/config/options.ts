@@ -230,7 +230,12 @@ export interface GateOptions {
   proxyHeaders?: ProxyHeadersOption
   /** Accept the SODA 1.0 query parameter `app_token` beside `$$app_token`. Default `true`. */
   legacyAppTokenParam?: boolean
-  /** A store call that takes longer fails with a `StoreError`. Default 1000 ms. */
+  /**
+   * A store call that takes longer fails with a `StoreError`. Default 1000 ms. Time this
+   * process's event loop was blocked does not count: a reply that came in meanwhile is
+   * read before the call is judged, and a call the blocked loop held up gets time to be
+   * heard (never more than three times this in all).
+   */
   storeTimeoutMs?: number
   /**
    * How long the gate waits for a request body it reads itself (the OAuth endpoints'

@@ -394,9 +394,11 @@ export class Authenticator {
 
   /**
    * Records when a user's grant to an application was last used, at most daily, in the
-   * background: one store read per user and application per day in this process, a write
-   * only when the stored value is a day old, and never for a grant that is gone (revoked:
-   * its tokens are too, and a grant must not come back by itself).
+   * background: one store read per user and application per day in this process, and a
+   * write only when the stored value is a day old. The write is the store's `touchGrant`,
+   * which never creates a grant: one revoked between the read and the write (its tokens are
+   * revoked with it) stays gone, instead of coming back by itself and skipping the next
+   * consent.
    */
   #touchGrant(token: AccessTokenRecord): void {
     const key = `${token.userId}\0${token.appToken}`
@@ -409,7 +411,7 @@ export class Authenticator {
       .then((grant) => {
         if (grant === undefined) return
         if (now - grant.lastUsedAt < LAST_USED_RESOLUTION_MS) this.#grantUsed.set(key, grant.lastUsedAt)
-        else return this.#store.recordGrant(token.userId, token.appToken, now)
+        else return this.#store.touchGrant(token.userId, token.appToken, now)
       })
       // The store's guard has reported the failure; the request was served all the same.
       .catch(() => {})

@@ -11,6 +11,7 @@
  * The store answered, so that is a {@link StoreDataError} and counts as an answer: one bad
  * value must not make the store look down for everyone (a NUL in a sign-in form once did).
  */
+import { performance } from 'node:perf_hooks'
 import { isPromiseLike } from '../util/awaitable.js'
 import { StoreDataError, StoreError } from '../errors.js'
 import { unstorableCharacter } from './storable.js'
@@ -42,6 +43,7 @@ export const STORE_METHODS = [
   'revokeAccessTokens',
   'listAccessTokens',
   'recordGrant',
+  'touchGrant',
   'getGrant',
   'listGrants',
   'deleteGrant',
@@ -72,6 +74,7 @@ const UNAVAILABLE = new Error('the store is down and another call is finding out
  */
 export function guardStore<S extends Partial<GateStore>>(store: S, timeoutMs: number, health: StoreHealth): S {
   const guarded = {} as Record<string, unknown>
+  const timeouts = new CallTimeouts(timeoutMs, health)
   if (store.attach !== undefined) guarded.attach = store.attach.bind(store)
   if (store.close !== undefined) guarded.close = store.close.bind(store)
   for (const name of [...STORE_METHODS, ...OPTIONAL_STORE_METHODS]) {
@@ -96,7 +99,7 @@ export function guardStore<S extends Partial<GateStore>>(store: S, timeoutMs: nu
         health.failed(name, error)
         throw new StoreError(name, error)
       }
-      if (isPromiseLike(result)) return withTimeout(result, timeoutMs, name, health)
+      if (isPromiseLike(result)) return timeouts.watch(result, name)
       if (health.down) health.succeeded()
       return result
     }
@@ -104,37 +107,140 @@ export function guardStore<S extends Partial<GateStore>>(store: S, timeoutMs: nu
   return guarded as S
 }
 
-function withTimeout<T>(promise: PromiseLike<T>, timeoutMs: number, operation: string, health: StoreHealth): Promise<T> {
-  const started = Date.now()
-  return new Promise<T>((resolve, reject) => {
-    let timedOut = false
-    const timer = setTimeout(() => {
-      timedOut = true
-      const cause = new Error(`store call timed out after ${timeoutMs} ms`)
-      health.failed(operation, cause, Date.now() - started)
-      reject(new StoreError(operation, cause))
-    }, timeoutMs)
-    promise.then(
-      (value) => {
-        clearTimeout(timer)
-        // A late answer still shows the store is back.
-        if (health.down) health.succeeded()
-        resolve(value)
-      },
-      (error: unknown) => {
-        clearTimeout(timer)
-        if (timedOut) return
-        if (isDataError(error)) {
-          // The store answered: it is up, whatever it thought of the value.
-          health.succeeded()
-          reject(dataError(operation, error))
-          return
-        }
-        health.failed(operation, error, Date.now() - started)
-        reject(new StoreError(operation, error))
-      },
-    )
-  })
+/** A store call in flight, in its guard's queue of deadlines. */
+interface Call {
+  readonly operation: string
+  /** performance.now() when it was made. */
+  readonly started: number
+  /** When it times out, on the guard's loop clock ({@link CallTimeouts}). */
+  readonly deadline: number
+  readonly reject: (error: unknown) => void
+  settled: boolean
+  next: Call | undefined
+}
+
+/**
+ * The timeouts of one guard's calls, on one timer: every call waits the same `timeoutMs`,
+ * so the calls in flight are already in deadline order, and a queue with a single timer
+ * armed for its oldest call replaces a timer per call.
+ *
+ * A timeout is decided only after the event loop has had its turn. When the timer fires
+ * late, the loop was blocked (a long synchronous task in the host, a starved CPU): a reply
+ * that arrived meanwhile is still unread, or the command was not even sent (ioredis sends
+ * pipelined commands from a `setImmediate`). So the time the timer is late by does not
+ * count, and the calls get as much again (at most `timeoutMs`) to be heard once the loop
+ * is free: the guard's loop clock is set back by both. And the calls still due are failed
+ * from a `setImmediate`, after the poll phase has read every reply already there. A call
+ * never waits longer than three times `timeoutMs` (plus the loop's own delays), and a
+ * store that answers nothing is still declared down.
+ */
+class CallTimeouts {
+  readonly #timeoutMs: number
+  readonly #health: StoreHealth
+  /** Late by more than this, the timer saw a blocked loop rather than timer jitter. */
+  readonly #stallMs: number
+  #head: Call | undefined
+  #tail: Call | undefined
+  #timer: ReturnType<typeof setTimeout> | undefined
+  /** The timer fired and its decision waits for the loop's turn. */
+  #expiring = false
+  /** performance.now() at which the armed timer was due. */
+  #due = 0
+  /** How far the loop clock is behind performance.now(): the blocked time found, and the grace given for it. */
+  #stalled = 0
+
+  constructor(timeoutMs: number, health: StoreHealth) {
+    this.#timeoutMs = timeoutMs
+    this.#health = health
+    this.#stallMs = Math.max(10, timeoutMs / 10)
+  }
+
+  watch<T>(promise: PromiseLike<T>, operation: string): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const started = performance.now()
+      const call: Call = { operation, started, deadline: started - this.#stalled + this.#timeoutMs, reject, settled: false, next: undefined }
+      if (this.#tail === undefined) this.#head = call
+      else this.#tail.next = call
+      this.#tail = call
+      if (this.#timer === undefined && !this.#expiring) this.#arm(this.#timeoutMs)
+      promise.then(
+        (value) => {
+          // A late answer still shows the store is back.
+          if (call.settled) {
+            if (this.#health.down) this.#health.succeeded()
+            return
+          }
+          this.#settle(call)
+          if (this.#health.down) this.#health.succeeded()
+          resolve(value)
+        },
+        (error: unknown) => {
+          if (call.settled) return
+          this.#settle(call)
+          if (isDataError(error)) {
+            // The store answered: it is up, whatever it thought of the value.
+            this.#health.succeeded()
+            reject(dataError(operation, error))
+            return
+          }
+          this.#health.failed(operation, error, performance.now() - started)
+          reject(new StoreError(operation, error))
+        },
+      )
+    })
+  }
+
+  #settle(call: Call): void {
+    call.settled = true
+    // Calls mostly finish in order: drop the finished ones at the front at once, so the
+    // queue holds about the calls in flight, and the timer stops when there are none.
+    while (this.#head?.settled === true) this.#head = this.#head.next
+    if (this.#head === undefined) {
+      this.#tail = undefined
+      if (this.#timer !== undefined) {
+        clearTimeout(this.#timer)
+        this.#timer = undefined
+      }
+    }
+  }
+
+  #arm(delayMs: number): void {
+    this.#due = performance.now() + delayMs
+    this.#timer = setTimeout(this.#fire, delayMs)
+  }
+
+  readonly #fire = (): void => {
+    this.#timer = undefined
+    this.#expiring = true
+    const late = performance.now() - this.#due
+    if (late > this.#stallMs) this.#stalled += late + Math.min(late, this.#timeoutMs)
+    // Decide after the poll phase: a reply that came in while the loop was blocked is read first.
+    setImmediate(this.#expire)
+  }
+
+  readonly #expire = (): void => {
+    this.#expiring = false
+    const now = performance.now()
+    const loopNow = now - this.#stalled
+    for (let call = this.#head; call !== undefined; call = this.#head) {
+      if (call.settled) {
+        this.#head = call.next
+        continue
+      }
+      // Calls are in the order they were made, so in the order of both bounds.
+      const wait = Math.min(call.deadline - loopNow, call.started + 3 * this.#timeoutMs - now)
+      if (wait > 0) {
+        this.#arm(Math.ceil(wait))
+        return
+      }
+      this.#head = call.next
+      call.settled = true
+      const cause = new Error(`store call timed out after ${this.#timeoutMs} ms`)
+      this.#health.failed(call.operation, cause, now - call.started)
+      call.reject(new StoreError(call.operation, cause))
+    }
+    this.#tail = undefined
+  }
 }
 
 /**

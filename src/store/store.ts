@@ -327,6 +327,13 @@ export interface GateStore {
    * `lastUsedAt` to the later of the two (never moves it back).
    */
   recordGrant(userId: string, appToken: string, at: number): Awaitable<void>
+  /**
+   * Atomically notes a use of an existing grant: sets its `lastUsedAt` to the later of the
+   * two, and does nothing when there is no grant. Never creates one: a grant deleted before
+   * or while this runs (the user revoked the application) stays deleted. A read followed by
+   * a write is not enough; it must be one step (one statement, script or critical section).
+   */
+  touchGrant(userId: string, appToken: string, at: number): Awaitable<void>
   getGrant(userId: string, appToken: string): Awaitable<GrantRecord | undefined>
   /** A user's grants, oldest `firstAuthorizedAt` first. */
   listGrants(userId: string): Awaitable<GrantRecord[]>

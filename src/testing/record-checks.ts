@@ -531,6 +531,38 @@ const grants = group('grants', [
     },
   ],
   [
+    'notes a use of a grant only while it exists: moves its last use forward, and never creates one',
+    async (store) => {
+      const userId = freshUserId()
+      const app = freshAppToken()
+      await store.touchGrant(userId, app, 2_000)
+      assert.equal(await store.getGrant(userId, app), undefined, 'touching a grant that was never recorded must not create it')
+      await store.recordGrant(userId, app, 1_000)
+      await store.touchGrant(userId, app, 5_000)
+      await store.touchGrant(userId, app, 3_000)
+      assert.deepEqual(await store.getGrant(userId, app), { userId, appToken: app, firstAuthorizedAt: 1_000, lastUsedAt: 5_000 })
+      await store.deleteGrant(userId, app)
+      await store.touchGrant(userId, app, 9_000)
+      assert.equal(await store.getGrant(userId, app), undefined, 'touching a deleted grant must not bring it back')
+    },
+  ],
+  [
+    'leaves no grant alive when uses of it race its revocation',
+    async (store) => {
+      // A revoked application must stay revoked: a use noted meanwhile (a read of the grant,
+      // then a write) would bring the grant back, and with it the skipped consent.
+      for (let round = 0; round < 10; round++) {
+        const userId = freshUserId()
+        const app = freshAppToken()
+        await store.recordGrant(userId, app, 1_000)
+        const touch = (i: number) => store.touchGrant(userId, app, 2_000 + i)
+        await Promise.all([...Array.from({ length: 10 }, (_, i) => touch(i)), store.deleteGrant(userId, app), ...Array.from({ length: 10 }, (_, i) => touch(10 + i))])
+        assert.equal(await store.getGrant(userId, app), undefined, `round ${round}: the grant is alive again after its deletion`)
+        assert.deepEqual(await store.listGrants(userId), [])
+      }
+    },
+  ],
+  [
     'keeps one grant with the latest use when many records of it race',
     async (store) => {
       const userId = freshUserId()

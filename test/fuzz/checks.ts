@@ -316,7 +316,7 @@ function checkWrites(world: CheckedWorld, request: HostileRequest, core: GateReq
     const ok =
       (issuedAndRevoked && ['insertAccessToken', 'consumeAuthorizationCode', 'revokeAccessToken', 'revokeAccessTokens'].includes(write.method)) ||
       // Using a token notes the use on its grant (at most daily).
-      (write.method === 'recordGrant' && sentLiveToken && a === KNOWN.users.ada.id && b === KNOWN.apps.oauth.appToken) ||
+      (write.method === 'touchGrant' && sentLiveToken && a === KNOWN.users.ada.id && b === KNOWN.apps.oauth.appToken) ||
       // An access token sent in clear is revoked, whatever else happens to the request.
       (insecure && write.method === 'revokeAccessToken' && sentTokens.has(a as string)) ||
       (insecure && write.method === 'consumeAuthorizationCode' && sentCodes.has(a as string) && pathOf(request.target) === '/oauth/access_token') ||

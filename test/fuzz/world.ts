@@ -100,6 +100,7 @@ const WRITES = [
   'revokeAccessToken',
   'revokeAccessTokens',
   'recordGrant',
+  'touchGrant',
   'deleteGrant',
   'insertAuthorizationCode',
   'consumeAuthorizationCode',

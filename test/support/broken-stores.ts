@@ -128,3 +128,15 @@ export function keepsOneSink(): GateStore {
     },
   })
 }
+
+/** Notes a use of a grant by reading it, then recording it: a deletion in between is undone. */
+export function touchRecordsGrant(): GateStore {
+  const inner = new MemoryStore()
+  return asyncStore(inner, {
+    async touchGrant(userId: string, appToken: string, at: number) {
+      const current = inner.getGrant(userId, appToken)
+      await tick()
+      if (current !== undefined) inner.recordGrant(userId, appToken, at)
+    },
+  })
+}

@@ -290,6 +290,13 @@ export class MemoryStore implements GateStore {
     else if (at > current.lastUsedAt) byApp.set(appToken, { ...current, lastUsedAt: at })
   }
 
+  touchGrant(userId: string, appToken: string, at: number): void {
+    // One synchronous step: no deleteGrant can come between the read and the write.
+    const byApp = this.#grants.get(userId)
+    const current = byApp?.get(appToken)
+    if (byApp !== undefined && current !== undefined && at > current.lastUsedAt) byApp.set(appToken, { ...current, lastUsedAt: at })
+  }
+
   getGrant(userId: string, appToken: string): GrantRecord | undefined {
     return this.#grants.get(userId)?.get(appToken)
   }

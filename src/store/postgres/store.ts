@@ -707,6 +707,11 @@ export class PostgresStore implements GateStore {
     )
   }
 
+  async touchGrant(userId: string, appToken: string, at: number): Promise<void> {
+    // One statement: a grant deleted meanwhile has no row to update, and none is inserted.
+    await this.#count(`UPDATE ${this.#q}.grants SET last_used_at = GREATEST(last_used_at, $3) WHERE user_id = $1 AND app_token = $2`, [userId, appToken, at])
+  }
+
   getGrant(userId: string, appToken: string): Promise<GrantRecord | undefined> {
     return this.#one(`SELECT ${GRANT_COLUMNS} FROM ${this.#q}.grants WHERE user_id = $1 AND app_token = $2`, [userId, appToken], toGrant)
   }

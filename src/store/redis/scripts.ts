@@ -461,3 +461,16 @@ end
 for _, member in ipairs(gone) do redis.call('ZREM', s, member) end
 return out`,
 )
+
+/**
+ * Notes a use of a grant: moves its last use forward, and never creates a grant that is
+ * not there (a revoked one must stay gone). KEYS[1] the user's grants hash; ARGV appToken, at.
+ */
+export const TOUCH_GRANT = script(
+  1,
+  `local current = redis.call('HGET', KEYS[1], ARGV[1])
+if not current then return 0 end
+local first, last = string.match(current, '^(%d+):(%d+)$')
+if tonumber(ARGV[2]) > tonumber(last) then redis.call('HSET', KEYS[1], ARGV[1], first .. ':' .. ARGV[2]) end
+return 1`,
+)

@@ -46,6 +46,7 @@ import {
   PATCH_API_KEY,
   RECORD_GRANT,
   REVOKE_API_KEY,
+  TOUCH_GRANT,
   SET_ONCE,
   TRIM_SESSIONS,
   USER_BY_NAME,
@@ -632,6 +633,10 @@ export class RedisStore implements GateStore {
 
   async recordGrant(userId: string, appToken: string, at: number): Promise<void> {
     await this.#run(RECORD_GRANT, [this.#grantsKey(userId)], [appToken, at])
+  }
+
+  async touchGrant(userId: string, appToken: string, at: number): Promise<void> {
+    await this.#run(TOUCH_GRANT, [this.#grantsKey(userId)], [appToken, at])
   }
 
   async getGrant(userId: string, appToken: string): Promise<GrantRecord | undefined> {
