@@ -7,7 +7,7 @@
  */
 import { checkImportedSecret } from './applications.js'
 import { NotFoundError, PlatformError } from '../errors.js'
-import { optionsObject } from '../config/options.js'
+import { optionsObject } from '../config/validate.js'
 import { randomId, randomToken, sha256 } from '../secrets/tokens.js'
 import { assertStorable } from '../store/storable.js'
 import { API_KEY_ID, noSuchUser } from './users.js'

@@ -7,7 +7,7 @@
  */
 import { isPlausibleAppToken, MAX_APP_TOKEN_LENGTH } from '../pipeline/app-token.js'
 import { NotFoundError, PlatformError } from '../errors.js'
-import { optionsObject, positiveInteger } from '../config/options.js'
+import { optionsObject, positiveInteger } from '../config/validate.js'
 import { randomToken, secretMatches, sha256 } from '../secrets/tokens.js'
 import { assertStorable, unstorableCharacter } from '../store/storable.js'
 import type { ApplicationRecord, GateStore } from '../store/store.js'

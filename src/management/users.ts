@@ -6,7 +6,7 @@
  */
 import { isIP } from 'node:net'
 import { NotFoundError, PlatformError } from '../errors.js'
-import { optionsObject } from '../config/options.js'
+import { optionsObject } from '../config/validate.js'
 import { checkPassword, hashPassword, type ScryptParams } from '../secrets/passwords.js'
 import { normalizeAddress, type ClientInfo } from '../http/proxy.js'
 import { randomId } from '../secrets/tokens.js'

@@ -12,7 +12,8 @@ import { GateError, OAuthError, retryAfterSeconds } from '../errors.js'
 import type { Emit } from '../events.js'
 import type { Params } from '../http/params.js'
 import type { GateRequest } from '../http/request.js'
-import { addressKey, type ClientInfo } from '../http/proxy.js'
+import type { ClientInfo } from '../http/proxy.js'
+import { clientFailuresRateKey } from '../limits/rate-keys.js'
 import { secretMatches } from '../secrets/tokens.js'
 import { unstorableCharacter } from '../store/storable.js'
 import type { ApplicationRecord, GateStore } from '../store/store.js'
@@ -71,7 +72,7 @@ export async function authenticateClient(request: GateRequest, params: Params, c
   // made-up ids would fill the store with keys.
   const application = isPlausibleAppToken(clientId) ? await deps.store.getApplication(clientId) : undefined
   if (application === undefined) throw refuse()
-  const failureKey = `client:${clientId}:${addressKey(client.ip, 56)}`
+  const failureKey = clientFailuresRateKey(clientId, client.ip)
   const failures = deps.failures
   // The secret is one constant-time compare of hashes (no scrypt), so it is checked first
   // and only failures are counted: a busy client exchanging many codes at once never

@@ -10,7 +10,8 @@ import { GateError, OAuthError, PlatformError, retryAfterSeconds, StoreError, Th
 import type { Emit, ReportFailure } from '../events.js'
 import { errorResponse, type GateRequest, type GateResponse } from '../http/request.js'
 import type { ResolvedConfig } from '../config/options.js'
-import { addressKey, type ClientInfo } from '../http/proxy.js'
+import type { ClientInfo } from '../http/proxy.js'
+import { oauthAddressRateKey, oauthClientRateKey } from '../limits/rate-keys.js'
 import type { GateStore } from '../store/store.js'
 import type { Throttle } from '../pipeline/throttle.js'
 import { AuthorizeEndpoint } from './authorize.js'
@@ -54,7 +55,7 @@ export class OAuthServer {
     this.#grantsPage = new GrantsPage(config, store, auth, sessions, grants)
     const failures = config.oauth.clientFailures
     this.#tokens = new TokenEndpoints(store, tokens, { store, throttle, emit, realm: config.realm, failures }, emit, (sent, client) => auth.revokeInsecure(sent, client), config.bodyTimeoutMs, (application, client) =>
-      application === undefined ? this.#spend(`oauth:${addressKey(client.ip, 56)}`, client, undefined) : this.#spend(`oauth-client:${application}`, client, application),
+      application === undefined ? this.#spend(oauthAddressRateKey(client.ip), client, undefined) : this.#spend(oauthClientRateKey(application), client, application),
     )
   }
 
@@ -64,8 +65,8 @@ export class OAuthServer {
       // Posts to the pages (sign-in, consent, connected apps) are counted per address; the token and revocation endpoints per
       // authenticated client (a busy backend must not be throttled by its neighbours on a
       // shared address), and per address only while no client has authenticated.
-      if (request.method === 'POST' && PAGES.has(endpoint)) await this.#spend(`oauth:${addressKey(client.ip, 56)}`, client, undefined)
-      else if (request.method === 'POST' && this.#throttle.isBlocked(`oauth:${addressKey(client.ip, 56)}`)) await this.#spend(`oauth:${addressKey(client.ip, 56)}`, client, undefined)
+      if (request.method === 'POST' && PAGES.has(endpoint)) await this.#spend(oauthAddressRateKey(client.ip), client, undefined)
+      else if (request.method === 'POST' && this.#throttle.isBlocked(oauthAddressRateKey(client.ip))) await this.#spend(oauthAddressRateKey(client.ip), client, undefined)
       switch (endpoint) {
         case 'authorize':
           return await this.#authorize.handle(request, client)

@@ -27,6 +27,7 @@ import { HashQueue } from '../secrets/hash-queue.js'
 import type { ResolvedConfig } from '../config/options.js'
 import { decoyHash, verifyPassword } from '../secrets/passwords.js'
 import { addressKey, type ClientInfo } from '../http/proxy.js'
+import { loginAddressLastRateKey, loginAddressRateKey, loginRateKey } from '../limits/rate-keys.js'
 import { NO_SUCH_SECRET, secretMatches, sha256 } from '../secrets/tokens.js'
 import { unstorableCharacter } from '../store/storable.js'
 import type { AccessTokenRecord, Awaitable, GateStore, UserRecord } from '../store/store.js'
@@ -296,7 +297,7 @@ export class Authenticator {
   async #attempt(sentUsername: string, password: string, client: ClientInfo, address: string): Promise<{ user: UserRecord | undefined; failureKey: string }> {
     const failures = this.#config.basic.failures
     // One budget per account, whatever width or case the name is typed in (RFC 8265).
-    const failureKey = `login:${usernameLookups(sentUsername).key}`
+    const failureKey = loginRateKey(usernameLookups(sentUsername).key)
     if (failures !== null) {
       const budget = await this.#throttle.consume(failureKey, failures.limit, failures.windowMs, 1)
       if (budget !== null && !budget.allowed) {
@@ -327,7 +328,7 @@ export class Authenticator {
   async #addressBudgetSpent(address: string): Promise<number> {
     const policy = this.#config.basic.addressFailures
     if (policy === null) return 0
-    return this.#noteAddress(address, await this.#throttle.consume(`login-ip:${address}`, policy.limit, policy.windowMs, 0))
+    return this.#noteAddress(address, await this.#throttle.consume(loginAddressRateKey(address), policy.limit, policy.windowMs, 0))
   }
 
   /**
@@ -338,9 +339,9 @@ export class Authenticator {
   async #countAddressFailure(address: string): Promise<void> {
     const policy = this.#config.basic.addressFailures
     if (policy === null) return
-    this.#noteAddress(address, await this.#throttle.consume(`login-ip:${address}`, policy.limit, policy.windowMs, 1))
-    await this.#throttle.reset(`login-ip-last:${address}`)
-    await this.#throttle.consume(`login-ip-last:${address}`, 1, policy.windowMs, 1)
+    this.#noteAddress(address, await this.#throttle.consume(loginAddressRateKey(address), policy.limit, policy.windowMs, 1))
+    await this.#throttle.reset(loginAddressLastRateKey(address))
+    await this.#throttle.consume(loginAddressLastRateKey(address), 1, policy.windowMs, 1)
   }
 
   /**
@@ -351,7 +352,7 @@ export class Authenticator {
   #addressQuiet(address: string): Awaitable<boolean> {
     const policy = this.#config.basic.addressFailures
     if (policy === null) return false
-    return andThen(this.#throttle.consume(`login-ip-last:${address}`, 1, policy.windowMs, 0), (result) => result !== null && result.remaining === 1)
+    return andThen(this.#throttle.consume(loginAddressLastRateKey(address), 1, policy.windowMs, 0), (result) => result !== null && result.remaining === 1)
   }
 
   /** Remembers locally that the address has no attempt left, so that its next ones cost no store call. */

@@ -6,7 +6,7 @@
  */
 import { PlatformError } from '../errors.js'
 import type { GateContext } from '../gate.js'
-import { rejectUnknownKeys } from '../config/options.js'
+import { rejectUnknownKeys } from '../config/validate.js'
 
 /** What a route requires. */
 export interface GuardRule {

@@ -15,7 +15,8 @@ import { retryAfterSeconds, ThrottledError, StoreError } from '../errors.js'
 import type { Emit } from '../events.js'
 import type { RateResult } from '../limits/gcra.js'
 import type { ResolvedConfig, ResolvedPolicy } from '../config/options.js'
-import { addressKey, type ClientInfo } from '../http/proxy.js'
+import type { ClientInfo } from '../http/proxy.js'
+import { anonymousRateKey, applicationRateKey } from '../limits/rate-keys.js'
 import { MemoryStore } from '../store/memory/store.js'
 import type { ApplicationRecord, Awaitable, RateStore } from '../store/store.js'
 
@@ -80,13 +81,13 @@ export class Throttle {
     if (application !== null) {
       policy = this.#config.application
       if (policy === null) return null
-      key = `app:${application.appToken}`
+      key = applicationRateKey(application.appToken)
       limit = application.limit ?? policy.limit
     } else {
       const anonymous = this.#config.anonymous
       if (anonymous === null) return null
       policy = anonymous
-      key = anonymous.scope === 'shared' ? 'anon' : `anon:${addressKey(client.ip, anonymous.ipv6Subnet)}`
+      key = anonymousRateKey(anonymous.scope, client.ip, anonymous.ipv6Subnet)
       limit = anonymous.limit
     }
 

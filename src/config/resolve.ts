@@ -1,0 +1,338 @@
+/**
+ * Resolves the options of `createGate` into the one full, validated configuration a gate
+ * runs on, one function per section of the options. The caller's object is never changed;
+ * a bad value is a `TypeError` that names the option (and, for a misspelt name, the
+ * nearest valid one). The defaults come from config/defaults.ts.
+ * @see docs/reference/options.md
+ */
+import { compileTrustProxy } from '../http/proxy.js'
+import type { OAuthPages } from '../oauth/pages.js'
+import type { HashQueueLimits } from '../secrets/hash-queue.js'
+import { DEFAULT_SCRYPT, type ScryptParams } from '../secrets/passwords.js'
+import { STORE_METHODS } from '../store/guarded-store.js'
+import { MemoryStore } from '../store/memory/store.js'
+import {
+  DEFAULT_ACCESS_TOKEN_TTL_MS,
+  DEFAULT_ANONYMOUS_IPV6_SUBNET,
+  DEFAULT_ANONYMOUS_LIMIT,
+  DEFAULT_ANONYMOUS_SCOPE,
+  DEFAULT_API_KEY_PATH,
+  DEFAULT_APPLICATION_CACHE_MS,
+  DEFAULT_APPLICATION_LIMIT,
+  DEFAULT_BODY_TIMEOUT_MS,
+  DEFAULT_CLIENT_FAILURES,
+  DEFAULT_CODE_TTL_MS,
+  DEFAULT_CONNECTED_APPS_PATHS,
+  DEFAULT_CURRENT_USER_PATHS,
+  DEFAULT_DELETED_KEY_RETENTION_MS,
+  DEFAULT_HASHING,
+  DEFAULT_LOGIN_ADDRESS_FAILURES,
+  DEFAULT_LOGIN_FAILURES,
+  DEFAULT_MAX_ACTIVE_KEYS,
+  DEFAULT_MAX_KEYS,
+  DEFAULT_MAX_SESSIONS_PER_USER,
+  DEFAULT_OAUTH_PATHS,
+  DEFAULT_OAUTH_THROTTLE,
+  DEFAULT_OAUTH_TOKEN_BUDGET,
+  DEFAULT_ON_STORE_ERROR,
+  DEFAULT_PASSWORD_CACHE_TTL_MS,
+  DEFAULT_PROXY_HEADERS,
+  DEFAULT_REALM,
+  DEFAULT_SESSION_TTL_MS,
+  DEFAULT_STORE_TIMEOUT_MS,
+  MAX_CODE_TTL_MS,
+} from './defaults.js'
+import type {
+  AnonymousPolicyOptions,
+  ApiKeyEndpointOptions,
+  BasicOptions,
+  ConnectedAppsOptions,
+  CurrentUserOptions,
+  GateOptions,
+  OAuthOptions,
+  OAuthPaths,
+  RatePolicyOptions,
+  ResolvedConfig,
+  ResolvedPolicy,
+  ThrottleOptions,
+} from './options.js'
+import { booleanOption, optionNames, optionsObject, paths, positiveInteger, rejectUnknownKeys, singlePath } from './validate.js'
+
+const GATE_OPTION_NAMES = optionNames<GateOptions>({
+  store: true, rateStore: true, applicationCacheMs: true, apiKeyEndpoints: true, connectedApps: true, throttle: true, trustProxy: true, proxyHeaders: true, legacyAppTokenParam: true, storeTimeoutMs: true, bodyTimeoutMs: true,
+  basic: true, oauth: true, currentUser: true, realm: true,
+})
+const THROTTLE_OPTION_NAMES = optionNames<ThrottleOptions>({ application: true, anonymous: true, legacyHeaders: true, onStoreError: true, oauthTokenBudget: true })
+const BASIC_OPTION_NAMES = optionNames<BasicOptions>({ requireAppToken: true, challenge: true, cacheTtlMs: true, failures: true, addressFailures: true, hashing: true, scrypt: true })
+const OAUTH_OPTION_NAMES = optionNames<OAuthOptions>({
+  acceptBearer: true, accessTokenTtlMs: true, codeTtlMs: true, requirePkce: true, issuer: true, paths: true, sessionTtlMs: true, maxSessionsPerUser: true,
+  allowLoopbackCallbacks: true, rememberConsent: true, authenticateUser: true, loginUrl: true, pages: true, clientFailures: true, throttle: true,
+})
+
+/** Resolves and validates the options. @throws {TypeError} naming the bad option. */
+export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
+  if (typeof options !== 'object' || options === null) throw new TypeError('open-data-gate: options must be an object')
+  rejectUnknownKeys('', options, GATE_OPTION_NAMES)
+  const throttle = resolveThrottle(options.throttle)
+  const proxies = resolveProxies(options)
+  const storeTimeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS
+  positiveInteger('storeTimeoutMs', storeTimeoutMs)
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS
+  positiveInteger('bodyTimeoutMs', bodyTimeoutMs)
+  const { store, rateStore } = resolveStores(options)
+  const applicationCacheMs = options.applicationCacheMs ?? DEFAULT_APPLICATION_CACHE_MS
+  if (!Number.isSafeInteger(applicationCacheMs) || applicationCacheMs < 0) {
+    throw new TypeError(`open-data-gate: applicationCacheMs must be 0 or a positive integer, got ${JSON.stringify(applicationCacheMs)}`)
+  }
+  const basic = resolveBasic(options.basic)
+  const oauth = resolveOAuth(options.oauth)
+  const apiKeyEndpoints = resolveApiKeyEndpoints(options.apiKeyEndpoints)
+  const connectedApps = resolveConnectedApps(options.connectedApps)
+  const currentUser = resolveCurrentUser(options.currentUser)
+  const realm = options.realm ?? DEFAULT_REALM
+  if (typeof realm !== 'string' || !/^[\x20-\x7e]*$/.test(realm) || realm.includes('"')) throw new TypeError('open-data-gate: realm must be printable ASCII without quotes')
+  return {
+    store,
+    rateStore,
+    applicationCacheMs,
+    application: throttle.application,
+    anonymous: throttle.anonymous,
+    legacyHeaders: throttle.legacyHeaders,
+    onStoreError: throttle.onStoreError,
+    oauthTokenBudget: throttle.oauthTokenBudget,
+    trust: proxies.trust,
+    trustsAnyProxy: proxies.trustsAnyProxy,
+    proxyHeaders: proxies.proxyHeaders,
+    legacyAppTokenParam: booleanOption('legacyAppTokenParam', options.legacyAppTokenParam, true),
+    storeTimeoutMs,
+    bodyTimeoutMs,
+    basic,
+    oauth,
+    currentUser,
+    apiKeyEndpoints,
+    deletedKeyRetentionMs: resolveDeletedKeyRetention(options.apiKeyEndpoints),
+    connectedApps,
+    realm,
+  }
+}
+
+type ResolvedThrottle = Pick<ResolvedConfig, 'application' | 'anonymous' | 'legacyHeaders' | 'onStoreError' | 'oauthTokenBudget'>
+
+/** `throttle`: the application and anonymous budgets, and what the throttle does around them. */
+function resolveThrottle(input: GateOptions['throttle']): ResolvedThrottle {
+  const throttle = input === false ? { application: false as const, anonymous: false as const } : (input ?? {})
+  if (input !== false) optionsObject('throttle', throttle, THROTTLE_OPTION_NAMES)
+  const application = resolvePolicy('throttle.application', throttle.application, DEFAULT_APPLICATION_LIMIT, 'app')
+  const anonymousInput = throttle.anonymous
+  const anonymousBase = resolvePolicy('throttle.anonymous', anonymousInput, DEFAULT_ANONYMOUS_LIMIT, 'anon')
+  let anonymous: ResolvedConfig['anonymous'] = null
+  if (anonymousBase !== null) {
+    const options: Partial<AnonymousPolicyOptions> = anonymousInput === undefined || anonymousInput === false ? {} : anonymousInput
+    rejectUnknownKeys('throttle.anonymous', options, optionNames<AnonymousPolicyOptions>({ limit: true, windowMs: true, scope: true, ipv6Subnet: true }))
+    const scope = options.scope ?? DEFAULT_ANONYMOUS_SCOPE
+    if (scope !== 'shared' && scope !== 'ip') throw new TypeError(`open-data-gate: throttle.anonymous.scope must be 'shared' or 'ip', got ${JSON.stringify(scope)}`)
+    const ipv6Subnet = options.ipv6Subnet ?? DEFAULT_ANONYMOUS_IPV6_SUBNET
+    if (!Number.isInteger(ipv6Subnet) || ipv6Subnet < 1 || ipv6Subnet > 128) {
+      throw new TypeError(`open-data-gate: throttle.anonymous.ipv6Subnet must be an integer from 1 to 128, got ${String(ipv6Subnet)}`)
+    }
+    anonymous = { ...anonymousBase, scope, ipv6Subnet }
+  }
+  const onStoreError = throttle.onStoreError ?? DEFAULT_ON_STORE_ERROR
+  if (!['fail-open', 'fail-closed', 'memory'].includes(onStoreError)) {
+    throw new TypeError(`open-data-gate: throttle.onStoreError must be 'fail-open', 'fail-closed' or 'memory', got ${JSON.stringify(onStoreError)}`)
+  }
+  const oauthTokenBudget = throttle.oauthTokenBudget ?? DEFAULT_OAUTH_TOKEN_BUDGET
+  if (oauthTokenBudget !== 'application' && oauthTokenBudget !== 'anonymous') {
+    throw new TypeError(`open-data-gate: throttle.oauthTokenBudget must be 'application' or 'anonymous', got ${JSON.stringify(oauthTokenBudget)}`)
+  }
+  return { application, anonymous, legacyHeaders: booleanOption('throttle.legacyHeaders', throttle.legacyHeaders, false), onStoreError, oauthTokenBudget }
+}
+
+/** `trustProxy` and `proxyHeaders`: which peers may speak for the client, and in which headers. */
+function resolveProxies(options: GateOptions): Pick<ResolvedConfig, 'trust' | 'trustsAnyProxy' | 'proxyHeaders'> {
+  const proxyHeaders = options.proxyHeaders ?? DEFAULT_PROXY_HEADERS
+  if (proxyHeaders !== 'x-forwarded' && proxyHeaders !== 'forwarded') {
+    throw new TypeError(`open-data-gate: proxyHeaders must be 'x-forwarded' or 'forwarded', got ${JSON.stringify(proxyHeaders)}`)
+  }
+  const trustProxy = options.trustProxy ?? false
+  return { trust: compileTrustProxy(trustProxy), trustsAnyProxy: trustProxy !== false, proxyHeaders }
+}
+
+/**
+ * `store` and `rateStore`. With no store the gate keeps everything in a new
+ * {@link MemoryStore} of its own (the one module here that picks an implementation).
+ */
+function resolveStores(options: GateOptions): Pick<ResolvedConfig, 'store' | 'rateStore'> {
+  const store = options.store ?? new MemoryStore()
+  if (typeof store !== 'object' || store === null) throw new TypeError('open-data-gate: store must implement the GateStore interface')
+  const missing = STORE_METHODS.filter((name) => typeof (store as unknown as Record<string, unknown>)[name] !== 'function')
+  if (missing.length > 0) throw new TypeError(`open-data-gate: store must implement the GateStore interface; it lacks ${missing.join(', ')}`)
+  const rateStore = options.rateStore ?? store
+  if (typeof rateStore !== 'object' || rateStore === null || typeof rateStore.consumeRate !== 'function' || typeof rateStore.resetRate !== 'function') {
+    throw new TypeError('open-data-gate: rateStore must have consumeRate and resetRate (a GateStore, or a store of rate counters only)')
+  }
+  return { store, rateStore }
+}
+
+/** `basic`: HTTP Basic, the password cache, the login budgets and the password hashing. */
+function resolveBasic(input: BasicOptions | undefined): ResolvedConfig['basic'] {
+  const basic = optionsObject('basic', input ?? {}, BASIC_OPTION_NAMES)
+  const cacheTtlMs = basic.cacheTtlMs ?? DEFAULT_PASSWORD_CACHE_TTL_MS
+  if (!Number.isSafeInteger(cacheTtlMs) || cacheTtlMs < 0) throw new TypeError(`open-data-gate: basic.cacheTtlMs must be 0 or a positive integer, got ${JSON.stringify(cacheTtlMs)}`)
+  const failures = resolvePolicy('basic.failures', basic.failures, DEFAULT_LOGIN_FAILURES, 'app')
+  const addressFailures = resolvePolicy('basic.addressFailures', basic.addressFailures, DEFAULT_LOGIN_ADDRESS_FAILURES, 'app')
+  if (basic.hashing !== undefined) optionsObject('basic.hashing', basic.hashing, optionNames<HashQueueLimits>({ concurrency: true, queue: true, queuePerAddress: true }))
+  const hashing = { ...DEFAULT_HASHING, ...basic.hashing }
+  positiveInteger('basic.hashing.concurrency', hashing.concurrency)
+  positiveInteger('basic.hashing.queue', hashing.queue)
+  positiveInteger('basic.hashing.queuePerAddress', hashing.queuePerAddress)
+  if (basic.scrypt !== undefined) optionsObject('basic.scrypt', basic.scrypt, optionNames<ScryptParams>({ logN: true, blockSize: true, parallelization: true }))
+  const scrypt = { ...DEFAULT_SCRYPT, ...basic.scrypt }
+  if (!Number.isInteger(scrypt.logN) || scrypt.logN < 10 || scrypt.logN > 22) throw new TypeError(`open-data-gate: basic.scrypt.logN must be an integer from 10 to 22, got ${JSON.stringify(scrypt.logN)}`)
+  positiveInteger('basic.scrypt.blockSize', scrypt.blockSize)
+  positiveInteger('basic.scrypt.parallelization', scrypt.parallelization)
+  return {
+    requireAppToken: booleanOption('basic.requireAppToken', basic.requireAppToken, true),
+    challenge: booleanOption('basic.challenge', basic.challenge, false),
+    cacheTtlMs,
+    failures: budget(failures),
+    addressFailures: budget(addressFailures),
+    hashing,
+    scrypt,
+  }
+}
+
+/** `oauth`: the authorization server, its tokens, its sign-in and its budgets. */
+function resolveOAuth(input: OAuthOptions | undefined): ResolvedConfig['oauth'] {
+  const oauth = optionsObject('oauth', input ?? {}, OAUTH_OPTION_NAMES)
+  const accessTokenTtlMs = oauth.accessTokenTtlMs ?? DEFAULT_ACCESS_TOKEN_TTL_MS
+  positiveInteger('oauth.accessTokenTtlMs', accessTokenTtlMs)
+  const codeTtlMs = oauth.codeTtlMs ?? DEFAULT_CODE_TTL_MS
+  positiveInteger('oauth.codeTtlMs', codeTtlMs)
+  if (codeTtlMs > MAX_CODE_TTL_MS) throw new TypeError(`open-data-gate: oauth.codeTtlMs must be at most 600000 (10 minutes, RFC 6749 §4.1.2), got ${codeTtlMs}`)
+  const sessionTtlMs = oauth.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS
+  positiveInteger('oauth.sessionTtlMs', sessionTtlMs)
+  const maxSessionsPerUser = oauth.maxSessionsPerUser ?? DEFAULT_MAX_SESSIONS_PER_USER
+  positiveInteger('oauth.maxSessionsPerUser', maxSessionsPerUser)
+  if (oauth.issuer !== undefined && !isIssuer(oauth.issuer)) {
+    throw new TypeError(`open-data-gate: oauth.issuer must be an https URL without query or fragment, got ${JSON.stringify(oauth.issuer)}`)
+  }
+  if (oauth.authenticateUser !== undefined && typeof oauth.authenticateUser !== 'function') throw new TypeError('open-data-gate: oauth.authenticateUser must be a function')
+  if (oauth.loginUrl !== undefined && (typeof oauth.loginUrl !== 'string' || !(oauth.loginUrl.startsWith('/') || URL.canParse(oauth.loginUrl)))) {
+    throw new TypeError('open-data-gate: oauth.loginUrl must be a path or an absolute URL')
+  }
+  const pages = optionsObject('oauth.pages', oauth.pages ?? {}, optionNames<OAuthPages>({ siteName: true, login: true, consent: true, error: true }))
+  for (const name of ['login', 'consent', 'error'] as const) {
+    if (pages[name] !== undefined && typeof pages[name] !== 'function') throw new TypeError(`open-data-gate: oauth.pages.${name} must be a function returning HTML`)
+  }
+  if (pages.siteName !== undefined && (typeof pages.siteName !== 'string' || pages.siteName.trim() === '' || pages.siteName.length > 100)) {
+    throw new TypeError('open-data-gate: oauth.pages.siteName must be a non-empty string of at most 100 characters')
+  }
+  const clientFailures = resolvePolicy('oauth.clientFailures', oauth.clientFailures, DEFAULT_CLIENT_FAILURES, 'app')
+  const throttle = resolvePolicy('oauth.throttle', oauth.throttle, DEFAULT_OAUTH_THROTTLE, 'anon')
+  const oauthPaths = optionsObject('oauth.paths', oauth.paths ?? {}, optionNames<OAuthPaths>({ authorize: true, token: true, revoke: true, metadata: true }))
+  const endpointPath = (name: keyof OAuthPaths): string | null => {
+    const value = oauthPaths[name]
+    if (value === false) return null
+    if (value === undefined) return DEFAULT_OAUTH_PATHS[name]
+    return paths(`oauth.paths.${name}`, [value], [])[0] as string
+  }
+  return {
+    acceptBearer: booleanOption('oauth.acceptBearer', oauth.acceptBearer, true),
+    accessTokenTtlMs,
+    codeTtlMs,
+    requirePkce: booleanOption('oauth.requirePkce', oauth.requirePkce, false),
+    issuer: oauth.issuer?.replace(/\/$/, '') ?? null,
+    paths: {
+      authorize: endpointPath('authorize'),
+      token: endpointPath('token'),
+      revoke: endpointPath('revoke'),
+      metadata: endpointPath('metadata'),
+    },
+    sessionTtlMs,
+    maxSessionsPerUser,
+    allowLoopbackCallbacks: booleanOption('oauth.allowLoopbackCallbacks', oauth.allowLoopbackCallbacks, false),
+    authenticateUser: oauth.authenticateUser ?? null,
+    loginUrl: oauth.loginUrl ?? null,
+    pages,
+    clientFailures: budget(clientFailures),
+    throttle: budget(throttle),
+    rememberConsent: booleanOption('oauth.rememberConsent', oauth.rememberConsent, false),
+  }
+}
+
+function isIssuer(value: unknown): boolean {
+  if (typeof value !== 'string' || !URL.canParse(value)) return false
+  const url = new URL(value)
+  return url.protocol === 'https:' && url.search === '' && url.hash === '' && !value.includes('?') && !value.includes('#')
+}
+
+/** `currentUser`: where the current-user record is served, in JSON and in XML. */
+function resolveCurrentUser(input: CurrentUserOptions | false | undefined): ResolvedConfig['currentUser'] {
+  const currentUser = input === false ? { json: [], xml: [] } : optionsObject('currentUser', input ?? {}, optionNames<CurrentUserOptions>({ json: true, xml: true }))
+  return {
+    json: paths('currentUser.json', currentUser.json, [...DEFAULT_CURRENT_USER_PATHS.json]),
+    xml: paths('currentUser.xml', currentUser.xml, [...DEFAULT_CURRENT_USER_PATHS.xml]),
+  }
+}
+
+/** `apiKeyEndpoints`: where the API key endpoints live and how many keys a user may hold. */
+function resolveApiKeyEndpoints(input: ApiKeyEndpointOptions | false | undefined): ResolvedConfig['apiKeyEndpoints'] {
+  if (input === false) return null
+  if (input !== undefined && (typeof input !== 'object' || input === null)) throw new TypeError('open-data-gate: apiKeyEndpoints must be { path, maxActiveKeys, maxKeys, deletedKeyRetentionMs } or false')
+  if (input !== undefined) {
+    rejectUnknownKeys('apiKeyEndpoints', input, optionNames<ApiKeyEndpointOptions>({ path: true, maxActiveKeys: true, maxKeys: true, deletedKeyRetentionMs: true }))
+  }
+  const path = input?.path === undefined ? DEFAULT_API_KEY_PATH : singlePath('apiKeyEndpoints.path', input.path)
+  const maxActiveKeys = input?.maxActiveKeys ?? DEFAULT_MAX_ACTIVE_KEYS
+  positiveInteger('apiKeyEndpoints.maxActiveKeys', maxActiveKeys)
+  const maxKeys = input?.maxKeys ?? Math.max(DEFAULT_MAX_KEYS, maxActiveKeys)
+  positiveInteger('apiKeyEndpoints.maxKeys', maxKeys)
+  if (maxKeys < maxActiveKeys) throw new TypeError(`open-data-gate: apiKeyEndpoints.maxKeys (${maxKeys}) must be at least maxActiveKeys (${maxActiveKeys})`)
+  return { path, maxActiveKeys, maxKeys }
+}
+
+/** `apiKeyEndpoints.deletedKeyRetentionMs`: it applies with the endpoints off too (keys revoked by `gate.apiKeys`). */
+function resolveDeletedKeyRetention(input: ApiKeyEndpointOptions | false | undefined): number {
+  const retention = (input === false ? undefined : input?.deletedKeyRetentionMs) ?? DEFAULT_DELETED_KEY_RETENTION_MS
+  positiveInteger('apiKeyEndpoints.deletedKeyRetentionMs', retention)
+  return retention
+}
+
+/** `connectedApps`: where the JSON endpoints and the page live. */
+function resolveConnectedApps(input: ConnectedAppsOptions | false | undefined): ResolvedConfig['connectedApps'] {
+  if (input === false) return { path: null, page: null }
+  if (input !== undefined && (typeof input !== 'object' || input === null)) throw new TypeError('open-data-gate: connectedApps must be { path, page } or false')
+  if (input !== undefined) rejectUnknownKeys('connectedApps', input, optionNames<ConnectedAppsOptions>({ path: true, page: true }))
+  const one = (name: 'path' | 'page'): string | null => {
+    const value = input?.[name]
+    if (value === false) return null
+    return value === undefined ? DEFAULT_CONNECTED_APPS_PATHS[name] : singlePath(`connectedApps.${name}`, value)
+  }
+  return { path: one('path'), page: one('page') }
+}
+
+/** One budget option (`{ limit, windowMs }` or `false`), its defaults filled in. */
+function resolvePolicy(
+  name: string,
+  input: RatePolicyOptions | false | undefined,
+  defaults: RatePolicyOptions,
+  header: ResolvedPolicy['name'],
+): ResolvedPolicy | null {
+  if (input === false) return null
+  if (input !== undefined && (typeof input !== 'object' || input === null)) {
+    throw new TypeError(`open-data-gate: ${name} must be { limit, windowMs } or false`)
+  }
+  // `throttle.anonymous` has more keys; its caller checks them.
+  if (input !== undefined && !name.endsWith('anonymous')) rejectUnknownKeys(name, input, optionNames<RatePolicyOptions>({ limit: true, windowMs: true }))
+  const limit = input?.limit ?? defaults.limit
+  const windowMs = input?.windowMs ?? defaults.windowMs
+  positiveInteger(`${name}.limit`, limit)
+  positiveInteger(`${name}.windowMs`, windowMs)
+  return { name: header, limit, windowMs }
+}
+
+/** A resolved policy as a plain budget (no header name), for the budgets that send no `RateLimit` headers. */
+function budget(policy: ResolvedPolicy | null): RatePolicyOptions | null {
+  return policy === null ? null : { limit: policy.limit, windowMs: policy.windowMs }
+}

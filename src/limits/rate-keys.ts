@@ -1,0 +1,114 @@
+/**
+ * The rate keys: the names of the GCRA counters the gate keeps in the rate store. Every
+ * key is built here, and read back here for the command's `rate show` and `rate reset`,
+ * so the formats below are the whole list. A key is `<kind>` or `<kind>:<subject>`; the
+ * kind never contains a colon, the subject may (IPv6 addresses).
+ *
+ * | key | counts | budget option |
+ * |---|---|---|
+ * | `app:<app token>` | an application's requests | `throttle.application` (or the application's own limit) |
+ * | `anon` | requests without an app token, one pool for all | `throttle.anonymous` with `scope: 'shared'` |
+ * | `anon:<address>` | requests without an app token, per client address | `throttle.anonymous` with `scope: 'ip'` |
+ * | `login:<username>` | failed passwords per account (the username's RFC 8265 key) | `basic.failures` |
+ * | `login-ip:<address>` | failed passwords per client address, across usernames | `basic.addressFailures` |
+ * | `login-ip-last:<address>` | a one-unit key restarted at each failure from the address: whether it has been quiet a whole window | `basic.addressFailures` (its window) |
+ * | `oauth:<address>` | posts to the OAuth endpoints per client address | `oauth.throttle` |
+ * | `oauth-client:<app token>` | posts to the token and revocation endpoints per authenticated client | `oauth.throttle` |
+ * | `client:<app token>:<address>` | failed client authentications per client and address | `oauth.clientFailures` |
+ *
+ * An `<address>` is the client address as {@link addressKey} writes it: IPv4 as is, IPv6
+ * cut to a prefix (`2001:db8:0:0:0:0:0:0/56`), of `throttle.anonymous.ipv6Subnet` bits for
+ * `anon:` and of {@link ABUSE_PREFIX_BITS} for the brute-force budgets.
+ * @see docs/guides/throttling.md, docs/security.md, docs/guides/cli.md
+ */
+import { addressKey } from '../http/proxy.js'
+
+/**
+ * The IPv6 prefix the brute-force budgets (`login-ip:`, `oauth:`, `client:`) count one
+ * address by: one IPv6 host commonly owns a whole /64 or /56.
+ */
+export const ABUSE_PREFIX_BITS = 56
+
+/** `app:<app token>`: an application's requests. */
+export function applicationRateKey(appToken: string): string {
+  return `app:${appToken}`
+}
+
+/** `anon` (one pool for all) or `anon:<address>` (per client address, IPv6 per `ipv6Subnet` bits): requests without an app token. */
+export function anonymousRateKey(scope: 'shared' | 'ip', ip: string, ipv6Subnet: number): string {
+  return scope === 'shared' ? 'anon' : `anon:${addressKey(ip, ipv6Subnet)}`
+}
+
+/** `login:<username>`: failed passwords for one account, whatever width or case its name is typed in. */
+export function loginRateKey(usernameKey: string): string {
+  return `login:${usernameKey}`
+}
+
+/** `login-ip:<address>`: failed passwords from one client address. @param address an {@link addressKey} */
+export function loginAddressRateKey(address: string): string {
+  return `login-ip:${address}`
+}
+
+/** `login-ip-last:<address>`: when the address's latest failed password was. @param address an {@link addressKey} */
+export function loginAddressLastRateKey(address: string): string {
+  return `login-ip-last:${address}`
+}
+
+/** `oauth:<address>`: posts to the OAuth endpoints from one client address. */
+export function oauthAddressRateKey(ip: string): string {
+  return `oauth:${addressKey(ip, ABUSE_PREFIX_BITS)}`
+}
+
+/** `oauth-client:<app token>`: posts to the token and revocation endpoints by one authenticated client. */
+export function oauthClientRateKey(appToken: string): string {
+  return `oauth-client:${appToken}`
+}
+
+/** `client:<app token>:<address>`: failed client authentications of one client from one address. */
+export function clientFailuresRateKey(clientId: string, ip: string): string {
+  return `client:${clientId}:${addressKey(ip, ABUSE_PREFIX_BITS)}`
+}
+
+/** What a rate key counts, as {@link parseRateKey} reads it. */
+export type RateKey =
+  | { readonly kind: 'application'; readonly appToken: string }
+  | { readonly kind: 'anonymous'; readonly address: string | null }
+  | { readonly kind: 'login'; readonly username: string }
+  | { readonly kind: 'login-address'; readonly address: string }
+  | { readonly kind: 'login-address-last'; readonly address: string }
+  | { readonly kind: 'oauth-address'; readonly address: string }
+  | { readonly kind: 'oauth-client'; readonly appToken: string }
+  | { readonly kind: 'client-failures'; readonly appToken: string; readonly address: string }
+
+/**
+ * What a rate key counts, read back from its text; `undefined` for a key the gate does
+ * not make. (An app token has no colon, so `client:` splits at its second one.)
+ */
+export function parseRateKey(key: string): RateKey | undefined {
+  if (key === 'anon') return { kind: 'anonymous', address: null }
+  const colon = key.indexOf(':')
+  if (colon === -1) return undefined
+  const subject = key.slice(colon + 1)
+  switch (key.slice(0, colon)) {
+    case 'app':
+      return { kind: 'application', appToken: subject }
+    case 'anon':
+      return { kind: 'anonymous', address: subject }
+    case 'login':
+      return { kind: 'login', username: subject }
+    case 'login-ip':
+      return { kind: 'login-address', address: subject }
+    case 'login-ip-last':
+      return { kind: 'login-address-last', address: subject }
+    case 'oauth':
+      return { kind: 'oauth-address', address: subject }
+    case 'oauth-client':
+      return { kind: 'oauth-client', appToken: subject }
+    case 'client': {
+      const split = subject.indexOf(':')
+      return split === -1 ? undefined : { kind: 'client-failures', appToken: subject.slice(0, split), address: subject.slice(split + 1) }
+    }
+    default:
+      return undefined
+  }
+}
