@@ -10,6 +10,7 @@ import { ApiKeyEndpoints } from './endpoints/api-keys.js'
 import { ApiKeys } from './management/api-keys.js'
 import { extractAppToken, isPlausibleAppToken } from './pipeline/app-token.js'
 import { Applications, toApplication, type Application } from './management/applications.js'
+import { ClearTextRevocation } from './pipeline/clear-text.js'
 import { Authenticator, toGateUser, type Authentication, type AuthMethod, type GateUser, type TokenLookup } from './pipeline/authenticate.js'
 import { credentialsSentIn, NOTHING_SENT, readCredentials, type Credentials } from './http/authorization-header.js'
 import { andThen, isPromiseLike } from './util/awaitable.js'
@@ -99,6 +100,7 @@ export class Gate extends TypedEmitter<GateEvents> {
   readonly #config: ResolvedConfig
   readonly #throttle: Throttle
   readonly #auth: Authenticator
+  readonly #clearText: ClearTextRevocation
   readonly #oauth: OAuthServer
   readonly #selfService: SelfService
   readonly #routes = new Map<string, Route>()
@@ -125,13 +127,14 @@ export class Gate extends TypedEmitter<GateEvents> {
     if (separateRates) config.rateStore.attach?.(sink)
     this.applications = new Applications(this.store, (appToken) => this.#applicationCache.forget(appToken), config.oauth.allowLoopbackCallbacks)
     this.#throttle = new Throttle(config, rateStore, emit)
-    this.#auth = new Authenticator(config, this.store, this.#throttle, emit)
+    this.#auth = new Authenticator(config.basic, config.realm, this.store, this.#throttle, emit)
+    this.#clearText = new ClearTextRevocation(this.store, config.deletedKeyRetentionMs, emit)
     this.users = new Users(this.store, config.basic.scrypt, (username, password, client) => this.#auth.signIn(username, password, client))
     this.apiKeys = new ApiKeys(this.store, config.deletedKeyRetentionMs)
     this.tokens = new AccessTokens(this.store, config.oauth.accessTokenTtlMs)
     this.grants = new Grants(this.store)
     const sessions = new LoginSessions(this.store, config.oauth.sessionTtlMs, config.oauth.maxSessionsPerUser)
-    this.#oauth = new OAuthServer(config, this.store, this.#throttle, this.#auth, this.tokens, this.grants, sessions, emit, (error, request) => this.#report(error, request))
+    this.#oauth = new OAuthServer(config, this.store, this.#throttle, this.#auth, this.#clearText, this.tokens, this.grants, sessions, emit, (error, request) => this.#report(error, request))
     const keyLimits = { maxActiveKeys: config.apiKeyEndpoints?.maxActiveKeys ?? 0, maxKeys: config.apiKeyEndpoints?.maxKeys ?? 0, deletedKeyRetentionMs: config.deletedKeyRetentionMs }
     this.#selfService = new SelfService(config, this.store, sessions, new ApiKeyEndpoints(this.store, keyLimits, config.bodyTimeoutMs), this.grants)
     const routes: Array<[string, Route]> = [
@@ -196,7 +199,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     if (!client.secure) {
       const sent = credentialsSentIn(request, request.parsedBody?.())
       if (sent !== NOTHING_SENT) {
-        return this.#auth.revokeSentInClear(sent, client).then(
+        return this.#clearText.revokeSent(sent, client).then(
           (revoked) => this.#route(request, client, revoked > 0),
           (error: unknown) => this.#refusedBeforeRoute(error, request),
         )

@@ -5,6 +5,7 @@
  */
 import type { AccessTokens } from '../management/access-tokens.js'
 import type { Authenticator } from '../pipeline/authenticate.js'
+import type { ClearTextRevocation } from '../pipeline/clear-text.js'
 import type { Grants } from '../management/grants.js'
 import { GateError, OAuthError, PlatformError, retryAfterSeconds, StoreError, ThrottledError } from '../errors.js'
 import type { Emit, ReportFailure } from '../events.js'
@@ -40,6 +41,7 @@ export class OAuthServer {
     store: GateStore,
     throttle: Throttle,
     auth: Authenticator,
+    clearText: ClearTextRevocation,
     tokens: AccessTokens,
     grants: Grants,
     sessions: LoginSessions,
@@ -53,7 +55,7 @@ export class OAuthServer {
     this.#authorize = new AuthorizeEndpoint(config, store, auth, sessions, report)
     this.#grantsPage = new GrantsPage(config, store, auth, sessions, grants)
     const failures = config.oauth.clientFailures
-    this.#tokens = new TokenEndpoints(store, tokens, { store, throttle, emit, realm: config.realm, failures }, emit, (sent, client) => auth.revokeInsecure(sent, client), config.bodyTimeoutMs, (application, client) =>
+    this.#tokens = new TokenEndpoints(store, tokens, { store, throttle, emit, realm: config.realm, failures }, emit, (sent, client) => clearText.revokeTokens(sent, client), config.bodyTimeoutMs, (application, client) =>
       application === undefined ? this.#spend(`oauth:${addressKey(client.ip, 56)}`, client, undefined) : this.#spend(`oauth-client:${application}`, client, application),
     )
   }
