@@ -18,7 +18,8 @@ import { currentUserJson, currentUserXml } from './endpoints/current-user.js'
 import { GateError, PlatformError } from './errors.js'
 import type { Emit, GateEvents, StoreErrorEvent } from './events.js'
 import { compileGuard, type Guard, type GuardRule } from './pipeline/guard.js'
-import { errorResponse, pathOf, platformErrorResponse, type GateRequest, type GateResponse } from './http/request.js'
+import { pathOf, type GateRequest, type GateResponse } from './http/request.js'
+import { errorResponse } from './http/responses.js'
 import { OAuthServer, type OAuthEndpoint } from './oauth/server.js'
 import { resolveOptions, type GateOptions, type ResolvedConfig } from './config/options.js'
 import { claimsHttps, hasProxyHeaders, isPrivateAddress, resolveClient, type ClientInfo } from './http/proxy.js'
@@ -408,8 +409,7 @@ export class Gate extends TypedEmitter<GateEvents> {
    */
   errorResponse(error: unknown, request?: Pick<GateRequest, 'method' | 'url'>): GateResponse {
     this.#report(error, request)
-    if (error instanceof GateError) return errorResponse(error)
-    return platformErrorResponse(new PlatformError('internal', 'Internal server error'))
+    return errorResponse(error, 'platform')
   }
 
   /**
