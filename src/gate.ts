@@ -11,12 +11,13 @@ import { ApiKeys } from './management/api-keys.js'
 import { extractAppToken, isPlausibleAppToken } from './pipeline/app-token.js'
 import { Applications, toApplication, type Application } from './management/applications.js'
 import { ClearTextRevocation } from './pipeline/clear-text.js'
-import { Authenticator, toGateUser, type Authentication, type AuthMethod, type GateUser, type TokenLookup } from './pipeline/authenticate.js'
+import { Authenticator, toGateUser, type Authentication, type GateUser, type TokenLookup } from './pipeline/authenticate.js'
 import { credentialsSentIn, NOTHING_SENT, readCredentials, type Credentials } from './http/authorization-header.js'
 import { andThen, isPromiseLike } from './util/awaitable.js'
 import { currentUserJson, currentUserXml } from './endpoints/current-user.js'
 import { GateError, PlatformError } from './errors.js'
 import type { Emit, GateEvents, StoreErrorEvent } from './events.js'
+import type { GateContext, GateOutcome } from './pipeline/context.js'
 import { compileGuard, type Guard, type GuardRule } from './pipeline/guard.js'
 import { pathOf, type GateRequest, type GateResponse } from './http/request.js'
 import { errorResponse } from './http/responses.js'
@@ -30,41 +31,11 @@ import { SelfService, type SelfServiceRoute } from './endpoints/self-service.js'
 import { guardStore } from './store/guarded-store.js'
 import { StoreHealth, type StoreRole } from './store/store-health.js'
 import type { AccessTokenRecord, ApplicationRecord, Awaitable, GateStore, StoreEventSink } from './store/store.js'
-import { Throttle, type ThrottleInfo, type ThrottlePass } from './pipeline/throttle.js'
+import { Throttle, type ThrottlePass } from './pipeline/throttle.js'
 import { Users } from './management/users.js'
 
-/** What the gate found out about a request: `req.gate` in Express and node:http, `ctx.state.gate` in Koa. */
-export interface GateContext {
-  /**
-   * The application the request counted against: the one its app token names, or, for an
-   * OAuth request without one, the application its access token was issued to (unless
-   * `throttle.oauthTokenBudget` is `'anonymous'`); `null` for an anonymous request.
-   */
-  readonly application: Application | null
-  /** The throttle's verdict, or `null` when no policy applied. */
-  readonly throttle: ThrottleInfo | null
-  /** Whether the client's connection is https (from the socket, or a trusted proxy). */
-  readonly secure: boolean
-  /** The client's address (from the socket, or a trusted proxy). */
-  readonly clientIp: string
-  /** The authenticated user, or `null`. */
-  readonly user: GateUser | null
-  /** How the user authenticated: `password`, `api-key`, `oauth`, or `none`. */
-  readonly auth: AuthMethod
-  /** The API key used, when `auth` is `api-key`. */
-  readonly apiKeyId: string | null
-  /** The access token's application and expiry (epoch ms), when `auth` is `oauth`. */
-  readonly accessToken: { readonly appToken: string; readonly expiresAt: number } | null
-  /** The request carried an access token over plain http, and the gate revoked it. */
-  readonly revokedInsecureToken: boolean
-}
-
-/** What {@link Gate.handle} decided. */
-export type GateOutcome =
-  /** Let the request through: expose `context`, set `headers`, call the next handler. */
-  | { readonly type: 'next'; readonly context: GateContext; readonly headers: Readonly<Record<string, string>> }
-  /** The gate answers: write `response` and stop. */
-  | { readonly type: 'respond'; readonly response: GateResponse }
+// The types of `req.gate` and of `gate.handle()`'s answer, where the package has always exported them.
+export type { GateContext, GateOutcome } from './pipeline/context.js'
 
 const INVALID_APP_TOKEN = 'Invalid app_token specified'
 
