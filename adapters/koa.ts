@@ -16,7 +16,6 @@
  * @module open-data-gate/koa
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { isPromiseLike } from '../src/util/awaitable.js'
 import type { Gate, GateContext, GateOutcome, GateResponse, GuardRule } from '../src/index.js'
 import { toGateRequest } from './node.js'
 // Loads Koa's types so the augmentation below has a module to extend.
@@ -88,4 +87,13 @@ function respond(ctx: KoaContextLike, response: GateResponse): void {
   // Koa types a string body as text/plain; a bodiless 303 or 200 has no type at all.
   // (Not `ctx.body = null`: Koa turns that into a 204.)
   if (response.body === '') ctx.remove('Content-Type')
+}
+
+/**
+ * Whether a value is a promise (or any thenable): the gate answers synchronously when its
+ * store does, and an adapter then stays synchronous too. (Kept here: an adapter imports
+ * only what the package exports.)
+ */
+function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function'
 }

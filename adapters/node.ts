@@ -17,7 +17,6 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { TLSSocket } from 'node:tls'
-import { isPromiseLike } from '../src/util/awaitable.js'
 import type { Gate, GateContext, GateOutcome, GateRequest, GateResponse, GuardRule, RequestBody } from '../src/index.js'
 
 /** A request the gate let through: `req.gate` tells what it found. */
@@ -217,4 +216,13 @@ function readBody(req: IncomingMessage, limit: number, parsedBody: unknown, sign
     req.on('error', onError)
     req.on('aborted', onAborted)
   })
+}
+
+/**
+ * Whether a value is a promise (or any thenable): the gate answers synchronously when its
+ * store does, and an adapter then stays synchronous too. (Kept here: an adapter imports
+ * only what the package exports.)
+ */
+function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function'
 }

@@ -5,8 +5,27 @@
  *
  * @see docs/platform-rules.md "Current user", "OAuth 2.0" 8
  */
+import { PlatformError } from '../errors.js'
 import type { GateUser } from '../pipeline/authenticate.js'
-import type { GateResponse } from '../http/request.js'
+import type { GateContext } from '../pipeline/context.js'
+import { compileGuard } from '../pipeline/guard.js'
+import type { GateRequest, GateResponse } from '../http/request.js'
+
+const SIGNED_IN = compileGuard({ auth: 'required' })
+
+/**
+ * The current-user endpoints, answered once the request has passed the gate's access checks.
+ * @throws {PlatformError} 405 for a method other than GET and HEAD, 403 `authentication_required` without a user
+ */
+export function currentUserResponse(format: 'json' | 'xml', request: GateRequest, context: GateContext): GateResponse {
+  if (request.method !== 'GET' && request.method !== 'HEAD') {
+    throw new PlatformError('method_not_allowed', `${request.method} is not allowed here; use GET`, { headers: { allow: 'GET, HEAD' } })
+  }
+  const refusal = SIGNED_IN(context)
+  if (refusal !== undefined) throw refusal
+  const user = context.user as GateUser
+  return format === 'xml' ? currentUserXml(user) : currentUserJson(user)
+}
 
 /** The fields clients read: `id`, `screenName`, `displayName`, `email`, `rights`. */
 export function currentUserFields(user: GateUser) {

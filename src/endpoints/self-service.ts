@@ -30,9 +30,10 @@ import type { ApiKeyEndpoints } from './api-keys.js'
 import { isPlausibleAppToken } from '../pipeline/app-token.js'
 import { toGateUser, type AuthMethod, type GateUser } from '../pipeline/authenticate.js'
 import { PlatformError } from '../errors.js'
-import type { GateContext } from '../gate.js'
+import type { GateContext } from '../pipeline/context.js'
 import type { Grants } from '../management/grants.js'
-import { headerValue, jsonResponse, type GateRequest, type GateResponse } from '../http/request.js'
+import { headerValue, type GateRequest, type GateResponse } from '../http/request.js'
+import { jsonResponse } from '../http/responses.js'
 import type { ResolvedConfig } from '../config/options.js'
 import { csrfToken, csrfValid, type LoginSessions } from './sign-in-session.js'
 import type { GateStore } from '../store/store.js'
@@ -56,9 +57,12 @@ interface Caller {
 
 const PRIVATE = { 'cache-control': 'private, no-store', vary: 'Authorization, Cookie' }
 
+/** The options these endpoints read: where they are, and the host's own sign-in. */
+export type SelfServiceConfig = Pick<ResolvedConfig, 'apiKeyEndpoints' | 'connectedApps'> & { readonly oauth: Pick<ResolvedConfig['oauth'], 'authenticateUser'> }
+
 /** Routes and answers the API key and connected-apps endpoints for the gate. */
 export class SelfService {
-  readonly #config: ResolvedConfig
+  readonly #config: SelfServiceConfig
   readonly #store: GateStore
   readonly #sessions: LoginSessions
   readonly #apiKeys: ApiKeyEndpoints
@@ -66,7 +70,7 @@ export class SelfService {
   /** Collection paths with a trailing `/`, to recognise item paths by prefix. */
   readonly #prefixes: ReadonlyArray<readonly [string, SelfServiceRoute['kind']]>
 
-  constructor(config: ResolvedConfig, store: GateStore, sessions: LoginSessions, apiKeys: ApiKeyEndpoints, grants: Grants) {
+  constructor(config: SelfServiceConfig, store: GateStore, sessions: LoginSessions, apiKeys: ApiKeyEndpoints, grants: Grants) {
     this.#config = config
     this.#store = store
     this.#sessions = sessions

@@ -1,9 +1,9 @@
 /**
  * The plain objects the core speaks. Adapters translate a framework's request into a
  * {@link GateRequest} and write a {@link GateResponse} back; nothing here imports a
- * framework or node:http's server API.
+ * framework or node:http's server API. The responses the core builds are in
+ * `./responses.ts`.
  */
-import { OAuthError, type GateError } from '../errors.js'
 
 /** A header value as Node's `IncomingMessage#headers` holds it. */
 export type HeaderValue = string | string[] | undefined
@@ -57,8 +57,6 @@ export interface GateResponse {
   readonly body: string
 }
 
-const JSON_TYPE = 'application/json; charset=utf-8'
-
 /** The first value of a header, or `undefined`. */
 export function headerValue(headers: Readonly<Record<string, HeaderValue>>, name: string): string | undefined {
   const value = headers[name]
@@ -69,49 +67,6 @@ export function headerValue(headers: Readonly<Record<string, HeaderValue>>, name
 export function pathOf(url: string): string {
   const q = url.indexOf('?')
   return q === -1 ? url : url.slice(0, q)
-}
-
-/** A JSON response. */
-export function jsonResponse(status: number, value: unknown, headers?: Record<string, string>): GateResponse {
-  return { status, headers: { 'content-type': JSON_TYPE, ...headers }, body: JSON.stringify(value) }
-}
-
-/**
- * The platform's error response: `{"code","error":true,"message","data"}` plus the same
- * code and message in `X-Error-Code` and `X-Error-Message`.
- */
-export function platformErrorResponse(error: GateError): GateResponse {
-  const body = { code: error.code, error: true, message: error.message }
-  return {
-    status: error.status,
-    headers: {
-      'content-type': JSON_TYPE,
-      'cache-control': 'no-store',
-      'x-error-code': error.code,
-      'x-error-message': headerSafe(error.message),
-      ...error.headers,
-    },
-    body: JSON.stringify(body),
-  }
-}
-
-/** An RFC 6749 §5.2 error response: `{"error","error_description"}`, never cached. */
-export function oauthErrorResponse(error: OAuthError): GateResponse {
-  return {
-    status: error.status,
-    headers: { 'content-type': JSON_TYPE, 'cache-control': 'no-store', pragma: 'no-cache', ...error.headers },
-    body: JSON.stringify({ error: error.code, error_description: error.message }),
-  }
-}
-
-/** The response for any {@link GateError}, in the body shape its class calls for. */
-export function errorResponse(error: GateError): GateResponse {
-  return error instanceof OAuthError ? oauthErrorResponse(error) : platformErrorResponse(error)
-}
-
-/** Keeps a message usable as a header value: printable ASCII only. */
-function headerSafe(message: string): string {
-  return message.replace(/[^\x20-\x7e]/g, '?')
 }
 
 /**

@@ -3,7 +3,8 @@
  * (`oauth4webapi`, `openid-client`).
  */
 import { OAuthError } from '../errors.js'
-import { headerValue, jsonResponse, type GateRequest, type GateResponse } from '../http/request.js'
+import { headerValue, type GateRequest, type GateResponse } from '../http/request.js'
+import { jsonResponse } from '../http/responses.js'
 import type { ResolvedConfig } from '../config/options.js'
 
 const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/

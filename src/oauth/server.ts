@@ -5,10 +5,12 @@
  */
 import type { AccessTokens } from '../management/access-tokens.js'
 import type { Authenticator } from '../pipeline/authenticate.js'
+import type { ClearTextRevocation } from '../pipeline/clear-text.js'
 import type { Grants } from '../management/grants.js'
-import { GateError, OAuthError, PlatformError, retryAfterSeconds, StoreError, ThrottledError } from '../errors.js'
+import { GateError, PlatformError, retryAfterSeconds, StoreError, ThrottledError } from '../errors.js'
 import type { Emit, ReportFailure } from '../events.js'
-import { errorResponse, type GateRequest, type GateResponse } from '../http/request.js'
+import type { GateRequest, GateResponse } from '../http/request.js'
+import { errorResponse } from '../http/responses.js'
 import type { ResolvedConfig } from '../config/options.js'
 import type { ClientInfo } from '../http/proxy.js'
 import { oauthAddressRateKey, oauthClientRateKey } from '../limits/rate-keys.js'
@@ -41,6 +43,7 @@ export class OAuthServer {
     store: GateStore,
     throttle: Throttle,
     auth: Authenticator,
+    clearText: ClearTextRevocation,
     tokens: AccessTokens,
     grants: Grants,
     sessions: LoginSessions,
@@ -54,7 +57,7 @@ export class OAuthServer {
     this.#authorize = new AuthorizeEndpoint(config, store, auth, sessions, report)
     this.#grantsPage = new GrantsPage(config, store, auth, sessions, grants)
     const failures = config.oauth.clientFailures
-    this.#tokens = new TokenEndpoints(store, tokens, { store, throttle, emit, realm: config.realm, failures }, emit, (sent, client) => auth.revokeInsecure(sent, client), config.bodyTimeoutMs, (application, client) =>
+    this.#tokens = new TokenEndpoints(store, tokens, { store, throttle, emit, realm: config.realm, failures }, emit, (sent, client) => clearText.revokeTokens(sent, client), config.bodyTimeoutMs, (application, client) =>
       application === undefined ? this.#spend(oauthAddressRateKey(client.ip), client, undefined) : this.#spend(oauthClientRateKey(application), client, application),
     )
   }
@@ -107,20 +110,15 @@ export class OAuthServer {
    */
   failure(endpoint: OAuthEndpoint, error: unknown, request: GateRequest): GateResponse {
     this.#report(error, request)
-    const page = PAGES.has(endpoint)
-    if (error instanceof StoreError) {
-      if (page) return this.#page(503, 'The service is temporarily unavailable', 'Please try again in a moment.', { detail: `The store failed (${error.operation}).` })
-      if (endpoint === 'metadata') return errorResponse(error)
-      return errorResponse(new OAuthError('temporarily_unavailable', 'The service is temporarily unavailable, please retry'))
+    if (!PAGES.has(endpoint)) {
+      // RFC 8414 metadata is not an RFC 6749 endpoint: a store failure there keeps the platform's body.
+      if (endpoint === 'metadata' && error instanceof StoreError) return errorResponse(error, 'platform')
+      return errorResponse(error, 'oauth')
     }
-    if (error instanceof ThrottledError && page) {
-      return this.#page(429, 'Too many attempts', error.message, { headers: error.headers ?? {} })
-    }
-    if (error instanceof GateError) {
-      return page ? this.#page(error.status, 'This request was refused', error.message, { detail: `Error code: ${error.code}`, headers: error.headers ?? {} }) : errorResponse(error)
-    }
-    if (page) return this.#page(500, 'Something went wrong', 'Please try again later.')
-    return errorResponse(new OAuthError('server_error', 'Internal server error'))
+    if (error instanceof StoreError) return this.#page(503, 'The service is temporarily unavailable', 'Please try again in a moment.', { detail: `The store failed (${error.operation}).` })
+    if (error instanceof ThrottledError) return this.#page(429, 'Too many attempts', error.message, { headers: error.headers ?? {} })
+    if (error instanceof GateError) return this.#page(error.status, 'This request was refused', error.message, { detail: `Error code: ${error.code}`, headers: error.headers ?? {} })
+    return this.#page(500, 'Something went wrong', 'Please try again later.')
   }
 
   #page(status: number, title: string, message: string, extra: { headers?: Record<string, string>; detail?: string } = {}): GateResponse {

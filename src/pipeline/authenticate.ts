@@ -2,29 +2,28 @@
  * Verifies credentials: HTTP Basic (username and password, or API key id and secret) and
  * OAuth access tokens.
  *
- * scrypt takes tens of milliseconds, so a verified username and password is remembered
- * for a short while under an HMAC of both (keyed with a per-process secret, so the cache
- * holds nothing an attacker could test passwords against). A hit is honoured only while
- * the user's stored hash is the one that was verified: a password change ends it at once,
- * on every instance. Concurrent verifications of the same credentials share one scrypt
- * run. Failed attempts spend a per-username budget and a per-address budget (across all
- * usernames); once either is spent, further attempts are refused before any scrypt runs,
- * and the cache answers for a locked-out username only at the quiet address (no failure
- * for a whole window) that verified it. scrypt runs go through a
+ * scrypt takes tens of milliseconds, so a verified username and password is remembered for
+ * a short while ({@link PasswordCache}); a hit is honoured only while the user's stored hash
+ * is the one that was verified. Concurrent verifications of the same credentials share one
+ * scrypt run. Failed attempts spend a per-username and a per-address budget
+ * ({@link LoginBudgets}); once either is spent, further attempts are refused before any
+ * scrypt runs, and the cache answers for a locked-out username only at the quiet address
+ * (no failure for a whole window) that verified it. scrypt runs go through a
  * {@link HashQueue}: a few at once, one per address, the least served address first.
+ *
+ * What travelled in clear is revoked by `./clear-text.ts`; when keys and grants were last
+ * used is written by `./last-used.ts`.
  *
  * @see docs/platform-rules.md "HTTP Basic", "OAuth 2.0" 6-7; docs/guides/authentication.md "HTTP Basic" (scrypt cost, single-flight)
  */
-import { createHmac, randomBytes } from 'node:crypto'
-import { LRUCache } from 'lru-cache'
 import { andThen } from '../util/awaitable.js'
-import { revokeApiKey } from '../management/api-keys.js'
-import type { Credentials, SentInClear } from '../http/authorization-header.js'
-import { PlatformError, retryAfterSeconds, ThrottledError } from '../errors.js'
+import type { Credentials } from '../http/authorization-header.js'
+import { PlatformError } from '../errors.js'
 import type { Emit } from '../events.js'
-import type { RateResult } from '../limits/gcra.js'
+import { LoginBudgets } from '../limits/login-budgets.js'
 import { HashQueue } from '../secrets/hash-queue.js'
 import type { ResolvedConfig } from '../config/options.js'
+import { PasswordCache, type VerifiedPassword } from '../secrets/password-cache.js'
 import { decoyHash, verifyPassword } from '../secrets/passwords.js'
 import { addressKey, type ClientInfo } from '../http/proxy.js'
 import { loginAddressLastRateKey, loginAddressRateKey, loginRateKey } from '../limits/rate-keys.js'
@@ -32,8 +31,8 @@ import { NO_SUCH_SECRET, secretMatches, sha256 } from '../secrets/tokens.js'
 import { unstorableCharacter } from '../store/storable.js'
 import type { AccessTokenRecord, Awaitable, GateStore, UserRecord } from '../store/store.js'
 import type { Throttle } from './throttle.js'
+import { LastUsed } from './last-used.js'
 import { API_KEY_ID, findUserRecord, MAX_USERNAME_LENGTH, normalizeUsername } from '../management/users.js'
-import { usernameLookups } from '../management/usernames.js'
 
 /** An access token already looked up by the gate (for its budget): verification reuses the read. */
 export interface TokenLookup {
@@ -54,16 +53,6 @@ export interface Authentication {
   readonly token: AccessTokenRecord | null
 }
 
-/** A password verified recently, remembered under an HMAC of the credentials. */
-interface VerifiedPassword {
-  readonly userId: string
-  /** The stored hash it was verified against: a password change ends the entry. */
-  readonly passwordHash: string
-  readonly failureKey: string
-  /** The address (key) that verified it: during a lockout, the only one it may answer for, and only while quiet. */
-  readonly address: string
-}
-
 /** The refusal of a wrong password at a sign-in form, for the person in front of it. */
 const WRONG_PASSWORD = 'Wrong username or password.'
 /** The refusal of an API key at a sign-in form: it works for scripts, never for a session. */
@@ -75,36 +64,32 @@ function looksLikeApiKeyId(username: string): boolean {
   return trimmed.length === 25 && API_KEY_ID.test(trimmed.toLowerCase())
 }
 
-/**
- * Never store a `lastUsedAt` (an API key's, a grant's) more often than this: it is a write
- * on the hot path. A day, as the platform does: a key used at 9:00 on Monday gets a new
- * value at its first use after 9:00 on Tuesday.
- */
-const LAST_USED_RESOLUTION_MS = 86_400_000
+/** The options verification reads: the `basic` section. */
+export type BasicConfig = ResolvedConfig['basic']
 
+/** Verifies credentials and password sign-ins for the gate, its OAuth pages and `gate.users.signIn`. */
 export class Authenticator {
-  readonly #config: ResolvedConfig
+  readonly #basic: BasicConfig
+  readonly #realm: string
   readonly #store: GateStore
-  readonly #throttle: Throttle
   readonly #emit: Emit
-  readonly #cacheKey = randomBytes(32)
-  readonly #verified: LRUCache<string, VerifiedPassword> | undefined
+  readonly #verified: PasswordCache
+  readonly #budgets: LoginBudgets
   readonly #inflight = new Map<string, Promise<{ user: UserRecord | undefined; failureKey: string }>>()
-  readonly #lastUsedWritten = new LRUCache<string, number>({ max: 10_000 })
-  /** Addresses seen past their failure budget, and until when (ms). */
-  readonly #addressBlockedUntil = new LRUCache<string, number>({ max: 10_000 })
   readonly #hashes: HashQueue
-  /** When each user's grant to an application was last known used, by `userId \0 appToken`. */
-  readonly #grantUsed = new LRUCache<string, number>({ max: 10_000 })
+  readonly #lastUsed: LastUsed
   #decoy: Promise<string> | undefined
 
-  constructor(config: ResolvedConfig, store: GateStore, throttle: Throttle, emit: Emit) {
-    this.#config = config
+  /** @param realm the realm of the `WWW-Authenticate` challenges */
+  constructor(basic: BasicConfig, realm: string, store: GateStore, throttle: Throttle, emit: Emit) {
+    this.#basic = basic
+    this.#realm = realm
     this.#store = store
-    this.#throttle = throttle
     this.#emit = emit
-    this.#hashes = new HashQueue(config.basic.hashing)
-    if (config.basic.cacheTtlMs > 0) this.#verified = new LRUCache({ max: 10_000, ttl: config.basic.cacheTtlMs })
+    this.#verified = new PasswordCache(basic.cacheTtlMs)
+    this.#budgets = new LoginBudgets(basic, throttle, emit)
+    this.#hashes = new HashQueue(basic.hashing)
+    this.#lastUsed = new LastUsed(store)
   }
 
   /**
@@ -147,57 +132,11 @@ export class Authenticator {
     }
   }
 
-  /**
-   * Access tokens arrived over an insecure connection: revoke them at once, in the store,
-   * so that every instance refuses them from now on.
-   * @returns how many live tokens this revoked
-   */
-  async revokeInsecure(tokens: readonly string[], client: ClientInfo): Promise<number> {
-    let revoked = 0
-    for (const token of tokens) {
-      const tokenHash = sha256(token)
-      const record = await this.#store.getAccessToken(tokenHash)
-      if (record !== undefined && (await this.#store.revokeAccessToken(tokenHash, Date.now()))) {
-        revoked++
-        this.#emit('tokenRevoked', { reason: 'insecure-transport', userId: record.userId, appToken: record.appToken, ip: client.ip })
-      }
-    }
-    return revoked
-  }
-
-  /**
-   * Whatever a request over an insecure connection carried (see `credentialsSentIn`): each
-   * access token is revoked, and each API key whose right secret is among those seen with
-   * its id, since whoever watched the wire has them now. A wrong secret revokes nothing, or
-   * anyone could revoke anyone's key by its id. No password is ever tried: an API key
-   * secret is a SHA-256 and a constant-time compare (no scrypt, so nothing for the hash
-   * queue to schedule), only ids shaped like a key are read, and the candidates are
-   * bounded per request.
-   * @returns how many live access tokens this revoked
-   */
-  async revokeSentInClear(sent: SentInClear, client: ClientInfo): Promise<number> {
-    const revoked = sent.tokens.length === 0 ? 0 : await this.revokeInsecure(sent.tokens, client)
-    for (const { keyId, secrets } of sent.apiKeys) await this.#revokeInsecureApiKey(keyId, secrets, client)
-    return revoked
-  }
-
-  async #revokeInsecureApiKey(keyId: string, secrets: readonly string[], client: ClientInfo): Promise<void> {
-    if (!API_KEY_ID.test(keyId)) return
-    const record = await this.#store.getApiKey(keyId)
-    if (record === undefined || record.revokedAt !== null) return
-    // Every secret is compared, so the time taken does not say which one matched.
-    let matches = false
-    for (const secret of secrets) if (secretMatches(secret, record.secretHash)) matches = true
-    if (!matches) return
-    const updated = await revokeApiKey(this.#store, record.keyId, this.#config.deletedKeyRetentionMs)
-    if (updated !== undefined) this.#emit('apiKeyRevoked', { reason: 'insecure-transport', keyId: record.keyId, userId: record.userId, ip: client.ip })
-  }
-
   #verifyToken(record: AccessTokenRecord | undefined, scheme: 'oauth' | 'bearer', client: ClientInfo): Awaitable<Authentication> {
     if (record === undefined || record.revokedAt !== null || record.expiresAt <= Date.now()) throw this.#invalidToken(scheme, client)
     return andThen(this.#store.getUser(record.userId), (user): Authentication => {
       if (user === undefined) throw this.#invalidToken(scheme, client)
-      this.#touchGrant(record)
+      this.#lastUsed.grant(record)
       return { user, method: 'oauth', apiKeyId: null, token: record }
     })
   }
@@ -209,7 +148,7 @@ export class Authenticator {
       if (record === undefined || !matches || record.revokedAt !== null) throw this.#invalidKey(client)
       return andThen(this.#store.getUser(record.userId), (user): Authentication => {
         if (user === undefined) throw this.#invalidKey(client)
-        this.#touch(keyId, record.lastUsedAt)
+        this.#lastUsed.apiKey(keyId, record.lastUsedAt)
         return { user, method: 'api-key', apiKeyId: keyId, token: null }
       })
     })
@@ -217,7 +156,7 @@ export class Authenticator {
 
   #invalidToken(scheme: 'oauth' | 'bearer', client: ClientInfo): PlatformError {
     this.#emit('authenticationFailed', { method: 'oauth', ip: client.ip, username: undefined })
-    const challenge = `${scheme === 'oauth' ? 'OAuth' : 'Bearer'} realm="${this.#config.realm}", error="invalid_token"`
+    const challenge = `${scheme === 'oauth' ? 'OAuth' : 'Bearer'} realm="${this.#realm}", error="invalid_token"`
     return new PlatformError('invalid_token', 'The access token is invalid, expired or revoked', { headers: { 'www-authenticate': challenge } })
   }
 
@@ -237,18 +176,17 @@ export class Authenticator {
     if (unstorable !== undefined) throw new PlatformError('invalid_request', `The username or password ${unstorable}, which no account can have`)
     // An address past its budget gets no answer that depends on the password, cached or not.
     const address = addressKey(client.ip, 56)
-    const blocked = this.#addressBlockedMs(address)
-    if (blocked > 0) throw this.#addressLockedOut(blocked, client)
-    const key = createHmac('sha256', this.#cacheKey).update(sentUsername).update('\0').update(password).digest('base64')
-    const cached = this.#verified?.get(key)
+    this.#budgets.refuseBlockedAddress(address, client)
+    const key = this.#verified.keyOf(sentUsername, password)
+    const cached = this.#verified.get(key)
     if (cached === undefined) return this.#verifyPasswordCold(key, sentUsername, password, client, address)
     // While a username is locked out, its cached password answers only for the address that
     // verified it, and only while that address is quiet (no failed attempt for a whole
     // window): the legitimate user keeps working, while a neighbour behind the same NAT who
     // guesses once makes the address noisy and gets no answer from the cache after that.
-    if (this.#throttle.isBlocked(cached.failureKey)) {
+    if (this.#budgets.usernameBlocked(cached.failureKey)) {
       if (cached.address !== address) return this.#verifyPasswordCold(key, sentUsername, password, client, address)
-      return andThen(this.#addressQuiet(address), (quiet) =>
+      return andThen(this.#budgets.addressQuiet(address), (quiet) =>
         quiet ? this.#cachedUser(key, cached, sentUsername, password, client, address) : this.#verifyPasswordCold(key, sentUsername, password, client, address),
       )
     }
@@ -259,7 +197,7 @@ export class Authenticator {
   #cachedUser(key: string, cached: VerifiedPassword, sentUsername: string, password: string, client: ClientInfo, address: string): Awaitable<Authentication> {
     return andThen(this.#store.getUser(cached.userId), (user) => {
       if (user !== undefined && user.passwordHash === cached.passwordHash) return { user, method: 'password', apiKeyId: null, token: null }
-      this.#verified?.delete(key)
+      this.#verified.forget(key)
       return this.#verifyPasswordCold(key, sentUsername, password, client, address)
     })
   }
@@ -267,16 +205,14 @@ export class Authenticator {
   /**
    * No verified entry: spend one attempt of the username's budget, then run scrypt (shared
    * by concurrent identical attempts) when the address has its turn in the hash queue. The
-   * username's attempt is counted before the hash runs, in one atomic step, so a burst of
-   * guesses cannot all pass a check made before any failure is recorded; a success starts
-   * the count again. The address's failures are counted after the fact, and its budget is
-   * read again once its turn comes: one address has one hash running at a time, so a
-   * burst from it cannot pass a stale reading either.
+   * username's attempt is counted before the hash runs; a success starts the count again.
+   * The address's failures are counted after the fact, and its budget is read again once
+   * its turn comes.
    */
   async #verifyPasswordCold(key: string, sentUsername: string, password: string, client: ClientInfo, address: string): Promise<Authentication> {
     // No account has such a name: refuse without a hash, and without a budget key of that size.
     if (sentUsername.length > MAX_USERNAME_LENGTH) {
-      await this.#countAddressFailure(address)
+      await this.#budgets.countAddressFailure(address)
       throw this.#failedPassword(client, sentUsername)
     }
     // The same credentials already being checked are the same attempt: join it, and its
@@ -289,78 +225,23 @@ export class Authenticator {
     }
     const { user, failureKey } = await pending
     if (user === undefined || user.passwordHash === null) throw this.#failedPassword(client, normalizeUsername(sentUsername))
-    this.#verified?.set(key, { userId: user.id, passwordHash: user.passwordHash, failureKey, address })
+    this.#verified.remember(key, { userId: user.id, passwordHash: user.passwordHash, failureKey, address })
     return { user, method: 'password', apiKeyId: null, token: null }
   }
 
   /** One attempt: spend a unit of the username's budget, wait for the address's turn, run scrypt, settle both budgets. */
   async #attempt(sentUsername: string, password: string, client: ClientInfo, address: string): Promise<{ user: UserRecord | undefined; failureKey: string }> {
-    const failures = this.#config.basic.failures
-    // One budget per account, whatever width or case the name is typed in (RFC 8265).
-    const failureKey = loginRateKey(usernameLookups(sentUsername).key)
-    if (failures !== null) {
-      const budget = await this.#throttle.consume(failureKey, failures.limit, failures.windowMs, 1)
-      if (budget !== null && !budget.allowed) {
-        // A refused attempt is still a guess from this address.
-        await this.#countAddressFailure(address)
-        throw this.#lockedOut(budget.retryAfterMs, client)
-      }
-    }
+    const failureKey = this.#budgets.usernameKey(sentUsername)
+    const limited = this.#budgets.limitsUsernames
+    if (limited) await this.#budgets.spendUsernameAttempt(failureKey, address, client)
     const user = await this.#hashes.run(address, async () => {
-      const spentMs = await this.#addressBudgetSpent(address)
-      if (spentMs > 0) throw this.#addressLockedOut(spentMs, client)
+      await this.#budgets.refuseSpentAddress(address, client)
       const verified = await this.#checkPassword(sentUsername, password)
-      if (verified === undefined) await this.#countAddressFailure(address)
+      if (verified === undefined) await this.#budgets.countAddressFailure(address)
       return verified
     })
-    if (user !== undefined && failures !== null) await this.#throttle.reset(failureKey)
+    if (user !== undefined && limited) await this.#budgets.resetUsername(failureKey)
     return { user, failureKey }
-  }
-
-  /** How long this process knows the address to be past its budget, in ms (0: not known to be). No store call. */
-  #addressBlockedMs(address: string): number {
-    if (this.#addressBlockedUntil.size === 0) return 0
-    const until = this.#addressBlockedUntil.get(address)
-    return until === undefined ? 0 : Math.max(0, until - Date.now())
-  }
-
-  /** Reads the address's budget in the store (without spending): ms until it has room again, 0 when it has. */
-  async #addressBudgetSpent(address: string): Promise<number> {
-    const policy = this.#config.basic.addressFailures
-    if (policy === null) return 0
-    return this.#noteAddress(address, await this.#throttle.consume(loginAddressRateKey(address), policy.limit, policy.windowMs, 0))
-  }
-
-  /**
-   * One failed password attempt from the address: a unit of its budget, and the time of its
-   * latest failure (a one-unit key started again, so it is spent until a whole window after
-   * the latest failure: what {@link #addressQuiet} reads).
-   */
-  async #countAddressFailure(address: string): Promise<void> {
-    const policy = this.#config.basic.addressFailures
-    if (policy === null) return
-    this.#noteAddress(address, await this.#throttle.consume(loginAddressRateKey(address), policy.limit, policy.windowMs, 1))
-    await this.#throttle.reset(loginAddressLastRateKey(address))
-    await this.#throttle.consume(loginAddressLastRateKey(address), 1, policy.windowMs, 1)
-  }
-
-  /**
-   * Whether no password attempt from the address failed for a whole window. Read from the
-   * store only for a cache hit on a locked-out username (rare); without an address budget
-   * nothing bounds the exemption, so no address is quiet.
-   */
-  #addressQuiet(address: string): Awaitable<boolean> {
-    const policy = this.#config.basic.addressFailures
-    if (policy === null) return false
-    return andThen(this.#throttle.consume(loginAddressLastRateKey(address), 1, policy.windowMs, 0), (result) => result !== null && result.remaining === 1)
-  }
-
-  /** Remembers locally that the address has no attempt left, so that its next ones cost no store call. */
-  #noteAddress(address: string, result: RateResult | null): number {
-    if (result === null || (result.allowed && result.remaining > 0)) return 0
-    const waitMs = Math.max(1, result.retryAfterMs)
-    this.#addressBlockedUntil.set(address, Date.now() + waitMs, { ttl: waitMs })
-    return waitMs
   }
 
   /**
@@ -379,7 +260,7 @@ export class Authenticator {
 
   /** Made once, on first need; a failure is not remembered. */
   #decoyHash(): Promise<string> {
-    this.#decoy ??= decoyHash(this.#config.basic.scrypt).catch((error: unknown) => {
+    this.#decoy ??= decoyHash(this.#basic.scrypt).catch((error: unknown) => {
       this.#decoy = undefined
       throw error
     })
@@ -393,58 +274,9 @@ export class Authenticator {
     return this.#invalidCredentials()
   }
 
-  /**
-   * Records when a user's grant to an application was last used, at most daily, in the
-   * background: one store read per user and application per day in this process, and a
-   * write only when the stored value is a day old. The write is the store's `touchGrant`,
-   * which never creates a grant: one revoked between the read and the write (its tokens are
-   * revoked with it) stays gone, instead of coming back by itself and skipping the next
-   * consent.
-   */
-  #touchGrant(token: AccessTokenRecord): void {
-    const key = `${token.userId}\0${token.appToken}`
-    const now = Date.now()
-    const known = this.#grantUsed.get(key)
-    if (known !== undefined && now - known < LAST_USED_RESOLUTION_MS) return
-    this.#grantUsed.set(key, now)
-    Promise.resolve()
-      .then(() => this.#store.getGrant(token.userId, token.appToken))
-      .then((grant) => {
-        if (grant === undefined) return
-        if (now - grant.lastUsedAt < LAST_USED_RESOLUTION_MS) this.#grantUsed.set(key, grant.lastUsedAt)
-        else return this.#store.touchGrant(token.userId, token.appToken, now)
-      })
-      // The store's guard has reported the failure; the request was served all the same.
-      .catch(() => {})
-  }
-
-  /** Records when a key was last used, at most once a day per key, without holding up the request. */
-  #touch(keyId: string, lastUsedAt: number | null): void {
-    const now = Date.now()
-    const written = Math.max(lastUsedAt ?? 0, this.#lastUsedWritten.get(keyId) ?? 0)
-    if (now - written < LAST_USED_RESOLUTION_MS) return
-    this.#lastUsedWritten.set(keyId, now)
-    Promise.resolve()
-      .then(() => this.#store.updateApiKey(keyId, { lastUsedAt: now }))
-      // The store's guard has reported the failure; the request was served all the same.
-      .catch(() => {})
-  }
-
   #invalidCredentials(): PlatformError {
-    const headers: Record<string, string> = this.#config.basic.challenge ? { 'www-authenticate': `Basic realm="${this.#config.realm}", charset="UTF-8"` } : {}
+    const headers: Record<string, string> = this.#basic.challenge ? { 'www-authenticate': `Basic realm="${this.#realm}", charset="UTF-8"` } : {}
     return new PlatformError('invalid_credentials', 'Invalid username and password, or API key id and secret', { headers })
-  }
-
-  #addressLockedOut(retryAfterMs: number, client: ClientInfo): ThrottledError {
-    const retryAfter = retryAfterSeconds(retryAfterMs)
-    this.#emit('throttled', { policy: 'login-address', appToken: undefined, ip: client.ip, retryAfterMs })
-    return new ThrottledError(`Too many failed sign-in attempts from this address; retry in ${retryAfter} seconds`, retryAfterMs)
-  }
-
-  #lockedOut(retryAfterMs: number, client: ClientInfo): ThrottledError {
-    const retryAfter = retryAfterSeconds(retryAfterMs)
-    this.#emit('throttled', { policy: 'login', appToken: undefined, ip: client.ip, retryAfterMs })
-    return new ThrottledError(`Too many sign-in attempts for this username; retry in ${retryAfter} seconds`, retryAfterMs)
   }
 }
 

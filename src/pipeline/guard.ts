@@ -5,7 +5,7 @@
  * @see docs/platform-rules.md "What the service does" 3-4, "Query a view", and the view query rule under the platform's "App tokens"
  */
 import { PlatformError } from '../errors.js'
-import type { GateContext } from '../gate.js'
+import type { GateContext } from './context.js'
 import { rejectUnknownKeys } from '../config/validate.js'
 
 /** What a route requires. */

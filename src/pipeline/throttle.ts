@@ -50,9 +50,12 @@ export interface ThrottlePass {
 
 const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>
 
+/** The options the throttle reads: the resolved `throttle` section. */
+export type ThrottleConfig = Pick<ResolvedConfig, 'application' | 'anonymous' | 'legacyHeaders' | 'onStoreError'>
+
 /** Applies the configured policies through the (guarded) rate store. */
 export class Throttle {
-  readonly #config: ResolvedConfig
+  readonly #config: ThrottleConfig
   readonly #store: RateStore
   readonly #emit: Emit
   /** Keys known to be over their limit, and until when (ms): a flood costs no store call. */
@@ -62,7 +65,7 @@ export class Throttle {
   readonly #rateLimitPrefix = { app: '"app";r=', anon: '"anon";r=' } as const
   #fallback: MemoryStore | undefined
 
-  constructor(config: ResolvedConfig, store: RateStore, emit: Emit) {
+  constructor(config: ThrottleConfig, store: RateStore, emit: Emit) {
     this.#config = config
     this.#store = store
     this.#emit = emit

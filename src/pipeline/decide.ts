@@ -1,0 +1,255 @@
+/**
+ * The decision on one request, in the order docs/request-lifecycle.md tells it: client and
+ * connection, what travelled in clear, the gate's own endpoints, the application token,
+ * credentials checked, the throttle, credentials verified, then either the host's handler
+ * or an endpoint the gate answers itself.
+ *
+ * Every step answers synchronously when the store does (the in-memory store): a request
+ * that needs no promise gets none, and no closure either. That is why the steps test
+ * `isPromiseLike` themselves where a request without credentials passes, rather than call
+ * `andThen` (which takes a closure made per call); `andThen` serves the paths that read the
+ * store anyway. The bench in bench/ measures this path.
+ */
+import { extractAppToken, isPlausibleAppToken } from './app-token.js'
+import type { ApplicationCache } from './application-cache.js'
+import { toGateUser, type Authentication, type Authenticator, type TokenLookup } from './authenticate.js'
+import type { ClearTextRevocation } from './clear-text.js'
+import { Clients, type ClientConfig } from './client.js'
+import type { GateContext, GateOutcome } from './context.js'
+import type { CheckedRoute, RouteTable } from './routes.js'
+import type { Throttle, ThrottlePass } from './throttle.js'
+import { readCredentials, type Credentials } from '../http/authorization-header.js'
+import type { ClientInfo } from '../http/proxy.js'
+import { pathOf, type GateRequest, type GateResponse } from '../http/request.js'
+import { andThen, isPromiseLike } from '../util/awaitable.js'
+import { currentUserResponse } from '../endpoints/current-user.js'
+import type { SelfService } from '../endpoints/self-service.js'
+import { toApplication, type Application } from '../management/applications.js'
+import type { OAuthEndpoint, OAuthServer } from '../oauth/server.js'
+import { PlatformError } from '../errors.js'
+import type { Emit } from '../events.js'
+import type { ResolvedConfig } from '../config/options.js'
+import { sha256 } from '../secrets/tokens.js'
+import type { AccessTokenRecord, ApplicationRecord, Awaitable, GateStore } from '../store/store.js'
+
+/** The options the decision reads. */
+export type PipelineConfig = ClientConfig &
+  Pick<ResolvedConfig, 'legacyAppTokenParam' | 'oauthTokenBudget'> & {
+    readonly basic: Pick<ResolvedConfig['basic'], 'requireAppToken'>
+    readonly oauth: Pick<ResolvedConfig['oauth'], 'acceptBearer'>
+  }
+
+/** The services a request goes through, wired by the gate. */
+export interface PipelineServices {
+  /** The guarded store: access tokens are read here for their budget. */
+  readonly store: GateStore
+  readonly applications: ApplicationCache
+  readonly routes: RouteTable
+  readonly throttle: Throttle
+  readonly auth: Authenticator
+  readonly clearText: ClearTextRevocation
+  readonly oauth: OAuthServer
+  readonly selfService: SelfService
+  readonly emit: Emit
+}
+
+/**
+ * One request on its way through the access checks: made once, after the client and the
+ * route are known, and filled in as the steps learn more. The one object the steps pass on.
+ */
+interface RequestState {
+  readonly request: GateRequest
+  readonly client: ClientInfo
+  /** The endpoint the gate answers after its checks, or `undefined`: the host's handler. */
+  readonly route: CheckedRoute | undefined
+  /** The application the request counts against: the app token's, or its access token's. */
+  application: ApplicationRecord | null
+  /** An access token travelled in clear, and the gate revoked what was live of it. */
+  revokedInsecureToken: boolean
+}
+
+const INVALID_APP_TOKEN = 'Invalid app_token specified'
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
+const respond = (response: GateResponse): GateOutcome => ({ type: 'respond', response })
+
+/** Decides what happens to each request. */
+export class Pipeline {
+  readonly #config: PipelineConfig
+  readonly #services: PipelineServices
+  readonly #clients: Clients
+  readonly #applicationViews = new WeakMap<ApplicationRecord, Application>()
+
+  constructor(config: PipelineConfig, services: PipelineServices) {
+    this.#config = config
+    this.#services = services
+    this.#clients = new Clients(config)
+  }
+
+  /**
+   * The outcome of a request. May throw or reject: the gate turns a failure into the
+   * data API's error response (`Gate.handle`).
+   */
+  decide(request: GateRequest): Awaitable<GateOutcome> {
+    const client = this.#clients.resolve(request)
+    const route = this.#services.routes.find(pathOf(request.url))
+    const refusal = this.#clients.untrustedProxyRefusal(request, client, route)
+    if (refusal !== undefined) {
+      if (route?.kind === 'oauth') return this.#oauthFailure(route.endpoint, refusal, request)
+      throw refusal
+    }
+    // A credential sent in clear is revoked before anything else can refuse the request (an
+    // unknown or deleted app token, two app tokens, a malformed header, two Authorization
+    // headers, the throttle, an OAuth endpoint): spec, OAuth 2.0 step 7.
+    const revoking = client.secure ? undefined : this.#services.clearText.revokeSentIn(request, client)
+    // The OAuth endpoints authenticate clients and users themselves, and need no app token.
+    if (route?.kind === 'oauth') {
+      const endpoint = route.endpoint
+      if (revoking === undefined) return this.#oauthEndpoint(endpoint, request, client)
+      return revoking.then(
+        () => this.#oauthEndpoint(endpoint, request, client),
+        // A failure before the endpoint ran is answered in its shape all the same: a page, or RFC 6749 JSON.
+        (error: unknown) => this.#oauthFailure(endpoint, error, request),
+      )
+    }
+    const state: RequestState = { request, client, route, application: null, revokedInsecureToken: false }
+    if (revoking === undefined) return this.#withApplication(state)
+    return revoking.then((revoked) => {
+      state.revokedInsecureToken = revoked > 0
+      return this.#withApplication(state)
+    })
+  }
+
+  #oauthEndpoint(endpoint: OAuthEndpoint, request: GateRequest, client: ClientInfo): Awaitable<GateOutcome> {
+    return andThen(this.#services.oauth.handle(endpoint, request, client), respond)
+  }
+
+  #oauthFailure(endpoint: OAuthEndpoint, error: unknown, request: GateRequest): GateOutcome {
+    return respond(this.#services.oauth.failure(endpoint, error, request))
+  }
+
+  /** Finds the application the request names, then goes on to the access checks. */
+  #withApplication(state: RequestState): Awaitable<GateOutcome> {
+    // Spelled out rather than andThen(...): no closure is made when the store answers at once.
+    const application = this.#application(state)
+    if (isPromiseLike(application)) {
+      return Promise.resolve(application).then((found) => {
+        state.application = found
+        return this.#access(state)
+      })
+    }
+    state.application = application
+    return this.#access(state)
+  }
+
+  /** The application the request names, or `null`; a token nobody registered is a 403. */
+  #application(state: RequestState): Awaitable<ApplicationRecord | null> {
+    const token = extractAppToken(state.request, this.#config.legacyAppTokenParam)
+    if (token === undefined) return null
+    if (!isPlausibleAppToken(token)) return this.#invalidAppToken(token, state.client)
+    const found = this.#services.applications.get(token)
+    if (isPromiseLike(found)) return Promise.resolve(found).then((record) => record ?? this.#invalidAppToken(token, state.client))
+    return found ?? this.#invalidAppToken(token, state.client)
+  }
+
+  #invalidAppToken(token: string, client: ClientInfo): never {
+    this.#services.emit('invalidAppToken', { tokenPrefix: token.slice(0, 6), ip: client.ip })
+    throw new PlatformError('permission_denied', INVALID_APP_TOKEN)
+  }
+
+  /** Throttle, then credentials; most requests carry none and stay synchronous. */
+  #access(state: RequestState): Awaitable<GateOutcome> {
+    const credentials = readCredentials(state.request, this.#config.oauth.acceptBearer)
+    if (credentials !== undefined) return this.#authenticated(state, credentials)
+    const pass = this.#services.throttle.check(state.application, state.client)
+    if (isPromiseLike(pass)) return Promise.resolve(pass).then((settled) => this.#outcome(state, settled, null))
+    return this.#outcome(state, pass, null)
+  }
+
+  /**
+   * Credentials are checked for transport and form before the throttle (cheap, and a
+   * token sent in clear must be revoked even if the request is then refused), and
+   * verified after it, so a throttled client cannot make the server run scrypt.
+   */
+  #authenticated(state: RequestState, credentials: Credentials): Awaitable<GateOutcome> {
+    if (!state.client.secure) {
+      // An API key whose secret travelled in clear was revoked by decide() (a password cannot be: the user changes it).
+      if (credentials.kind === 'basic') throw new PlatformError('https_required', 'Authenticated requests must use https: credentials sent over an insecure connection are denied')
+      // A token sent in clear (revoked by decide(), if it was live): the request goes on unauthenticated.
+      state.revokedInsecureToken = true
+      return andThen(this.#services.throttle.check(state.application, state.client), (pass) => this.#outcome(state, pass, null))
+    }
+    if (credentials.kind === 'basic' && state.application === null && this.#config.basic.requireAppToken) {
+      throw new PlatformError('app_token_required', 'Requests authenticated with HTTP Basic must include an application token in the X-App-Token header')
+    }
+    if (credentials.kind === 'token' && (state.application !== null || this.#config.oauthTokenBudget === 'application')) {
+      // One hash and one read serve both the budget and the verification after the throttle.
+      return andThen(this.#services.store.getAccessToken(sha256(credentials.token)), (record) =>
+        andThen(this.#tokenApplication(record, state.application), (budget) => {
+          state.application = budget
+          return this.#throttleThenVerify(state, credentials, { record })
+        }),
+      )
+    }
+    return this.#throttleThenVerify(state, credentials, undefined)
+  }
+
+  #throttleThenVerify(state: RequestState, credentials: Credentials, token: TokenLookup | undefined): Awaitable<GateOutcome> {
+    return andThen(this.#services.throttle.check(state.application, state.client), (pass) =>
+      andThen(this.#services.auth.verify(credentials, state.client, token), (authentication) => this.#outcome(state, pass, authentication)),
+    )
+  }
+
+  /**
+   * The application an OAuth-authenticated request counts against: the one its access
+   * token was issued to (a store read by the token's hash, no scrypt), which an
+   * `X-App-Token` must not contradict. A token that does not verify changes nothing here:
+   * the request is counted as it came, and verification refuses it after the throttle.
+   * @throws {PlatformError} 403 `app_token_mismatch`
+   */
+  #tokenApplication(record: AccessTokenRecord | undefined, sent: ApplicationRecord | null): Awaitable<ApplicationRecord | null> {
+    if (record === undefined || record.revokedAt !== null || record.expiresAt <= Date.now()) return sent
+    if (sent !== null) {
+      if (sent.appToken === record.appToken) return sent
+      throw new PlatformError('app_token_mismatch', 'The X-App-Token names another application than the one the access token was issued to')
+    }
+    return andThen(this.#services.applications.get(record.appToken), (found) => found ?? null)
+  }
+
+  /** The request passed: the context for the host's handler, or the gate's own answer after its checks. */
+  #outcome(state: RequestState, pass: ThrottlePass | null, authentication: Authentication | null): Awaitable<GateOutcome> {
+    const token = authentication?.token ?? null
+    const context: GateContext = {
+      application: state.application === null ? null : this.#publicApplication(state.application),
+      throttle: pass === null ? null : pass.info,
+      secure: state.client.secure,
+      clientIp: state.client.ip,
+      user: authentication === null ? null : toGateUser(authentication.user),
+      auth: authentication === null ? 'none' : authentication.method,
+      apiKeyId: authentication === null ? null : authentication.apiKeyId,
+      accessToken: token === null ? null : { appToken: token.appToken, expiresAt: token.expiresAt },
+      revokedInsecureToken: state.revokedInsecureToken,
+    }
+    const headers = pass === null ? NO_HEADERS : pass.headers
+    const route = state.route
+    if (route === undefined) return { type: 'next', context, headers }
+    if (route.kind === 'self-service') {
+      return this.#services.selfService.handle(route.target, state.request, context).then((response) => respond(withHeaders(response, headers)))
+    }
+    return respond(withHeaders(currentUserResponse(route.format, state.request, context), headers))
+  }
+
+  /** The public view of an application record, made once per record rather than per request. */
+  #publicApplication(record: ApplicationRecord): Application {
+    let view = this.#applicationViews.get(record)
+    if (view === undefined) {
+      view = Object.freeze(toApplication(record))
+      this.#applicationViews.set(record, view)
+    }
+    return view
+  }
+}
+
+/** The gate's answer, with the throttle's headers under its own. */
+function withHeaders(response: GateResponse, headers: Readonly<Record<string, string>>): GateResponse {
+  return { ...response, headers: { ...headers, ...response.headers } }
+}
