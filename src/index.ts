@@ -57,7 +57,13 @@ export { MemoryStore, type MemoryStoreOptions } from './store/memory/store.js'
 export { inspectStoreUrl, type StoreUrl } from './store/connection-url.js'
 export type {
   GateStore,
+  PartialGateStore,
+  ApplicationStore,
   RateStore,
+  UserStore,
+  ApiKeyStore,
+  OAuthStore,
+  StoreLifecycle,
   ApplicationRecord,
   ApplicationPatch,
   UserRecord,
