@@ -30,6 +30,8 @@ import { StoreHealth, type StoreRole } from './store/store-health.js'
 import type { AccessTokenRecord, ApplicationRecord, Awaitable, GateStore, StoreEventSink } from './store/store.js'
 import { Throttle, type ThrottleInfo, type ThrottlePass } from './pipeline/throttle.js'
 import { Users } from './management/users.js'
+import { assertMethodEnabled, revocableInClear } from './pipeline/enabled-methods.js'
+import { assertStoreServes } from './store/slices.js'
 
 /** What the gate found out about a request: `req.gate` in Express and node:http, `ctx.state.gate` in Koa. */
 export interface GateContext {
@@ -109,6 +111,7 @@ export class Gate extends TypedEmitter<GateEvents> {
   constructor(options: GateOptions = {}) {
     super()
     const config = resolveOptions(options)
+    assertStoreServes(config)
     this.#config = config
     const emit: Emit = (event, ...args) => this.#emitSafely(event, ...args)
     const separateRates = config.rateStore !== config.store
@@ -194,7 +197,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     // in: any Authorization header, malformed or not, the query, a parsed body. Access tokens
     // and API keys with their right secret; never a password.
     if (!client.secure) {
-      const sent = credentialsSentIn(request, request.parsedBody?.())
+      const sent = revocableInClear(credentialsSentIn(request, request.parsedBody?.()), this.#config)
       if (sent !== NOTHING_SENT) {
         return this.#auth.revokeSentInClear(sent, client).then(
           (revoked) => this.#route(request, client, revoked > 0),
@@ -268,6 +271,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     revokedInsecureToken: boolean,
   ): Awaitable<GateOutcome> {
     const credentials = readCredentials(request, this.#config.oauth.acceptBearer)
+    if (credentials !== undefined) assertMethodEnabled(credentials, this.#config)
     if (credentials !== undefined) return this.#authenticated(request, client, application, credentials, route)
     const pass = this.#throttle.check(application, client)
     if (isPromiseLike(pass)) return Promise.resolve(pass).then((settled) => this.#outcome(request, client, application, settled, null, revokedInsecureToken, route))

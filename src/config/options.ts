@@ -8,9 +8,9 @@ import type { HashQueueLimits } from '../secrets/hash-queue.js'
 import type { OAuthPages } from '../oauth/pages.js'
 import { DEFAULT_SCRYPT, type ScryptParams } from '../secrets/passwords.js'
 import { compileTrustProxy, type ProxyHeadersOption, type TrustProxyOption } from '../http/proxy.js'
-import { STORE_METHODS } from '../store/guarded-store.js'
+import { dependentOption } from './features.js'
 import { MemoryStore } from '../store/memory/store.js'
-import type { Awaitable, GateStore, RateStore } from '../store/store.js'
+import type { Awaitable, GateStore, PartialGateStore, RateStore } from '../store/store.js'
 
 /** `limit` requests per `windowMs`, with a burst of up to `limit`. */
 export interface RatePolicyOptions {
@@ -207,8 +207,15 @@ export interface ConnectedAppsOptions {
 
 /** Options of {@link createGate}. */
 export interface GateOptions {
-  /** Where records and rate counters live. Default: a new {@link MemoryStore}. */
-  store?: GateStore
+  /**
+   * Where records and rate counters live. Default: a new {@link MemoryStore}. A
+   * {@link GateStore} serves every feature; a store of fewer slices serves the features
+   * that need no more (applications and rates: app tokens and throttling, with `basic`,
+   * `oauth` and what needs them off). A store lacking a slice a feature that is on needs
+   * is refused with a `TypeError` naming both.
+   * @see docs/reference/store-contract.md
+   */
+  store?: PartialGateStore
   /**
    * Where rate counters live, when not in `store`: for example records in a
    * `PostgresStore` and rates in a `RedisStore`. Anything with `consumeRate` and
@@ -238,15 +245,25 @@ export interface GateOptions {
    * Default 10 000.
    */
   bodyTimeoutMs?: number
-  /** HTTP Basic authentication. */
-  basic?: BasicOptions
-  /** OAuth access tokens. */
-  oauth?: OAuthOptions
-  /** The current-user endpoints; `false` turns them off. */
+  /**
+   * HTTP Basic authentication (passwords and API keys). `false` turns it off: an
+   * `Authorization: Basic` header is then answered 401 `authentication_method_disabled`,
+   * the store needs no users or API keys for it, and the API key endpoints are off unless
+   * asked for. Password sign-in on the OAuth pages, when on, keeps Basic's default budgets and scrypt cost.
+   */
+  basic?: BasicOptions | false
+  /**
+   * The OAuth 2.0 authorization server and its access tokens. `false` turns it off: no
+   * OAuth endpoint is served, an `Authorization: OAuth` or `Bearer` header is answered 401
+   * `authentication_method_disabled`, the store needs no OAuth slice for it, and connected
+   * apps are off unless asked for.
+   */
+  oauth?: OAuthOptions | false
+  /** The current-user endpoints; `false` turns them off. Off by default with both `basic` and `oauth` off. */
   currentUser?: CurrentUserOptions | false
-  /** The platform's API key endpoints; `false` turns them off. */
+  /** The platform's API key endpoints; `false` turns them off. Off by default with `basic: false`. */
   apiKeyEndpoints?: ApiKeyEndpointOptions | false
-  /** Connected apps, as JSON and as a page; `false` turns both off. */
+  /** Connected apps, as JSON and as a page; `false` turns both off. Off by default with `oauth: false`. */
   connectedApps?: ConnectedAppsOptions | false
   /** The realm named in `WWW-Authenticate` challenges. Default `'api'`. */
   realm?: string
@@ -278,6 +295,8 @@ export interface ResolvedConfig {
   readonly storeTimeoutMs: number
   readonly bodyTimeoutMs: number
   readonly basic: {
+    /** `false` with `basic: false`: the other fields keep their defaults, for password sign-in on the OAuth pages. */
+    readonly enabled: boolean
     readonly requireAppToken: boolean
     readonly challenge: boolean
     readonly cacheTtlMs: number
@@ -287,6 +306,8 @@ export interface ResolvedConfig {
     readonly scrypt: ScryptParams
   }
   readonly oauth: {
+    /** `false` with `oauth: false`: every path is `null`. */
+    readonly enabled: boolean
     readonly acceptBearer: boolean
     readonly accessTokenTtlMs: number
     readonly codeTtlMs: number
@@ -369,17 +390,16 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   const trustProxy = options.trustProxy ?? false
   const store = options.store ?? new MemoryStore()
   if (typeof store !== 'object' || store === null) throw new TypeError('open-data-gate: store must implement the GateStore interface')
-  const missing = STORE_METHODS.filter((name) => typeof (store as unknown as Record<string, unknown>)[name] !== 'function')
-  if (missing.length > 0) throw new TypeError(`open-data-gate: store must implement the GateStore interface; it lacks ${missing.join(', ')}`)
-  const rateStore = options.rateStore ?? store
-  if (typeof rateStore !== 'object' || rateStore === null || typeof rateStore.consumeRate !== 'function' || typeof rateStore.resetRate !== 'function') {
+  // Which slices the store must have depends on the features: the Gate checks it (store/slices.ts).
+  const rateStore = (options.rateStore ?? store) as RateStore
+  if (rateStore !== store && (typeof rateStore !== 'object' || rateStore === null || typeof rateStore.consumeRate !== 'function' || typeof rateStore.resetRate !== 'function')) {
     throw new TypeError('open-data-gate: rateStore must have consumeRate and resetRate (a GateStore, or a store of rate counters only)')
   }
   const applicationCacheMs = options.applicationCacheMs ?? 5000
   if (!Number.isSafeInteger(applicationCacheMs) || applicationCacheMs < 0) {
     throw new TypeError(`open-data-gate: applicationCacheMs must be 0 or a positive integer, got ${JSON.stringify(applicationCacheMs)}`)
   }
-  const basic = optionsObject('basic', options.basic ?? {}, BASIC_OPTION_NAMES)
+  const basic = optionsObject('basic', options.basic === false ? {} : (options.basic ?? {}), BASIC_OPTION_NAMES)
   const cacheTtlMs = basic.cacheTtlMs ?? 300_000
   if (!Number.isSafeInteger(cacheTtlMs) || cacheTtlMs < 0) throw new TypeError(`open-data-gate: basic.cacheTtlMs must be 0 or a positive integer, got ${JSON.stringify(cacheTtlMs)}`)
   const failures = resolvePolicy('basic.failures', basic.failures, { limit: 10, windowMs: 900_000 }, 'app')
@@ -394,7 +414,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   if (!Number.isInteger(scrypt.logN) || scrypt.logN < 10 || scrypt.logN > 22) throw new TypeError(`open-data-gate: basic.scrypt.logN must be an integer from 10 to 22, got ${JSON.stringify(scrypt.logN)}`)
   positiveInteger('basic.scrypt.blockSize', scrypt.blockSize)
   positiveInteger('basic.scrypt.parallelization', scrypt.parallelization)
-  const oauth = optionsObject('oauth', options.oauth ?? {}, OAUTH_OPTION_NAMES)
+  const oauth = optionsObject('oauth', options.oauth === false ? {} : (options.oauth ?? {}), OAUTH_OPTION_NAMES)
   const accessTokenTtlMs = oauth.accessTokenTtlMs ?? 86_400_000
   positiveInteger('oauth.accessTokenTtlMs', accessTokenTtlMs)
   const codeTtlMs = oauth.codeTtlMs ?? 60_000
@@ -423,17 +443,19 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   const oauthPaths = optionsObject('oauth.paths', oauth.paths ?? {}, optionNames<OAuthPaths>({ authorize: true, token: true, revoke: true, metadata: true }))
   const endpointPath = (name: keyof OAuthPaths, fallback: string): string | null => {
     const value = oauthPaths[name]
-    if (value === false) return null
+    if (value === false || options.oauth === false) return null
     if (value === undefined) return fallback
     return paths(`oauth.paths.${name}`, [value], [])[0] as string
   }
-  const apiKeyEndpoints = resolveApiKeyEndpoints(options.apiKeyEndpoints)
-  const connectedApps = resolveConnectedApps(options.connectedApps)
-  const currentUser = options.currentUser === false ? { json: [], xml: [] } : optionsObject('currentUser', options.currentUser ?? {}, optionNames<CurrentUserOptions>({ json: true, xml: true }))
+  const apiKeyEndpoints = resolveApiKeyEndpoints(dependentOption('apiKeyEndpoints', options.apiKeyEndpoints, options.basic !== false, 'basic'))
+  const connectedApps = resolveConnectedApps(dependentOption('connectedApps', options.connectedApps, options.oauth !== false, 'oauth'))
+  const currentUserOption = dependentOption('currentUser', options.currentUser, options.basic !== false || options.oauth !== false, 'basic or oauth')
+  const currentUser = currentUserOption === false ? { json: [], xml: [] } : optionsObject('currentUser', currentUserOption ?? {}, optionNames<CurrentUserOptions>({ json: true, xml: true }))
   const realm = options.realm ?? 'api'
   if (typeof realm !== 'string' || !/^[\x20-\x7e]*$/.test(realm) || realm.includes('"')) throw new TypeError('open-data-gate: realm must be printable ASCII without quotes')
   return {
-    store,
+    // A store of fewer slices than GateStore: the Gate checks that it has those its features need.
+    store: store as GateStore,
     rateStore,
     applicationCacheMs,
     application,
@@ -448,6 +470,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
     storeTimeoutMs,
     bodyTimeoutMs,
     basic: {
+      enabled: options.basic !== false,
       requireAppToken: booleanOption('basic.requireAppToken', basic.requireAppToken, true),
       challenge: booleanOption('basic.challenge', basic.challenge, false),
       cacheTtlMs,
@@ -457,6 +480,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
       scrypt,
     },
     oauth: {
+      enabled: options.oauth !== false,
       acceptBearer: booleanOption('oauth.acceptBearer', oauth.acceptBearer, true),
       accessTokenTtlMs,
       codeTtlMs,
