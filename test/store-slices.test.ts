@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { createGate, MemoryStore, type ApplicationStore, type GateOutcome, type RateStore } from '../src/index.js'
+import { checkStore, describeStore, storeCheckNames } from '../src/testing/index.js'
 import { coreRequest } from './support/requests.js'
 
 /** A store of the two smallest slices, kept by a MemoryStore it does not expose. */
@@ -104,5 +105,54 @@ describe('a store of applications and rates', () => {
   it('says which slice an operator call needs when the store lacks it', async () => {
     const gate = createGate({ store: new SmallStore(), ...FEATURES_OFF })
     await expect(gate.users.create({ username: 'ada', displayName: 'Ada', email: 'ada@example.org' })).rejects.toThrow(/the store has no .* \(the users slice of the contract\)/)
+  })
+})
+
+describe('the conformance kit, slice by slice', () => {
+  it('passes a store of applications and rates on the checks of those slices, found by what it implements', async () => {
+    const report = await checkStore(() => new SmallStore())
+    expect(report.failed).toEqual([])
+    expect(report.slices).toEqual(['applications', 'rates'])
+    const groups = new Set(report.passed.map((name) => name.slice(0, name.indexOf(':'))))
+    expect(groups).toEqual(new Set(['applications', 'rate steps', 'a gate over the store']))
+    expect(report.passed).toContain('a gate over the store: serves app tokens and throttling with every other feature off, asking the store for applications and rates only')
+  })
+
+  it('runs the checks of the slices a store declares, and only those', async () => {
+    const report = await checkStore(() => new MemoryStore(), { slices: ['rates'] })
+    expect(report.slices).toEqual(['rates'])
+    expect(report.failed).toEqual([])
+    expect(report.passed.every((name) => name.startsWith('rate steps: '))).toBe(true)
+    expect(() => checkStore(() => new MemoryStore(), { slices: ['tokens' as never] })).toThrow(/slices must be a list of 'applications'/)
+  })
+
+  it('fails the checks of a slice left half done, rather than skipping it', async () => {
+    const store = new SmallStore() as SmallStore & { getUser?: () => undefined }
+    store.getUser = () => undefined
+    const report = await checkStore(() => store)
+    expect(report.slices).toContain('users')
+    expect(report.failed.some((failure) => failure.name.startsWith('users: '))).toBe(true)
+  })
+
+  it('declares every check by default, and the checks of the declared slices with describeStore', () => {
+    const declared = (slices?: Parameters<typeof checkStore>[1] extends infer O ? (O extends { slices?: infer S } ? S : never) : never) => {
+      const names: string[] = []
+      let group = ''
+      describeStore('X', () => new MemoryStore(), {
+        describe: (name, body) => {
+          const outer = group
+          group = name
+          body()
+          group = outer
+        },
+        it: (name) => void names.push(`${group}: ${name}`),
+        ...(slices === undefined ? {} : { slices }),
+      })
+      return names
+    }
+    expect(declared()).toHaveLength(storeCheckNames.length)
+    const small = declared(['applications', 'rates'])
+    expect(small.length).toBeGreaterThan(0)
+    expect(small.every((name) => /^(applications|rate steps|a gate over the store): /.test(name))).toBe(true)
   })
 })

@@ -62,15 +62,16 @@ export function sliceOf(method: string): StoreSlice | undefined {
 }
 
 /** The methods of `slice` that `store` lacks (not a function), in contract order. */
-export function missingMethods(store: object, slice: StoreSlice): string[] {
-  return SLICE_METHODS[slice].filter((name) => typeof (store as Record<string, unknown>)[name] !== 'function')
+export function missingMethods(store: unknown, slice: StoreSlice): string[] {
+  const methods = typeof store === 'object' && store !== null ? (store as Record<string, unknown>) : {}
+  return SLICE_METHODS[slice].filter((name) => typeof methods[name] !== 'function')
 }
 
 /**
  * The slices `store` implements at least in part (one method is enough): a slice half
  * done counts, so that the conformance kit checks it and names what is missing.
  */
-export function slicesPresent(store: object): StoreSlice[] {
+export function slicesPresent(store: unknown): StoreSlice[] {
   return STORE_SLICES.filter((slice) => missingMethods(store, slice).length < SLICE_METHODS[slice].length)
 }
 
@@ -141,9 +142,24 @@ function listed(items: readonly string[]): string {
   return items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`
 }
 
+/** Marks the stand-ins of {@link missingMethod}, so that {@link hasSlice} sees through them. */
+const MISSING = Symbol('open-data-gate: a method the store lacks')
+
 /** A stand-in for a method the store lacks: the gate never calls it with the feature off; an operator's call says why it fails. */
 export function missingMethod(name: string): () => never {
-  return () => {
+  const standIn = () => {
     throw new TypeError(`open-data-gate: the store has no ${name} (the ${sliceOf(name) ?? 'optional'} slice of the contract), so this operation is not available with it`)
   }
+  return Object.assign(standIn, { [MISSING]: true })
+}
+
+/**
+ * Whether `store` (the store itself, or the gate's guarded view of it) has every method of
+ * `slice`: what a record's deletion asks before revoking the access tokens that name it
+ * (a store without the OAuth slice holds none).
+ */
+export function hasSlice(store: unknown, slice: StoreSlice): boolean {
+  if (missingMethods(store, slice).length > 0) return false
+  const methods = store as Record<string, { [MISSING]?: true }>
+  return SLICE_METHODS[slice].every((name) => methods[name]?.[MISSING] !== true)
 }
