@@ -82,5 +82,6 @@ export type {
   StoreEventSink,
   Awaitable,
 } from './store/store.js'
+export type { StoreSlice } from './store/slices.js'
 export { compareApiKeys, matchesApiKeyQuery } from './store/api-key-query.js'
 export { gcraStep, emissionInterval, type RateResult, type GcraOutcome } from './limits/gcra.js'
