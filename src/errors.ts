@@ -17,6 +17,8 @@ export const PLATFORM_ERROR_STATUS = {
   invalid_credentials: 401,
   /** An OAuth access token that is unknown, expired or revoked. */
   invalid_token: 401,
+  /** Credentials of a method the gate has turned off: `Basic` with `basic: false`, `OAuth` or `Bearer` with `oauth: false`. */
+  authentication_method_disabled: 401,
   /** The route needs an authenticated user and the request has none. */
   authentication_required: 403,
   /** An invalid or conflicting application token, or a right the user lacks. */

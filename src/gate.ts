@@ -32,6 +32,7 @@ import { StoreHealth, type StoreRole } from './store/store-health.js'
 import type { Awaitable, GateStore, StoreEventSink } from './store/store.js'
 import { Throttle } from './pipeline/throttle.js'
 import { Users } from './management/users.js'
+import { assertStoreServes } from './store/slices.js'
 
 // The types of `req.gate` and of `gate.handle()`'s answer, where the package has always exported them.
 export type { GateContext, GateOutcome } from './pipeline/context.js'
@@ -60,6 +61,8 @@ export class Gate extends TypedEmitter<GateEvents> {
   constructor(options: GateOptions = {}) {
     super()
     const config = resolveOptions(options)
+    assertStoreServes(config)
+    assertStoreServes(config)
     this.#config = config
     const emit: Emit = (event, ...args) => this.#emitSafely(event, ...args)
     const separateRates = config.rateStore !== config.store
@@ -77,7 +80,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     this.applications = new Applications(this.store, (appToken) => this.#applicationCache.forget(appToken), config.oauth.allowLoopbackCallbacks)
     const throttle = new Throttle(config, rateStore, emit)
     const auth = new Authenticator(config.basic, config.realm, this.store, throttle, emit)
-    const clearText = new ClearTextRevocation(this.store, config.deletedKeyRetentionMs, emit)
+    const clearText = new ClearTextRevocation(this.store, config.deletedKeyRetentionMs, config, emit)
     this.users = new Users(this.store, config.basic.scrypt, (username, password, client) => auth.signIn(username, password, client))
     this.apiKeys = new ApiKeys(this.store, config.deletedKeyRetentionMs)
     this.tokens = new AccessTokens(this.store, config.oauth.accessTokenTtlMs)

@@ -57,7 +57,13 @@ export { MemoryStore, type MemoryStoreOptions } from './store/memory/store.js'
 export { inspectStoreUrl, type StoreUrl } from './store/connection-url.js'
 export type {
   GateStore,
+  PartialGateStore,
+  ApplicationStore,
   RateStore,
+  UserStore,
+  ApiKeyStore,
+  OAuthStore,
+  StoreLifecycle,
   ApplicationRecord,
   ApplicationPatch,
   UserRecord,
@@ -76,5 +82,6 @@ export type {
   StoreEventSink,
   Awaitable,
 } from './store/store.js'
+export type { StoreSlice } from './store/slices.js'
 export { compareApiKeys, matchesApiKeyQuery } from './store/api-key-query.js'
 export { gcraStep, emissionInterval, type RateResult, type GcraOutcome } from './limits/gcra.js'

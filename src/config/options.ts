@@ -9,7 +9,7 @@ import type { HashQueueLimits } from '../secrets/hash-queue.js'
 import type { OAuthPages } from '../oauth/pages.js'
 import type { ScryptParams } from '../secrets/passwords.js'
 import type { ProxyHeadersOption, TrustProxyOption } from '../http/proxy.js'
-import type { Awaitable, GateStore, RateStore } from '../store/store.js'
+import type { Awaitable, GateStore, PartialGateStore, RateStore } from '../store/store.js'
 
 /** `limit` requests per `windowMs`, with a burst of up to `limit`. */
 export interface RatePolicyOptions {
@@ -203,8 +203,15 @@ export interface ConnectedAppsOptions {
 
 /** Options of {@link createGate}. */
 export interface GateOptions {
-  /** Where records and rate counters live. Default: a new {@link MemoryStore}. */
-  store?: GateStore
+  /**
+   * Where records and rate counters live. Default: a new {@link MemoryStore}. A
+   * {@link GateStore} serves every feature; a store of fewer slices serves the features
+   * that need no more (applications and rates: app tokens and throttling, with `basic`,
+   * `oauth` and what needs them off). A store lacking a slice a feature that is on needs
+   * is refused with a `TypeError` naming both.
+   * @see docs/reference/store-contract.md
+   */
+  store?: PartialGateStore
   /**
    * Where rate counters live, when not in `store`: for example records in a
    * `PostgresStore` and rates in a `RedisStore`. Anything with `consumeRate` and
@@ -239,15 +246,25 @@ export interface GateOptions {
    * Default 10 000.
    */
   bodyTimeoutMs?: number
-  /** HTTP Basic authentication. */
-  basic?: BasicOptions
-  /** OAuth access tokens. */
-  oauth?: OAuthOptions
-  /** The current-user endpoints; `false` turns them off. */
+  /**
+   * HTTP Basic authentication (passwords and API keys). `false` turns it off: an
+   * `Authorization: Basic` header is then answered 401 `authentication_method_disabled`,
+   * the store needs no users or API keys for it, and the API key endpoints are off unless
+   * asked for. Password sign-in on the OAuth pages, when on, keeps Basic's default budgets and scrypt cost.
+   */
+  basic?: BasicOptions | false
+  /**
+   * The OAuth 2.0 authorization server and its access tokens. `false` turns it off: no
+   * OAuth endpoint is served, an `Authorization: OAuth` or `Bearer` header is answered 401
+   * `authentication_method_disabled`, the store needs no OAuth slice for it, and connected
+   * apps are off unless asked for.
+   */
+  oauth?: OAuthOptions | false
+  /** The current-user endpoints; `false` turns them off. Off by default with both `basic` and `oauth` off. */
   currentUser?: CurrentUserOptions | false
-  /** The platform's API key endpoints; `false` turns them off. */
+  /** The platform's API key endpoints; `false` turns them off. Off by default with `basic: false`. */
   apiKeyEndpoints?: ApiKeyEndpointOptions | false
-  /** Connected apps, as JSON and as a page; `false` turns both off. */
+  /** Connected apps, as JSON and as a page; `false` turns both off. Off by default with `oauth: false`. */
   connectedApps?: ConnectedAppsOptions | false
   /** The realm named in `WWW-Authenticate` challenges. Default `'api'`. */
   realm?: string
@@ -279,6 +296,8 @@ export interface ResolvedConfig {
   readonly storeTimeoutMs: number
   readonly bodyTimeoutMs: number
   readonly basic: {
+    /** `false` with `basic: false`: the other fields keep their defaults, for password sign-in on the OAuth pages. */
+    readonly enabled: boolean
     readonly requireAppToken: boolean
     readonly challenge: boolean
     readonly cacheTtlMs: number
@@ -288,6 +307,8 @@ export interface ResolvedConfig {
     readonly scrypt: ScryptParams
   }
   readonly oauth: {
+    /** `false` with `oauth: false`: every path is `null`. */
+    readonly enabled: boolean
     readonly acceptBearer: boolean
     readonly accessTokenTtlMs: number
     readonly codeTtlMs: number

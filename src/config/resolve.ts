@@ -9,7 +9,6 @@ import { compileTrustProxy } from '../http/proxy.js'
 import type { OAuthPages } from '../oauth/pages.js'
 import type { HashQueueLimits } from '../secrets/hash-queue.js'
 import { DEFAULT_SCRYPT, type ScryptParams } from '../secrets/passwords.js'
-import { STORE_METHODS } from '../store/guarded-store.js'
 import { MemoryStore } from '../store/memory/store.js'
 import {
   DEFAULT_ACCESS_TOKEN_TTL_MS,
@@ -56,6 +55,7 @@ import type {
   ResolvedPolicy,
   ThrottleOptions,
 } from './options.js'
+import { dependentOption } from './features.js'
 import { booleanOption, optionNames, optionsObject, paths, positiveInteger, rejectUnknownKeys, singlePath } from './validate.js'
 
 const GATE_OPTION_NAMES = optionNames<GateOptions>({
@@ -86,9 +86,10 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   }
   const basic = resolveBasic(options.basic)
   const oauth = resolveOAuth(options.oauth)
-  const apiKeyEndpoints = resolveApiKeyEndpoints(options.apiKeyEndpoints)
-  const connectedApps = resolveConnectedApps(options.connectedApps)
-  const currentUser = resolveCurrentUser(options.currentUser)
+  // A feature that only works with another is off by default while that one is off (config/features.ts).
+  const apiKeyEndpoints = resolveApiKeyEndpoints(dependentOption('apiKeyEndpoints', options.apiKeyEndpoints, options.basic !== false, 'basic'))
+  const connectedApps = resolveConnectedApps(dependentOption('connectedApps', options.connectedApps, options.oauth !== false, 'oauth'))
+  const currentUser = resolveCurrentUser(dependentOption('currentUser', options.currentUser, options.basic !== false || options.oauth !== false, 'basic or oauth'))
   const realm = options.realm ?? DEFAULT_REALM
   if (typeof realm !== 'string' || !/^[\x20-\x7e]*$/.test(realm) || realm.includes('"')) throw new TypeError('open-data-gate: realm must be printable ASCII without quotes')
   return {
@@ -165,18 +166,19 @@ function resolveProxies(options: GateOptions): Pick<ResolvedConfig, 'trust' | 't
 function resolveStores(options: GateOptions): Pick<ResolvedConfig, 'store' | 'rateStore'> {
   const store = options.store ?? new MemoryStore()
   if (typeof store !== 'object' || store === null) throw new TypeError('open-data-gate: store must implement the GateStore interface')
-  const missing = STORE_METHODS.filter((name) => typeof (store as unknown as Record<string, unknown>)[name] !== 'function')
-  if (missing.length > 0) throw new TypeError(`open-data-gate: store must implement the GateStore interface; it lacks ${missing.join(', ')}`)
-  const rateStore = options.rateStore ?? store
-  if (typeof rateStore !== 'object' || rateStore === null || typeof rateStore.consumeRate !== 'function' || typeof rateStore.resetRate !== 'function') {
+  // Which slices the store must have depends on the features: the Gate checks it (store/slices.ts).
+  const rateStore = (options.rateStore ?? store) as RateStore
+  if (rateStore !== store && (typeof rateStore !== 'object' || rateStore === null || typeof rateStore.consumeRate !== 'function' || typeof rateStore.resetRate !== 'function')) {
     throw new TypeError('open-data-gate: rateStore must have consumeRate and resetRate (a GateStore, or a store of rate counters only)')
   }
-  return { store, rateStore }
+  // A store of fewer slices than GateStore: the Gate checks that it has those its features need.
+  return { store: store as GateStore, rateStore }
 }
 
 /** `basic`: HTTP Basic, the password cache, the login budgets and the password hashing. */
-function resolveBasic(input: BasicOptions | undefined): ResolvedConfig['basic'] {
-  const basic = optionsObject('basic', input ?? {}, BASIC_OPTION_NAMES)
+function resolveBasic(input: BasicOptions | false | undefined): ResolvedConfig['basic'] {
+  // Off, the other fields keep their defaults: password sign-in on the OAuth pages uses them.
+  const basic = optionsObject('basic', input === false ? {} : (input ?? {}), BASIC_OPTION_NAMES)
   const cacheTtlMs = basic.cacheTtlMs ?? DEFAULT_PASSWORD_CACHE_TTL_MS
   if (!Number.isSafeInteger(cacheTtlMs) || cacheTtlMs < 0) throw new TypeError(`open-data-gate: basic.cacheTtlMs must be 0 or a positive integer, got ${JSON.stringify(cacheTtlMs)}`)
   const failures = resolvePolicy('basic.failures', basic.failures, DEFAULT_LOGIN_FAILURES, 'app')
@@ -192,6 +194,7 @@ function resolveBasic(input: BasicOptions | undefined): ResolvedConfig['basic'] 
   positiveInteger('basic.scrypt.blockSize', scrypt.blockSize)
   positiveInteger('basic.scrypt.parallelization', scrypt.parallelization)
   return {
+    enabled: input !== false,
     requireAppToken: booleanOption('basic.requireAppToken', basic.requireAppToken, true),
     challenge: booleanOption('basic.challenge', basic.challenge, false),
     cacheTtlMs,
@@ -203,8 +206,8 @@ function resolveBasic(input: BasicOptions | undefined): ResolvedConfig['basic'] 
 }
 
 /** `oauth`: the authorization server, its tokens, its sign-in and its budgets. */
-function resolveOAuth(input: OAuthOptions | undefined): ResolvedConfig['oauth'] {
-  const oauth = optionsObject('oauth', input ?? {}, OAUTH_OPTION_NAMES)
+function resolveOAuth(input: OAuthOptions | false | undefined): ResolvedConfig['oauth'] {
+  const oauth = optionsObject('oauth', input === false ? {} : (input ?? {}), OAUTH_OPTION_NAMES)
   const accessTokenTtlMs = oauth.accessTokenTtlMs ?? DEFAULT_ACCESS_TOKEN_TTL_MS
   positiveInteger('oauth.accessTokenTtlMs', accessTokenTtlMs)
   const codeTtlMs = oauth.codeTtlMs ?? DEFAULT_CODE_TTL_MS
@@ -233,11 +236,12 @@ function resolveOAuth(input: OAuthOptions | undefined): ResolvedConfig['oauth'] 
   const oauthPaths = optionsObject('oauth.paths', oauth.paths ?? {}, optionNames<OAuthPaths>({ authorize: true, token: true, revoke: true, metadata: true }))
   const endpointPath = (name: keyof OAuthPaths): string | null => {
     const value = oauthPaths[name]
-    if (value === false) return null
+    if (value === false || input === false) return null
     if (value === undefined) return DEFAULT_OAUTH_PATHS[name]
     return paths(`oauth.paths.${name}`, [value], [])[0] as string
   }
   return {
+    enabled: input !== false,
     acceptBearer: booleanOption('oauth.acceptBearer', oauth.acceptBearer, true),
     accessTokenTtlMs,
     codeTtlMs,

@@ -158,7 +158,8 @@ export class SelfService {
     // clear) never fall back to a cookie.
     if (context.revokedInsecureToken) return undefined
     const fromHost = (await this.#config.oauth.authenticateUser?.(request)) ?? undefined
-    const user = fromHost !== undefined ? await this.#store.getUser(fromHost) : await this.#sessions.user(request)
+    // The gate's own sign-in session exists only with the OAuth server on (its login page).
+    const user = fromHost !== undefined ? await this.#store.getUser(fromHost) : this.#config.oauth.enabled ? await this.#sessions.user(request) : undefined
     return user === undefined ? undefined : { user: toGateUser(user), via: 'session' }
   }
 

@@ -11,6 +11,7 @@ import { optionsObject, positiveInteger } from '../config/validate.js'
 import { randomToken, secretMatches, sha256 } from '../secrets/tokens.js'
 import { assertStorable, unstorableCharacter } from '../store/storable.js'
 import type { ApplicationRecord, GateStore } from '../store/store.js'
+import { hasSlice } from '../store/slices.js'
 
 /** An application as the gate shows it: everything but the secret's hash. */
 export interface Application {
@@ -173,7 +174,7 @@ export class Applications {
   async delete(appToken: string): Promise<boolean> {
     const deleted = await this.#store.deleteApplication(appToken)
     this.#changed(appToken)
-    if (deleted) await this.#store.revokeAccessTokens({ appToken }, Date.now())
+    if (deleted && hasSlice(this.#store, 'oauth')) await this.#store.revokeAccessTokens({ appToken }, Date.now())
     return deleted
   }
 }

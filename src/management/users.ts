@@ -13,6 +13,7 @@ import { randomId } from '../secrets/tokens.js'
 import { assertStorable } from '../store/storable.js'
 import type { GateStore, UserRecord } from '../store/store.js'
 import { legacyUsername, MAX_USERNAME_LENGTH, mapUsername, usernameLookups, usernameProblem, usernameSkeleton } from './usernames.js'
+import { hasSlice } from '../store/slices.js'
 
 export { MAX_USERNAME_LENGTH }
 
@@ -267,7 +268,7 @@ export class Users {
    */
   async delete(id: string): Promise<boolean> {
     const deleted = await this.#store.deleteUser(id)
-    if (deleted) await this.#store.revokeAccessTokens({ userId: id }, Date.now())
+    if (deleted && hasSlice(this.#store, 'oauth')) await this.#store.revokeAccessTokens({ userId: id }, Date.now())
     return deleted
   }
 }

@@ -10,6 +10,7 @@
  * @see docs/platform-rules.md "OAuth 2.0" 7; docs/request-lifecycle.md step 4
  */
 import { credentialsSentIn, NOTHING_SENT, type SentInClear } from '../http/authorization-header.js'
+import { revocableInClear, type EnabledMethods } from './enabled-methods.js'
 import type { GateRequest } from '../http/request.js'
 import type { ClientInfo } from '../http/proxy.js'
 import type { Emit } from '../events.js'
@@ -21,11 +22,14 @@ import type { GateStore } from '../store/store.js'
 export class ClearTextRevocation {
   readonly #store: GateStore
   readonly #deletedKeyRetentionMs: number
+  /** Which methods are on: nothing of a method that is off is looked up (the store may not hold it). */
+  readonly #methods: EnabledMethods
   readonly #emit: Emit
 
-  constructor(store: GateStore, deletedKeyRetentionMs: number, emit: Emit) {
+  constructor(store: GateStore, deletedKeyRetentionMs: number, methods: EnabledMethods, emit: Emit) {
     this.#store = store
     this.#deletedKeyRetentionMs = deletedKeyRetentionMs
+    this.#methods = methods
     this.#emit = emit
   }
 
@@ -37,7 +41,7 @@ export class ClearTextRevocation {
    * when the request carried none
    */
   revokeSentIn(request: GateRequest, client: ClientInfo): Promise<number> | undefined {
-    const sent = credentialsSentIn(request, request.parsedBody?.())
+    const sent = revocableInClear(credentialsSentIn(request, request.parsedBody?.()), this.#methods)
     return sent === NOTHING_SENT ? undefined : this.revokeSent(sent, client)
   }
 

@@ -19,6 +19,7 @@ import type { GateContext, GateOutcome } from './context.js'
 import type { CheckedRoute, RouteTable } from './routes.js'
 import type { Throttle, ThrottlePass } from './throttle.js'
 import { readCredentials, type Credentials } from '../http/authorization-header.js'
+import { assertMethodEnabled } from './enabled-methods.js'
 import type { ClientInfo } from '../http/proxy.js'
 import { pathOf, type GateRequest, type GateResponse } from '../http/request.js'
 import { andThen, isPromiseLike } from '../util/awaitable.js'
@@ -35,8 +36,8 @@ import type { AccessTokenRecord, ApplicationRecord, Awaitable, GateStore } from 
 /** The options the decision reads. */
 export type PipelineConfig = ClientConfig &
   Pick<ResolvedConfig, 'legacyAppTokenParam' | 'oauthTokenBudget'> & {
-    readonly basic: Pick<ResolvedConfig['basic'], 'requireAppToken'>
-    readonly oauth: Pick<ResolvedConfig['oauth'], 'acceptBearer'>
+    readonly basic: Pick<ResolvedConfig['basic'], 'requireAppToken' | 'enabled'>
+    readonly oauth: Pick<ResolvedConfig['oauth'], 'acceptBearer' | 'enabled'>
   }
 
 /** The services a request goes through, wired by the gate. */
@@ -159,7 +160,10 @@ export class Pipeline {
   /** Throttle, then credentials; most requests carry none and stay synchronous. */
   #access(state: RequestState): Awaitable<GateOutcome> {
     const credentials = readCredentials(state.request, this.#config.oauth.acceptBearer)
-    if (credentials !== undefined) return this.#authenticated(state, credentials)
+    if (credentials !== undefined) {
+      assertMethodEnabled(credentials, this.#config)
+      return this.#authenticated(state, credentials)
+    }
     const pass = this.#services.throttle.check(state.application, state.client)
     if (isPromiseLike(pass)) return Promise.resolve(pass).then((settled) => this.#outcome(state, settled, null))
     return this.#outcome(state, pass, null)

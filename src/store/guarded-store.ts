@@ -14,48 +14,20 @@
 import { performance } from 'node:perf_hooks'
 import { isPromiseLike } from '../util/awaitable.js'
 import { StoreDataError, StoreError } from '../errors.js'
+import { missingMethod, SLICE_METHODS } from './slices.js'
 import { unstorableCharacter } from './storable.js'
 import type { StoreHealth } from './store-health.js'
 import type { Awaitable, GateStore } from './store.js'
 
 type Method = { [K in keyof GateStore]-?: NonNullable<GateStore[K]> extends (...args: never[]) => unknown ? K : never }[keyof GateStore]
 
-/** The contract's data methods (not `attach` and `close`, which the gate calls itself). */
+/** The contract's data methods (not `attach` and `close`, which the gate calls itself), slice by slice. */
 export const STORE_METHODS = [
-  'insertApplication',
-  'getApplication',
-  'listApplications',
-  'updateApplication',
-  'deleteApplication',
-  'insertUser',
-  'getUser',
-  'getUserByUsername',
-  'updateUser',
-  'deleteUser',
-  'insertApiKey',
-  'getApiKey',
-  'listApiKeys',
-  'updateApiKey',
-  'revokeApiKey',
-  'insertAccessToken',
-  'getAccessToken',
-  'revokeAccessToken',
-  'revokeAccessTokens',
-  'listAccessTokens',
-  'recordGrant',
-  'touchGrant',
-  'getGrant',
-  'listGrants',
-  'deleteGrant',
-  'insertAuthorizationCode',
-  'getAuthorizationCode',
-  'consumeAuthorizationCode',
-  'insertSession',
-  'getSession',
-  'deleteSession',
-  'trimSessions',
-  'consumeRate',
-  'resetRate',
+  ...SLICE_METHODS.applications,
+  ...SLICE_METHODS.users,
+  ...SLICE_METHODS.apiKeys,
+  ...SLICE_METHODS.oauth,
+  ...SLICE_METHODS.rates,
 ] as const satisfies readonly Method[]
 
 /** Methods a store may leave out; the gate says so when it needs one the store lacks. */
@@ -70,7 +42,9 @@ const UNAVAILABLE = new Error('the store is down and another call is finding out
 
 /**
  * `store` with a timeout and one error type on every data method it has. Every method runs
- * bound to the real store, so a store may keep its state in private fields.
+ * bound to the real store, so a store may keep its state in private fields. A required
+ * method of a slice the store lacks (a store of a few slices) becomes one that throws a
+ * `TypeError` saying so: `createGate` made sure no feature that is on needs it.
  */
 export function guardStore<S extends Partial<GateStore>>(store: S, timeoutMs: number, health: StoreHealth): S {
   const guarded = {} as Record<string, unknown>
@@ -79,7 +53,10 @@ export function guardStore<S extends Partial<GateStore>>(store: S, timeoutMs: nu
   if (store.close !== undefined) guarded.close = store.close.bind(store)
   for (const name of [...STORE_METHODS, ...OPTIONAL_STORE_METHODS]) {
     const method = store[name] as ((a: unknown, b: unknown, c: unknown, d: unknown) => Awaitable<unknown>) | undefined
-    if (typeof method !== 'function') continue
+    if (typeof method !== 'function') {
+      if ((STORE_METHODS as readonly string[]).includes(name)) guarded[name] = missingMethod(name)
+      continue
+    }
     // Fixed arity (no contract method takes more than four arguments): no rest array per call.
     guarded[name] = (a: unknown, b: unknown, c: unknown, d: unknown) => {
       const unstorable = unstorableArgument(a) ?? unstorableArgument(b)

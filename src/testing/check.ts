@@ -2,6 +2,7 @@
  * What a conformance check is, and how a list of them runs against one store: each in
  * turn, each with a time limit, each failure caught and named.
  */
+import { STORE_SLICES, type StoreSlice } from '../store/slices.js'
 import type { Awaitable, GateStore } from '../store/store.js'
 
 /** One check of the contract: a named behaviour, run against a store. */
@@ -10,6 +11,8 @@ export interface StoreCheck {
   readonly group: string
   /** The behaviour, such as `lets exactly one of 50 concurrent consumers win`. */
   readonly name: string
+  /** The slices of the contract the check needs: it runs only against a store checked for all of them. */
+  readonly slices: readonly StoreSlice[]
   /** Resolves when the store behaves; rejects (an `AssertionError`) when it does not. */
   readonly run: (store: GateStore) => Promise<void>
 }
@@ -17,9 +20,9 @@ export interface StoreCheck {
 /** The name a check is reported under: `group: name`. */
 export const fullName = (check: StoreCheck): string => `${check.group}: ${check.name}`
 
-/** Builds the checks of one group. */
-export function group(name: string, checks: ReadonlyArray<readonly [string, (store: GateStore) => Promise<void>]>): StoreCheck[] {
-  return checks.map(([check, run]) => ({ group: name, name: check, run }))
+/** Builds the checks of one group, each needing `slices`. */
+export function group(name: string, slices: readonly StoreSlice[], checks: ReadonlyArray<readonly [string, (store: GateStore) => Promise<void>]>): StoreCheck[] {
+  return checks.map(([check, run]) => ({ group: name, name: check, slices, run }))
 }
 
 /** How long one check may take before it fails as hung, by default. */
@@ -40,22 +43,29 @@ export async function runCheck(check: StoreCheck, store: GateStore, timeoutMs: n
 
 /** What {@link checkStore} found. */
 export interface StoreReport {
+  /** The slices the run checked. */
+  readonly slices: readonly StoreSlice[]
   /** The names of the checks the store passed, in the order they ran. */
   readonly passed: string[]
   /** The checks it failed, each with the reason (the assertion's message). */
   readonly failed: Array<{ readonly name: string; readonly error: string }>
 }
 
-/** Runs `checks` one after the other against the store `factory` makes once, then calls `cleanup`. */
+/**
+ * Runs `checks` one after the other against the store `factory` makes once, then calls
+ * `cleanup`. `checks` may be chosen by the store (its slices) once it is made.
+ */
 export async function runChecks<S extends GateStore>(
-  checks: readonly StoreCheck[],
+  checks: readonly StoreCheck[] | ((store: S) => readonly StoreCheck[]),
   factory: () => Awaitable<S>,
   options: { cleanup?: ((store: S) => Awaitable<void>) | undefined; timeoutMs?: number | undefined },
 ): Promise<StoreReport> {
-  const report: { passed: string[]; failed: Array<{ name: string; error: string }> } = { passed: [], failed: [] }
   const store = await factory()
+  const chosen = typeof checks === 'function' ? checks(store) : checks
+  const slices = STORE_SLICES.filter((slice) => chosen.some((check) => check.slices.includes(slice)))
+  const report: { slices: StoreSlice[]; passed: string[]; failed: Array<{ name: string; error: string }> } = { slices, passed: [], failed: [] }
   try {
-    for (const check of checks) {
+    for (const check of chosen) {
       try {
         await runCheck(check, store, options.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS)
         report.passed.push(fullName(check))

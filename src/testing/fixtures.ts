@@ -9,6 +9,11 @@ import type { AccessTokenRecord, ApiKeyRecord, ApplicationRecord, AuthorizationC
 
 /** A fixed instant for records whose times do not matter. */
 export const T0 = 1_700_000_000_000
+/** Later times, for patches and revocations. */
+export const LATER = 1_800_000_000_000
+export const LATEST = 1_900_000_000_000
+/** How long the short-lived records of the expiry checks live. */
+export const SHORT_TTL_MS = 250
 
 /** A fresh app token, shaped as the gate makes them. */
 export const freshAppToken = (): string => randomToken(18)

@@ -11,6 +11,7 @@ import type { GateRequest, GateResponse } from '../http/request.js'
 import type { GateOptions } from '../config/options.js'
 import { randomToken } from '../secrets/tokens.js'
 import type { GateStore } from '../store/store.js'
+import { SLICE_METHODS, STORE_SLICES } from '../store/slices.js'
 import { group, type StoreCheck } from './check.js'
 
 /** Makes the gate a check drives; the kit's own tests pass a deliberately leaky one. */
@@ -188,7 +189,12 @@ const exchange = (client: KitClient, appToken: string, secretToken: string, code
 
 /** The gate-driven checks, over gates `makeGate` makes. */
 export function gateChecks(makeGate: MakeGate = createGate): StoreCheck[] {
-  return group('a gate over the store', [
+  return [...fullGateChecks(makeGate), ...smallGateChecks(makeGate)]
+}
+
+/** The gate with every feature on: every slice of the contract. */
+function fullGateChecks(makeGate: MakeGate): StoreCheck[] {
+  return group('a gate over the store', STORE_SLICES, [
     [
       'never hands the store a plaintext password, key secret, client secret, code, access token or session cookie',
       async (store) => {
@@ -297,6 +303,39 @@ export function gateChecks(makeGate: MakeGate = createGate): StoreCheck[] {
         const token = (JSON.parse(winner.response.body) as { access_token: string }).access_token
         responded(await client.send('GET', '/resource/kit.json', { headers: { authorization: `OAuth ${token}` } }), 401, 'the winning token, once the code was replayed')
         assert.deepEqual(await store.listAccessTokens(user.id), [], 'no token issued from the replayed code is live')
+      },
+    ],
+  ])
+}
+
+/** The methods of the applications and rates slices (and the lifecycle): all a gate with every other feature off may call. */
+const SMALL_GATE_METHODS: ReadonlySet<string> = new Set([...SLICE_METHODS.applications, ...SLICE_METHODS.rates, 'attach', 'close'])
+
+/** The gate with HTTP Basic, OAuth and what needs them off: the applications and rates slices only. */
+function smallGateChecks(makeGate: MakeGate): StoreCheck[] {
+  return group('a gate over the store', ['applications', 'rates'], [
+    [
+      'serves app tokens and throttling with every other feature off, asking the store for applications and rates only',
+      async (store) => {
+        // The store as one of these two slices only: a whole store is checked as the small one it contains.
+        const small = Object.fromEntries([...SMALL_GATE_METHODS].filter((name) => typeof (store as unknown as Record<string, unknown>)[name] === 'function').map((name) => [name, (store as unknown as Record<string, (...args: unknown[]) => unknown>)[name]?.bind(store)]))
+        const recorded = recordingStore(small as unknown as GateStore)
+        const gate = makeGate({ store: recorded.store, storeTimeoutMs: 5_000, basic: false, oauth: false, throttle: { application: { limit: 3, windowMs: 60_000 }, anonymous: false } })
+        const client = new KitClient(gate)
+        const app = await gate.applications.register({ name: 'Conformance kit, small' })
+        const withApp = (headers: Record<string, string> = {}) => ({ headers: { 'x-app-token': app.appToken, ...headers } })
+        for (let i = 1; i <= 3; i++) {
+          const through = passed(await client.send('GET', '/resource/kit.json', withApp()), `request ${i} of 3 with the app token`)
+          assert.equal(through.context.application?.appToken, app.appToken, 'the request counts against its application')
+          assert.equal(through.context.throttle?.remaining, 3 - i, `request ${i} of 3 leaves ${3 - i}`)
+        }
+        responded(await client.send('GET', '/resource/kit.json', withApp()), 429, 'the fourth request with the app token')
+        const basicRefused = responded(await client.send('GET', '/resource/kit.json', withApp({ authorization: basic('kit', 'password') })), 401, 'a request with HTTP Basic turned off')
+        assert.match(basicRefused.body, /authentication_method_disabled/)
+        assert.equal(await gate.applications.delete(app.appToken), true)
+        responded(await client.send('GET', '/resource/kit.json', withApp()), 403, 'a request with the deleted app token')
+        const outside = [...new Set(recorded.calls.map((call) => call.method).filter((method) => !SMALL_GATE_METHODS.has(method)))]
+        assert.deepEqual(outside, [], `the gate called the store outside the applications and rates slices: ${outside.join(', ')}`)
       },
     ],
   ])

@@ -1,7 +1,9 @@
 /**
  * `open-data-gate/testing`: the conformance kit. Every {@link GateStore} passes it —
  * MemoryStore, RedisStore, PostgresStore, and yours: it is the definition of "implements
- * the contract". Runner-agnostic (assertions are `node:assert/strict`), so it runs
+ * the contract". It checks the contract slice by slice (applications, rates, users, API
+ * keys, OAuth), each check in `checks/` by record kind: the slices a store declares
+ * (`slices`), or else, with {@link checkStore}, the ones it implements. Runner-agnostic (assertions are `node:assert/strict`), so it runs
  * under vitest, node:test, mocha or a plain script.
  *
  * The store is made once per run and shared by every check: each check uses fresh
@@ -12,19 +14,40 @@
  *
  * @module open-data-gate/testing
  */
+import { slicesPresent, STORE_SLICES, type StoreSlice } from '../store/slices.js'
 import type { Awaitable, GateStore } from '../store/store.js'
 import { DEFAULT_CHECK_TIMEOUT_MS, runCheck, runChecks, type StoreCheck, type StoreReport } from './check.js'
+import { apiKeyChecks } from './checks/api-keys.js'
+import { applicationChecks } from './checks/applications.js'
+import { codeChecks } from './checks/codes.js'
+import { expiryChecks } from './checks/expiry.js'
+import { grantChecks } from './checks/grants.js'
+import { rateChecks } from './checks/rates.js'
+import { sessionChecks } from './checks/sessions.js'
+import { tokenChecks } from './checks/tokens.js'
+import { userChecks } from './checks/users.js'
 import { gateChecks } from './gate-checks.js'
-import { rateChecks } from './rate-checks.js'
-import { recordChecks } from './record-checks.js'
 
 export type { StoreReport } from './check.js'
+export type { StoreSlice } from '../store/slices.js'
+
+/**
+ * A store under test: a whole {@link GateStore}, or a store of some of its slices (say
+ * applications and rates, or rates alone for a `rateStore`).
+ */
+export type StoreUnderTest = Partial<GateStore>
 
 /** Makes the store under test. Called once per run; may be async (connect, create a schema). */
-export type StoreFactory<S extends GateStore = GateStore> = () => Awaitable<S>
+export type StoreFactory<S extends StoreUnderTest = GateStore> = () => Awaitable<S>
 
 /** Options of {@link checkStore}. */
-export interface CheckStoreOptions<S extends GateStore = GateStore> {
+export interface CheckStoreOptions<S extends StoreUnderTest = GateStore> {
+  /**
+   * The slices to check (`'applications'`, `'rates'`, `'users'`, `'apiKeys'`, `'oauth'`).
+   * Default: the slices the store has at least one method of, so that a slice left half
+   * done fails on what it lacks; every slice when it has none.
+   */
+  slices?: readonly StoreSlice[]
   /** Called once after the last check with the store the factory made: close it, drop its schema or keys. */
   cleanup?: (store: S) => Awaitable<void>
   /** How long one check may take before it fails as hung, in ms. Default 10 000. */
@@ -32,24 +55,49 @@ export interface CheckStoreOptions<S extends GateStore = GateStore> {
 }
 
 /** The whole kit, in the order it runs. */
-const ALL_CHECKS: readonly StoreCheck[] = [...recordChecks, ...rateChecks, ...gateChecks()]
+const ALL_CHECKS: readonly StoreCheck[] = [
+  ...applicationChecks,
+  ...userChecks,
+  ...apiKeyChecks,
+  ...tokenChecks,
+  ...grantChecks,
+  ...codeChecks,
+  ...sessionChecks,
+  ...expiryChecks,
+  ...rateChecks,
+  ...gateChecks(),
+]
+
+/** The checks of the kit that need no slice outside `slices`. */
+function checksOf(slices: readonly StoreSlice[]): StoreCheck[] {
+  return ALL_CHECKS.filter((check) => check.slices.every((slice) => slices.includes(slice)))
+}
 
 /** The names of every check, as {@link checkStore} reports them (`group: behaviour`). */
 export const storeCheckNames: readonly string[] = ALL_CHECKS.map((check) => `${check.group}: ${check.name}`)
 
 /**
- * Runs every check against one store and reports which passed and which failed, with the
- * reason. Never throws for a failing check; throws only if `factory` or `cleanup` does.
+ * Runs the checks of the store's slices (see {@link CheckStoreOptions.slices}) against one
+ * store and reports which passed and which failed, with the reason. Never throws for a
+ * failing check; throws only if `factory` or `cleanup` does.
  *
  * @example
  * import { checkStore } from 'open-data-gate/testing'
  * const report = await checkStore(() => new MyStore({ url }), { cleanup: (store) => store.close() })
  * for (const { name, error } of report.failed) console.error(`${name}\n  ${error}`)
  * process.exitCode = report.failed.length === 0 ? 0 : 1
+ *
+ * @example
+ * // a store of applications and rates only
+ * const report = await checkStore(() => new SmallStore(), { slices: ['applications', 'rates'] })
  */
-export function checkStore<S extends GateStore>(factory: StoreFactory<S>, options: CheckStoreOptions<S> = {}): Promise<StoreReport> {
+export function checkStore<S extends StoreUnderTest>(factory: StoreFactory<S>, options: CheckStoreOptions<S> = {}): Promise<StoreReport> {
   validateTimeout(options.timeoutMs)
-  return runChecks(ALL_CHECKS, factory, options)
+  const declared = options.slices === undefined ? undefined : validSlices(options.slices)
+  return runChecks((store) => {
+    const present = slicesPresent(store)
+    return checksOf(declared ?? (present.length === 0 ? STORE_SLICES : present))
+  }, factory as StoreFactory<GateStore>, options as CheckStoreOptions<GateStore>)
 }
 
 /** A test runner's `describe`: vitest's, node:test's, mocha's. */
@@ -60,9 +108,14 @@ export type ItFunction = (name: string, body: () => Promise<void>) => unknown
 export type AfterFunction = (body: () => Promise<void>) => unknown
 
 /** Options of {@link describeStore}. */
-export interface DescribeStoreOptions<S extends GateStore = GateStore> {
+export interface DescribeStoreOptions<S extends StoreUnderTest = GateStore> {
   describe: DescribeFunction
   it: ItFunction
+  /**
+   * The slices to check. Default: every slice (the suite is declared before the store is
+   * made, so it cannot look): a store of fewer slices says which it has.
+   */
+  slices?: readonly StoreSlice[]
   /** Runs `cleanup` once the suite is done: vitest's `afterAll`, node:test's `after`. Required with `cleanup`. */
   after?: AfterFunction
   /** Called once after the last check with the store the factory made. */
@@ -88,7 +141,7 @@ export interface DescribeStoreOptions<S extends GateStore = GateStore> {
  * import { describeStore } from 'open-data-gate/testing'
  * describeStore('MyStore', () => new MyStore({ url }), { describe, it, after, cleanup: (store) => store.close() })
  */
-export function describeStore<S extends GateStore>(name: string, factory: StoreFactory<S>, options: DescribeStoreOptions<S>): void {
+export function describeStore<S extends StoreUnderTest>(name: string, factory: StoreFactory<S>, options: DescribeStoreOptions<S>): void {
   const { describe, it, after, cleanup } = options
   if (typeof describe !== 'function' || typeof it !== 'function') {
     throw new TypeError('open-data-gate/testing: describeStore needs your runner\'s describe and it: describeStore(name, factory, { describe, it })')
@@ -97,6 +150,7 @@ export function describeStore<S extends GateStore>(name: string, factory: StoreF
     throw new TypeError('open-data-gate/testing: describeStore with cleanup needs your runner\'s after hook (vitest afterAll, node:test after)')
   }
   validateTimeout(options.timeoutMs)
+  const checks = checksOf(options.slices === undefined ? STORE_SLICES : validSlices(options.slices))
   const timeoutMs = options.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS
   let made: Promise<S> | undefined
   const store = () => (made ??= Promise.resolve().then(factory))
@@ -107,13 +161,21 @@ export function describeStore<S extends GateStore>(name: string, factory: StoreF
       })
     }
     const groups = new Map<string, StoreCheck[]>()
-    for (const check of ALL_CHECKS) groups.set(check.group, [...(groups.get(check.group) ?? []), check])
+    for (const check of checks) groups.set(check.group, [...(groups.get(check.group) ?? []), check])
     for (const [groupName, checks] of groups) {
       describe(groupName, () => {
-        for (const check of checks) it(check.name, async () => runCheck(check, await store(), timeoutMs))
+        for (const check of checks) it(check.name, async () => runCheck(check, (await store()) as GateStore, timeoutMs))
       })
     }
   })
+}
+
+/** @throws {TypeError} unless every entry names a slice */
+function validSlices(slices: readonly StoreSlice[]): readonly StoreSlice[] {
+  if (!Array.isArray(slices) || slices.some((slice) => !STORE_SLICES.includes(slice))) {
+    throw new TypeError(`open-data-gate/testing: slices must be a list of ${STORE_SLICES.map((slice) => `'${slice}'`).join(', ')}, got ${JSON.stringify(slices)}`)
+  }
+  return slices
 }
 
 function validateTimeout(timeoutMs: number | undefined): void {

@@ -12,10 +12,8 @@
  * @see docs/guides/postgresql.md
  * @module open-data-gate/postgres
  */
-import { createHash } from 'node:crypto'
 import pg from 'pg'
 import { gcraStep, emissionInterval, type RateResult } from '../../limits/gcra.js'
-import { MIGRATIONS } from './migrations/index.js'
 import type {
   AccessTokenFilter,
   AccessTokenRecord,
@@ -34,37 +32,38 @@ import type {
   UserPatch,
   UserRecord,
 } from '../store.js'
+import { ApplicationChangeListener, changeChannel } from './listener.js'
+import { migrateSchema, schemaVersionOf, SCHEMA_VERSION, type MigrationResult } from './migrate.js'
+import { PreparedStatements, type PostgresPool, type PostgresPoolOptions, type PostgresResult, type Row } from './pool.js'
+import {
+  API_KEY_COLUMNS,
+  API_KEY_PATCH,
+  API_KEY_SORT,
+  APPLICATION_COLUMNS,
+  APPLICATION_PATCH,
+  CODE_COLUMNS,
+  GRANT_COLUMNS,
+  joinedUser,
+  optionalNumber,
+  prefixed,
+  SESSION_COLUMNS,
+  sortOf,
+  toAccessToken,
+  toApiKey,
+  toApplication,
+  toCode,
+  toGrant,
+  toSession,
+  toUser,
+  TOKEN_COLUMNS,
+  USER_COLUMNS,
+  USER_PATCH,
+} from './rows.js'
+import { Sweeper, type SweepResult } from './sweeper.js'
 
-/** A statement as `pg` takes it; `name` makes it a prepared statement. */
-export interface PostgresQuery {
-  readonly name?: string
-  readonly text: string
-  readonly values?: unknown[]
-}
-
-/** What the store reads from a result. */
-export interface PostgresResult {
-  readonly rows: Row[]
-  readonly rowCount: number | null
-}
-
-/** A connection checked out of a pool (`pg.PoolClient`). */
-export interface PostgresPoolClient {
-  query(query: PostgresQuery): Promise<PostgresResult>
-  release(destroy?: boolean | Error): void
-  on(event: 'notification', listener: (message: { channel: string; payload?: string | undefined }) => void): unknown
-  on(event: 'error', listener: (error: Error) => void): unknown
-  removeAllListeners(event?: string): unknown
-}
-
-/** The part of a `pg.Pool` the store uses: a `pg.Pool` fits. */
-export interface PostgresPool {
-  query(query: PostgresQuery): Promise<PostgresResult>
-  connect(): Promise<PostgresPoolClient>
-  end(): Promise<void>
-}
-
-type Row = Record<string, unknown>
+export type { PostgresQuery, PostgresResult, PostgresPoolClient, PostgresPool, PostgresPoolOptions } from './pool.js'
+export type { MigrationResult } from './migrate.js'
+export type { SweepResult } from './sweeper.js'
 
 /** Options of {@link PostgresStore}: a connection string (the store owns its pool) or your pool. */
 export type PostgresStoreOptions = PostgresStoreCommonOptions &
@@ -84,19 +83,6 @@ export type PostgresStoreOptions = PostgresStoreCommonOptions &
       }
   )
 
-/** Options for the store's own `pg.Pool`: any `pg.PoolConfig` field but the connection string. */
-export interface PostgresPoolOptions {
-  /** Connections at most. Default 10. */
-  max?: number
-  /** How long a new connection may take, in ms. Default 5000 (pg's own default waits forever). */
-  connectionTimeoutMillis?: number
-  idleTimeoutMillis?: number
-  /** Server-side statement timeout, in ms. */
-  statement_timeout?: number
-  application_name?: string
-  ssl?: boolean | object
-  [option: string]: unknown
-}
 
 /** Options of {@link PostgresStore} whichever way it connects. */
 export interface PostgresStoreCommonOptions {
@@ -113,74 +99,12 @@ export interface PostgresStoreCommonOptions {
   onError?: (error: unknown) => void
 }
 
-/** What {@link PostgresStore.migrate} did. */
-export interface MigrationResult {
-  /** The schema's version before. 0 for a new schema. */
-  readonly from: number
-  /** The schema's version now. */
-  readonly to: number
-  /** The versions this call applied, in order; empty when the schema was up to date. */
-  readonly applied: readonly number[]
-}
-
-/** What {@link PostgresStore.sweep} deleted. */
-export interface SweepResult {
-  /** Revoked API keys past their purge time. */
-  readonly apiKeys: number
-  readonly accessTokens: number
-  readonly authorizationCodes: number
-  readonly sessions: number
-  readonly rates: number
-}
-
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,39}$/
-/** A used or expired code is kept this long after it expires, so a late replay still revokes the tokens issued from it. */
-const CODE_RETENTION_MS = 3_600_000
 /** How long a user row read along with a token or key may answer the `getUser` that follows. */
 const PREFETCH_MS = 100
 const PREFETCH_MAX = 1000
-/** Advisory lock class for migrations (any constant; the second key is the schema's hash). */
-const MIGRATION_LOCK_CLASS = 0x0d6a7e
 /** Advisory lock class of a user's API keys while one is created (the second key is a hash of the schema and user). */
 const API_KEY_LOCK_CLASS = 0x0d6a7f
-
-const APPLICATION_COLUMNS = 'app_token, name, secret_hash, callback_prefix, rate_limit, created_at, updated_at'
-const USER_COLUMNS = 'id, username, username_skeleton, screen_name, display_name, email, rights, password_hash, created_at, updated_at'
-const API_KEY_COLUMNS = 'key_id, user_id, name, secret_hash, created_at, last_used_at, revoked_at'
-const TOKEN_COLUMNS = 'token_hash, user_id, app_token, code_hash, created_at, expires_at, revoked_at'
-const CODE_COLUMNS = 'code_hash, app_token, user_id, redirect_uri, code_challenge, created_at, expires_at, used_at'
-const SESSION_COLUMNS = 'session_hash, user_id, password_stamp, created_at, expires_at'
-const GRANT_COLUMNS = 'user_id, app_token, first_authorized_at, last_used_at'
-
-/** Patchable fields and their columns: nothing else ever reaches an UPDATE. */
-const APPLICATION_PATCH: Record<keyof ApplicationPatch, string> = {
-  name: 'name',
-  secretHash: 'secret_hash',
-  callbackPrefix: 'callback_prefix',
-  limit: 'rate_limit',
-  updatedAt: 'updated_at',
-}
-const USER_PATCH: Record<keyof UserPatch, string> = {
-  screenName: 'screen_name',
-  displayName: 'display_name',
-  email: 'email',
-  rights: 'rights',
-  passwordHash: 'password_hash',
-  updatedAt: 'updated_at',
-}
-const API_KEY_PATCH: Record<keyof ApiKeyPatch, string> = {
-  name: 'name',
-  secretHash: 'secret_hash',
-  lastUsedAt: 'last_used_at',
-  revokedAt: 'revoked_at',
-}
-/** The sort value of each API key order, as indexed by migration 2 (a missing time is 0). */
-const API_KEY_SORT: Record<ApiKeyQuery['sortBy'], string> = {
-  createdAt: 'created_at',
-  lastUsedAt: 'COALESCE(last_used_at, 0)',
-  revokedAt: 'COALESCE(revoked_at, 0)',
-  name: '(name COLLATE "C")',
-}
 
 /**
  * The {@link GateStore} on PostgreSQL (with `pg`, an optional peer dependency).
@@ -193,27 +117,18 @@ const API_KEY_SORT: Record<ApiKeyQuery['sortBy'], string> = {
  */
 export class PostgresStore implements GateStore {
   /** The schema version this code reads and writes; {@link migrate} brings a database to it. */
-  static readonly schemaVersion = MIGRATIONS.length
+  static readonly schemaVersion = SCHEMA_VERSION
 
   /** The schema name, as given. */
   readonly schema: string
   readonly #pool: PostgresPool
   readonly #ownsPool: boolean
   readonly #q: string
-  readonly #channel: string
-  readonly #sweepBatchSize: number
-  readonly #onError: (error: unknown) => void
-  readonly #sinks = new Set<StoreEventSink>()
-  readonly #statements = new Map<string, string>()
+  readonly #statements: PreparedStatements
+  readonly #changes: ApplicationChangeListener
+  readonly #sweeper: Sweeper
   /** Users read along with a token or key (at most 100 ms ago), for the `getUser` that follows: one query per request. */
   readonly #prefetched = new Map<string, { user: UserRecord | undefined; at: number }>()
-  #sweepTimer: NodeJS.Timeout | undefined
-  #sweeping: Promise<SweepResult> | undefined
-  #listener: PostgresPoolClient | undefined
-  #listenRetry: NodeJS.Timeout | undefined
-  /** While the listening connection is being set up. */
-  #listening: Promise<void> | undefined
-  #listenDelayMs = 0
   #closed = false
 
   constructor(options: PostgresStoreOptions) {
@@ -226,6 +141,7 @@ export class PostgresStore implements GateStore {
     if (!Number.isSafeInteger(sweepIntervalMs) || sweepIntervalMs < 0) throw new TypeError(`open-data-gate: PostgresStore sweepIntervalMs must be a non-negative integer, got ${String(sweepIntervalMs)}`)
     if (!Number.isSafeInteger(sweepBatchSize) || sweepBatchSize < 1) throw new TypeError(`open-data-gate: PostgresStore sweepBatchSize must be a positive integer, got ${String(sweepBatchSize)}`)
     if (options.pool !== undefined && options.connectionString !== undefined) throw new TypeError('open-data-gate: PostgresStore takes either a connectionString or a pool, not both')
+    const onError = options.onError ?? (() => {})
     if (options.pool !== undefined) {
       this.#pool = options.pool
       this.#ownsPool = false
@@ -233,7 +149,7 @@ export class PostgresStore implements GateStore {
       const pool = new pg.Pool({ max: 10, connectionTimeoutMillis: 5000, ...options.poolOptions, connectionString: options.connectionString })
       // An idle connection dropped by the server (a restart) must not crash the process;
       // the next query gets a new connection.
-      pool.on('error', (error) => this.#onError(error))
+      pool.on('error', (error) => onError(error))
       this.#pool = pool as unknown as PostgresPool
       this.#ownsPool = true
     } else {
@@ -241,15 +157,9 @@ export class PostgresStore implements GateStore {
     }
     this.schema = schema
     this.#q = pg.escapeIdentifier(schema)
-    this.#channel = `open_data_gate:${schema}`
-    this.#sweepBatchSize = sweepBatchSize
-    this.#onError = options.onError ?? (() => {})
-    if (sweepIntervalMs > 0) {
-      this.#sweepTimer = setInterval(() => {
-        this.sweep().catch((error: unknown) => this.#onError(error))
-      }, sweepIntervalMs)
-      this.#sweepTimer.unref()
-    }
+    this.#statements = new PreparedStatements(this.#pool)
+    this.#changes = new ApplicationChangeListener(this.#pool, changeChannel(schema), onError)
+    this.#sweeper = new Sweeper(this.#statements, this.#q, { intervalMs: sweepIntervalMs, batchSize: sweepBatchSize, onError })
   }
 
   /**
@@ -258,45 +168,13 @@ export class PostgresStore implements GateStore {
    * them does the work while the others wait and find nothing to do. Running it on an
    * up-to-date schema changes nothing.
    */
-  async migrate(): Promise<MigrationResult> {
-    const client = await this.#pool.connect()
-    let failed: unknown
-    try {
-      await client.query({ text: 'BEGIN' })
-      await client.query({ text: 'SELECT pg_advisory_xact_lock($1, hashtext($2))', values: [MIGRATION_LOCK_CLASS, this.schema] })
-      await client.query({ text: `CREATE SCHEMA IF NOT EXISTS ${this.#q}` })
-      await client.query({
-        text: `CREATE TABLE IF NOT EXISTS ${this.#q}.schema_version (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-      })
-      const current = await client.query({ text: `SELECT COALESCE(max(version), 0) AS version FROM ${this.#q}.schema_version` })
-      const from = Number(current.rows[0]?.version ?? 0)
-      if (from > MIGRATIONS.length) {
-        throw new Error(`open-data-gate: schema ${this.schema} is at version ${from}, newer than this release knows (${MIGRATIONS.length}); upgrade open-data-gate`)
-      }
-      const applied: number[] = []
-      for (const migration of MIGRATIONS.slice(from)) {
-        await client.query({ text: migration.sql(this.#q) })
-        await migration.backfill?.((text, values) => client.query({ text, ...(values === undefined ? {} : { values }) }), this.#q)
-        await client.query({ text: `INSERT INTO ${this.#q}.schema_version (version, description) VALUES ($1, $2)`, values: [migration.version, migration.description] })
-        applied.push(migration.version)
-      }
-      await client.query({ text: 'COMMIT' })
-      return { from, to: from + applied.length, applied }
-    } catch (error) {
-      failed = error
-      await client.query({ text: 'ROLLBACK' }).catch(() => {})
-      throw error
-    } finally {
-      client.release(failed instanceof Error ? failed : undefined)
-    }
+  migrate(): Promise<MigrationResult> {
+    return migrateSchema(this.#pool, this.schema, this.#q)
   }
 
   /** The schema's version in the database (0 when {@link migrate} never ran). */
-  async version(): Promise<number> {
-    const exists = await this.#pool.query({ text: 'SELECT to_regclass($1) IS NOT NULL AS exists', values: [`${this.#q}.schema_version`] })
-    if (exists.rows[0]?.exists !== true) return 0
-    const result = await this.#pool.query({ text: `SELECT COALESCE(max(version), 0) AS version FROM ${this.#q}.schema_version` })
-    return Number(result.rows[0]?.version ?? 0)
+  version(): Promise<number> {
+    return schemaVersionOf(this.#pool, this.#q)
   }
 
   /**
@@ -306,137 +184,35 @@ export class PostgresStore implements GateStore {
    * Concurrent calls share one run.
    */
   sweep(): Promise<SweepResult> {
-    this.#sweeping ??= this.#sweep().finally(() => {
-      this.#sweeping = undefined
-    })
-    return this.#sweeping
-  }
-
-  async #sweep(): Promise<SweepResult> {
-    const now = Date.now()
-    const batch = (table: string, key: string, condition: string, value: number | null) =>
-      this.#drain(`DELETE FROM ${this.#q}.${table} WHERE ${key} IN (SELECT ${key} FROM ${this.#q}.${table} WHERE ${condition} LIMIT $1 FOR UPDATE SKIP LOCKED)`, value)
-    return {
-      apiKeys: await batch('api_keys', 'key_id', 'purge_at <= $2', now),
-      accessTokens: await batch('access_tokens', 'token_hash', 'expires_at < $2', now),
-      authorizationCodes: await batch('authorization_codes', 'code_hash', 'expires_at < $2', now - CODE_RETENTION_MS),
-      sessions: await batch('sessions', 'session_hash', 'expires_at < $2', now),
-      rates: await batch('rates', 'key', `tat_us < ${STATEMENT_US}`, null),
-    }
-  }
-
-  /** Runs a bounded DELETE until it deletes less than a batch. */
-  async #drain(text: string, value: number | null): Promise<number> {
-    let total = 0
-    for (;;) {
-      if (this.#closed) return total
-      const values: unknown[] = value === null ? [this.#sweepBatchSize] : [this.#sweepBatchSize, value]
-      const { rowCount } = await this.#run(text, values)
-      total += rowCount ?? 0
-      if ((rowCount ?? 0) < this.#sweepBatchSize) return total
-    }
+    return this.#sweeper.sweep()
   }
 
   /** Starts listening for application changes with the first sink; every sink gets every change. */
   attach(sink: StoreEventSink): void {
-    this.#sinks.add(sink)
-    if (this.#sinks.size === 1) this.#listen()
-  }
-
-  #listen(): void {
-    if (this.#closed || this.#listener !== undefined) return
-    this.#listening = this.#pool.connect().then(
-      async (client) => {
-        if (this.#closed) {
-          client.release()
-          return
-        }
-        this.#listener = client
-        client.on('error', (error) => this.#listenFailed(client, error))
-        client.on('notification', (message) => {
-          if (message.channel !== this.#channel || message.payload === undefined) return
-          for (const sink of this.#sinks) sink.applicationChanged(message.payload)
-        })
-        try {
-          await client.query({ text: `LISTEN ${pg.escapeIdentifier(this.#channel)}` })
-          this.#listenDelayMs = 0
-        } catch (error) {
-          this.#listenFailed(client, error)
-        }
-      },
-      (error: unknown) => this.#listenFailed(undefined, error),
-    )
-    void this.#listening.finally(() => {
-      this.#listening = undefined
-    })
-  }
-
-  /** Lets the listening connection finish subscribing first, so this instance hears its own change. */
-  async #beforeApplicationWrite(): Promise<void> {
-    if (this.#listening !== undefined) await this.#listening
-  }
-
-  /** The listening connection broke (or never came): report it and try again, backing off up to 30 s. */
-  #listenFailed(client: PostgresPoolClient | undefined, error: unknown): void {
-    if (client !== undefined) {
-      if (this.#listener !== client) return
-      this.#listener = undefined
-      client.removeAllListeners('notification')
-      client.release(error instanceof Error ? error : true)
-    }
-    if (this.#closed) return
-    this.#onError(error)
-    this.#listenDelayMs = Math.min(30_000, Math.max(500, this.#listenDelayMs * 2))
-    this.#listenRetry = setTimeout(() => {
-      this.#listenRetry = undefined
-      this.#listen()
-    }, this.#listenDelayMs)
-    this.#listenRetry.unref()
+    this.#changes.attach(sink)
   }
 
   /** Stops the timers and the listener, and ends the pool if the store made it. Idempotent. */
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
-    clearInterval(this.#sweepTimer)
-    clearTimeout(this.#listenRetry)
-    const listener = this.#listener
-    this.#listener = undefined
-    if (listener !== undefined) {
-      listener.removeAllListeners('notification')
-      // Destroyed rather than returned: a pooled connection must not stay subscribed.
-      listener.release(true)
-    }
-    await this.#sweeping?.catch(() => {})
+    this.#changes.close()
+    await this.#sweeper.close()
     if (this.#ownsPool) await this.#pool.end()
   }
 
-  /** One prepared statement, named after its text (so two stores on one pool never clash). */
-  #run(text: string, values: unknown[]): Promise<PostgresResult> {
-    return this.#pool.query({ name: this.#statementName(text), text, values })
-  }
-
-  #statementName(text: string): string {
-    let name = this.#statements.get(text)
-    if (name === undefined) {
-      name = `odg_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`
-      this.#statements.set(text, name)
-    }
-    return name
-  }
-
   async #one<T>(text: string, values: unknown[], map: (row: Row) => T): Promise<T | undefined> {
-    const { rows } = await this.#run(text, values)
+    const { rows } = await this.#statements.run(text, values)
     return rows[0] === undefined ? undefined : map(rows[0])
   }
 
   async #all<T>(text: string, values: unknown[], map: (row: Row) => T): Promise<T[]> {
-    const { rows } = await this.#run(text, values)
+    const { rows } = await this.#statements.run(text, values)
     return rows.map(map)
   }
 
   async #count(text: string, values: unknown[]): Promise<number> {
-    return (await this.#run(text, values)).rowCount ?? 0
+    return (await this.#statements.run(text, values)).rowCount ?? 0
   }
 
   /** `UPDATE ... SET` of the patch's fields only, returning the new row. */
@@ -456,8 +232,8 @@ export class PostgresStore implements GateStore {
   // Applications
 
   async insertApplication(record: ApplicationRecord): Promise<void> {
-    await this.#beforeApplicationWrite()
-    await this.#run(`INSERT INTO ${this.#q}.applications (${APPLICATION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
+    await this.#changes.beforeWrite()
+    await this.#statements.run(`INSERT INTO ${this.#q}.applications (${APPLICATION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
       record.appToken,
       record.name,
       record.secretHash,
@@ -477,19 +253,19 @@ export class PostgresStore implements GateStore {
   }
 
   async updateApplication(appToken: string, patch: ApplicationPatch): Promise<ApplicationRecord | undefined> {
-    await this.#beforeApplicationWrite()
+    await this.#changes.beforeWrite()
     return this.#patch('applications', 'app_token', appToken, patch, APPLICATION_PATCH, APPLICATION_COLUMNS, toApplication)
   }
 
   async deleteApplication(appToken: string): Promise<boolean> {
-    await this.#beforeApplicationWrite()
+    await this.#changes.beforeWrite()
     return (await this.#count(`DELETE FROM ${this.#q}.applications WHERE app_token = $1`, [appToken])) > 0
   }
 
   // Users
 
   async insertUser(record: UserRecord): Promise<void> {
-    await this.#run(`INSERT INTO ${this.#q}.users (${USER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, [
+    await this.#statements.run(`INSERT INTO ${this.#q}.users (${USER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, [
       record.id,
       record.username,
       record.usernameSkeleton ?? null,
@@ -562,7 +338,7 @@ export class PostgresStore implements GateStore {
   async insertApiKey(record: ApiKeyRecord, limits?: ApiKeyLimits): Promise<ApiKeyInsertResult> {
     const values = [record.keyId, record.userId, record.name, record.secretHash, record.createdAt, record.lastUsedAt, record.revokedAt]
     if (limits === undefined) {
-      await this.#run(`INSERT INTO ${this.#q}.api_keys (${API_KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, values)
+      await this.#statements.run(`INSERT INTO ${this.#q}.api_keys (${API_KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, values)
       return 'created'
     }
     const row = await this.#transaction(async (query) => {
@@ -582,7 +358,7 @@ export class PostgresStore implements GateStore {
     let failed: unknown
     try {
       await client.query({ text: 'BEGIN' })
-      const result = await work((text, values) => client.query({ name: this.#statementName(text), text, values }))
+      const result = await work((text, values) => client.query({ name: this.#statements.name(text), text, values }))
       await client.query({ text: 'COMMIT' })
       return result
     } catch (error) {
@@ -651,7 +427,7 @@ export class PostgresStore implements GateStore {
   // Access tokens
 
   async insertAccessToken(record: AccessTokenRecord): Promise<void> {
-    await this.#run(`INSERT INTO ${this.#q}.access_tokens (${TOKEN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
+    await this.#statements.run(`INSERT INTO ${this.#q}.access_tokens (${TOKEN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
       record.tokenHash,
       record.userId,
       record.appToken,
@@ -701,7 +477,7 @@ export class PostgresStore implements GateStore {
   // Grants
 
   async recordGrant(userId: string, appToken: string, at: number): Promise<void> {
-    await this.#run(
+    await this.#statements.run(
       `INSERT INTO ${this.#q}.grants AS g (${GRANT_COLUMNS}) VALUES ($1, $2, $3, $3) ON CONFLICT (user_id, app_token) DO UPDATE SET last_used_at = GREATEST(g.last_used_at, EXCLUDED.last_used_at)`,
       [userId, appToken, at],
     )
@@ -727,7 +503,7 @@ export class PostgresStore implements GateStore {
   // Authorization codes
 
   async insertAuthorizationCode(record: AuthorizationCodeRecord): Promise<void> {
-    await this.#run(`INSERT INTO ${this.#q}.authorization_codes (${CODE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [
+    await this.#statements.run(`INSERT INTO ${this.#q}.authorization_codes (${CODE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [
       record.codeHash,
       record.appToken,
       record.userId,
@@ -750,7 +526,7 @@ export class PostgresStore implements GateStore {
   // Sessions
 
   async insertSession(record: SessionRecord): Promise<void> {
-    await this.#run(`INSERT INTO ${this.#q}.sessions (${SESSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5)`, [
+    await this.#statements.run(`INSERT INTO ${this.#q}.sessions (${SESSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5)`, [
       record.sessionHash,
       record.userId,
       record.passwordStamp,
@@ -786,13 +562,13 @@ export class PostgresStore implements GateStore {
   async consumeRate(key: string, limit: number, windowMs: number, cost: number): Promise<RateResult> {
     const interval = emissionInterval(limit, windowMs)
     if (cost === 0) {
-      const { rows } = await this.#run(`SELECT ${NOW_US} AS now_us, (SELECT tat_us FROM ${this.#q}.rates WHERE key = $1) AS tat_us`, [key])
+      const { rows } = await this.#statements.run(`SELECT ${NOW_US} AS now_us, (SELECT tat_us FROM ${this.#q}.rates WHERE key = $1) AS tat_us`, [key])
       const row = rows[0] as Row
       return rateResult(gcraStep(optionalNumber(row.tat_us) ?? undefined, Number(row.now_us), limit, windowMs, 0))
     }
     const increment = cost * interval
     const tolerance = interval * limit
-    const { rows } = await this.#run(RATE_STEP(this.#q), [key, increment, tolerance])
+    const { rows } = await this.#statements.run(RATE_STEP(this.#q), [key, increment, tolerance])
     const row = rows[0] as Row
     const now = Number(row.seen_us)
     const tat = Number(row.tat_us)
@@ -802,16 +578,13 @@ export class PostgresStore implements GateStore {
   }
 
   async resetRate(key: string): Promise<void> {
-    await this.#run(`DELETE FROM ${this.#q}.rates WHERE key = $1`, [key])
+    await this.#statements.run(`DELETE FROM ${this.#q}.rates WHERE key = $1`, [key])
   }
 }
-
 /** The database's clock in integer microseconds. */
 const NOW_US = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`
 /** This step's "now" in the update: never before the last step's on the same row. */
 const MONOTONIC_NOW = 'GREATEST(EXCLUDED.seen_us, r.seen_us)'
-/** The same, fixed for the statement (a stable expression, so a range over it can use an index). */
-const STATEMENT_US = `(extract(epoch FROM statement_timestamp()) * 1000000)::bigint`
 
 /**
  * $1 key, $2 the increment (cost × emission interval, µs), $3 the tolerance (limit ×
@@ -858,123 +631,3 @@ function rateResult(step: RateResult): RateResult {
   return { allowed: step.allowed, remaining: step.remaining, resetMs: step.resetMs, retryAfterMs: step.retryAfterMs }
 }
 
-/** `a.x, a.y` (with an alias prefix: `a.x AS p_x`). */
-function prefixed(alias: string, columns: string, as?: string): string {
-  return columns
-    .split(', ')
-    .map((column) => (as === undefined ? `${alias}.${column}` : `${alias}.${column} AS ${as}${column}`))
-    .join(', ')
-}
-
-function sortOf(alias: string, sortBy: ApiKeyQuery['sortBy']): string {
-  switch (sortBy) {
-    case 'createdAt':
-      return `${alias}.created_at`
-    case 'lastUsedAt':
-      return `COALESCE(${alias}.last_used_at, 0)`
-    case 'revokedAt':
-      return `COALESCE(${alias}.revoked_at, 0)`
-    case 'name':
-      return `(${alias}.name COLLATE "C")`
-  }
-}
-
-// Rows to records. bigint columns arrive as strings (pg keeps 64-bit integers exact);
-// every time here is far below 2^53, so Number is exact.
-
-function optionalNumber(value: unknown): number | null {
-  return value === null || value === undefined ? null : Number(value)
-}
-
-function toApplication(row: Row): ApplicationRecord {
-  return {
-    appToken: row.app_token as string,
-    name: row.name as string,
-    secretHash: row.secret_hash as string,
-    callbackPrefix: row.callback_prefix as string | null,
-    limit: optionalNumber(row.rate_limit),
-    createdAt: Number(row.created_at),
-    updatedAt: Number(row.updated_at),
-  }
-}
-
-function toUser(row: Row): UserRecord {
-  return userFrom(row, '')
-}
-
-/** The user columns of a token or key joined with its user, prefixed `u_`. */
-function joinedUser(row: Row): UserRecord {
-  return userFrom(row, 'u_')
-}
-
-/** No default prefix: a mapper handed to `Array.map` would take the index for one. */
-function userFrom(row: Row, p: string): UserRecord {
-  return {
-    id: row[`${p}id`] as string,
-    username: row[`${p}username`] as string,
-    usernameSkeleton: row[`${p}username_skeleton`] as string | null,
-    screenName: row[`${p}screen_name`] as string,
-    displayName: row[`${p}display_name`] as string,
-    email: row[`${p}email`] as string,
-    rights: row[`${p}rights`] as string[],
-    passwordHash: row[`${p}password_hash`] as string | null,
-    createdAt: Number(row[`${p}created_at`]),
-    updatedAt: Number(row[`${p}updated_at`]),
-  }
-}
-
-function toApiKey(row: Row): ApiKeyRecord {
-  return {
-    keyId: row.key_id as string,
-    userId: row.user_id as string,
-    name: row.name as string,
-    secretHash: row.secret_hash as string,
-    createdAt: Number(row.created_at),
-    lastUsedAt: optionalNumber(row.last_used_at),
-    revokedAt: optionalNumber(row.revoked_at),
-  }
-}
-
-function toAccessToken(row: Row): AccessTokenRecord {
-  return {
-    tokenHash: row.token_hash as string,
-    userId: row.user_id as string,
-    appToken: row.app_token as string,
-    codeHash: row.code_hash as string | null,
-    createdAt: Number(row.created_at),
-    expiresAt: Number(row.expires_at),
-    revokedAt: optionalNumber(row.revoked_at),
-  }
-}
-
-function toCode(row: Row): AuthorizationCodeRecord {
-  return {
-    codeHash: row.code_hash as string,
-    appToken: row.app_token as string,
-    userId: row.user_id as string,
-    redirectUri: row.redirect_uri as string,
-    codeChallenge: row.code_challenge as string | null,
-    createdAt: Number(row.created_at),
-    expiresAt: Number(row.expires_at),
-    usedAt: optionalNumber(row.used_at),
-  }
-}
-
-function toSession(row: Row): SessionRecord {
-  return {
-    sessionHash: row.session_hash as string,
-    userId: row.user_id as string,
-    passwordStamp: row.password_stamp as string,
-    createdAt: Number(row.created_at),
-    expiresAt: Number(row.expires_at),
-  }
-}
-
-function toGrant(row: Row): GrantRecord {
-  return {
-    userId: row.user_id as string,
-    appToken: row.app_token as string,
-    firstAuthorizedAt: Number(row.first_authorized_at),
-    lastUsedAt: Number(row.last_used_at),
-  }
-}

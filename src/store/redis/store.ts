@@ -26,7 +26,7 @@
  *
  * @module open-data-gate/redis
  */
-import { Redis, type Cluster, type RedisOptions } from 'ioredis'
+import { Redis, type RedisOptions } from 'ioredis'
 import type { RateResult } from '../../limits/gcra.js'
 import {
   CREATE,
@@ -53,6 +53,8 @@ import {
   type RedisScript,
 } from './scripts.js'
 import { usernameSkeleton } from '../../management/usernames.js'
+import { duplicate, quit, redisClientDefaults, type RedisClient } from './client.js'
+import { ACCESS_TOKEN, API_KEY, APPLICATION, CODE, decode, encode, encodePatch, grant, searchFields, SESSION, USER } from './codec.js'
 import type {
   AccessTokenFilter,
   AccessTokenRecord,
@@ -72,8 +74,7 @@ import type {
   UserRecord,
 } from '../store.js'
 
-/** A client the store can use: an ioredis `Redis` or `Cluster`. */
-export type RedisClient = Redis | Cluster
+export { redisClientDefaults, type RedisClient } from './client.js'
 
 /** Options every form of {@link RedisStoreOptions} takes. */
 interface CommonOptions {
@@ -116,139 +117,7 @@ export interface RedisStoreClientOptions extends CommonOptions {
 /** Options of {@link RedisStore}: a URL (the store owns its client) or a client (you own it). */
 export type RedisStoreOptions = RedisStoreUrlOptions | RedisStoreClientOptions
 
-/**
- * The ioredis options under which no request waits on Redis longer than
- * `commandTimeoutMs`: commands fail at once while the client is disconnected (no offline
- * queue), are never sent again after a reconnect (a rate step replayed would count
- * twice), and the client reconnects within a quarter second of Redis answering again, or
- * of a restarted Redis finishing loading its data.
- * Use them for a client you hand to the store: `new Redis(url, redisClientDefaults())`, or
- * `new Cluster(nodes, { enableOfflineQueue: false, enableAutoPipelining: true, redisOptions: redisClientDefaults() })`.
- */
-export function redisClientDefaults(commandTimeoutMs = 500): Omit<RedisOptions, 'replyMapping'> {
-  return {
-    enableOfflineQueue: false,
-    commandTimeout: commandTimeoutMs,
-    connectTimeout: Math.max(commandTimeoutMs, 1000),
-    maxRetriesPerRequest: 0,
-    autoResendUnfulfilledCommands: false,
-    retryStrategy: (times) => Math.min(50 * times, 250),
-    // A client that connects while a restarted Redis is still loading its data checks again
-    // after the server's own estimate, at least a second by ioredis's default, so the gate
-    // went on failing for up to seconds after Redis was ready (found by `npm run soak`).
-    maxLoadingRetryTime: 100,
-    // Commands of concurrent requests leave in one write and are read by Redis in one
-    // read: under load, Redis spends its CPU on the scripts, not on system calls.
-    enableAutoPipelining: true,
-  }
-}
-
-/** A hash as Redis gives it back: an object (HGETALL) or a flat array (from a script). */
-type RawHash = Record<string, string> | string[]
-
-/** How a record's fields are written in a hash. A `null` is an absent field. */
-type FieldKind = 'string' | 'number' | 'string?' | 'number?' | 'json'
-type Schema = Readonly<Record<string, FieldKind>>
-
-const APPLICATION: Schema = {
-  appToken: 'string',
-  name: 'string',
-  secretHash: 'string',
-  callbackPrefix: 'string?',
-  limit: 'number?',
-  createdAt: 'number',
-  updatedAt: 'number',
-}
-const USER: Schema = {
-  id: 'string',
-  username: 'string',
-  usernameSkeleton: 'string?',
-  screenName: 'string',
-  displayName: 'string',
-  email: 'string',
-  rights: 'json',
-  passwordHash: 'string?',
-  createdAt: 'number',
-  updatedAt: 'number',
-}
-const API_KEY: Schema = {
-  keyId: 'string',
-  userId: 'string',
-  name: 'string',
-  secretHash: 'string',
-  createdAt: 'number',
-  lastUsedAt: 'number?',
-  revokedAt: 'number?',
-}
-const ACCESS_TOKEN: Schema = {
-  tokenHash: 'string',
-  userId: 'string',
-  appToken: 'string',
-  codeHash: 'string?',
-  createdAt: 'number',
-  expiresAt: 'number',
-  revokedAt: 'number?',
-}
-const CODE: Schema = {
-  codeHash: 'string',
-  appToken: 'string',
-  userId: 'string',
-  redirectUri: 'string',
-  codeChallenge: 'string?',
-  createdAt: 'number',
-  expiresAt: 'number',
-  usedAt: 'number?',
-}
-const SESSION: Schema = { sessionHash: 'string', userId: 'string', passwordStamp: 'string', createdAt: 'number', expiresAt: 'number' }
-
-/** Field, value pairs to HSET; `null` fields are left out. */
-function encode(schema: Schema, record: object): string[] {
-  const out: string[] = []
-  for (const [field, kind] of Object.entries(schema)) {
-    const value = (record as Record<string, unknown>)[field]
-    if (value === null || value === undefined) continue
-    out.push(field, kind === 'json' ? JSON.stringify(value) : String(value))
-  }
-  return out
-}
-
-/** The pairs to set and the fields to delete for a patch, as PATCH takes them. */
-function encodePatch(schema: Schema, patch: object): string[] {
-  const set: string[] = []
-  const unset: string[] = []
-  for (const [field, value] of Object.entries(patch)) {
-    const kind = schema[field]
-    if (kind === undefined || value === undefined) continue
-    if (value === null) unset.push(field)
-    else set.push(field, kind === 'json' ? JSON.stringify(value) : String(value))
-  }
-  return [String(set.length / 2), ...set, ...unset]
-}
-
-function decode<T>(schema: Schema, raw: RawHash | null | undefined): T | undefined {
-  if (raw === null || raw === undefined) return undefined
-  let hash: Record<string, string>
-  if (Array.isArray(raw)) {
-    if (raw.length === 0) return undefined
-    hash = {}
-    for (let i = 0; i < raw.length; i += 2) hash[raw[i] as string] = raw[i + 1] as string
-  } else {
-    hash = raw
-  }
-  const out: Record<string, unknown> = {}
-  let any = false
-  for (const [field, kind] of Object.entries(schema)) {
-    const value = hash[field]
-    if (value === undefined) {
-      out[field] = null
-      continue
-    }
-    any = true
-    out[field] = kind === 'json' ? JSON.parse(value) : kind === 'number' || kind === 'number?' ? Number(value) : value
-  }
-  return any ? (out as T) : undefined
-}
-
+/** Whether the server had no script of that SHA-1 (a restart, a flush, another cluster node): send it with EVAL. */
 function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT')
 }
@@ -708,12 +577,6 @@ export class RedisStore implements GateStore {
   }
 }
 
-/** A grant from its stored form, "firstAuthorizedAt:lastUsedAt". */
-function grant(userId: string, appToken: string, value: string): GrantRecord {
-  const [first, last] = value.split(':')
-  return { userId, appToken, firstAuthorizedAt: Number(first), lastUsedAt: Number(last) }
-}
-
 /** The sorted set of each order; with `a` appended, the active keys' one. */
 const SORT_SETS: Record<ApiKeyQuery['sortBy'], string> = { createdAt: 'c', lastUsedAt: 'l', revokedAt: 'r', name: 'n' }
 
@@ -722,29 +585,3 @@ export const NAME_SEARCH_SCAN = 2000
 
 /** A revoked key's hash and owner record expire this long after its purge time, in case no listing purged it. */
 const PURGED_KEY_EXPIRY_MS = 86_400_000
-
-/**
- * The extra fields a key's hash keeps for the scripts: the name in lower case (a search
- * compares UTF-8 bytes of it, a substring test as JavaScript's), and the name as 4 hex
- * digits per UTF-16 code unit, whose byte order is the code-unit order names sort by.
- */
-function searchFields(name: string): string[] {
-  let hex = ''
-  for (let i = 0; i < name.length; i++) hex += name.charCodeAt(i).toString(16).padStart(4, '0')
-  return ['lname', name.toLowerCase(), 'nkey', hex]
-}
-
-function duplicate(client: RedisClient): RedisClient {
-  // A subscriber must wait for its connection (and queue its SUBSCRIBE) rather than fail.
-  if ('isCluster' in client && client.isCluster) return (client as Cluster).duplicate(undefined, { enableOfflineQueue: true })
-  return (client as Redis).duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null, lazyConnect: false })
-}
-
-/** QUIT, or a hard disconnect when Redis cannot answer it. */
-async function quit(client: RedisClient): Promise<void> {
-  try {
-    await client.quit()
-  } catch {
-    client.disconnect()
-  }
-}

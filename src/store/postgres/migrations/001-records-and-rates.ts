@@ -7,7 +7,7 @@
  * no foreign keys: a deleted user's keys and tokens stop working because they no longer
  * resolve to a user, and they go with the sweep or an operator's cleanup.
  */
-import type { Migration } from './index.js'
+import type { Migration } from './migration.js'
 
 export const migration: Migration = {
   version: 1,

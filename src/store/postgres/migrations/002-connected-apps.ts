@@ -10,7 +10,7 @@
  *   `open_data_gate:<schema>` with the app token as payload, whoever made it (another
  *   instance, an operator in psql): every instance drops its cached copy.
  */
-import type { Migration } from './index.js'
+import type { Migration } from './migration.js'
 
 export const migration: Migration = {
   version: 2,

@@ -6,7 +6,7 @@
  * - An index of the keys to purge, for the sweep, and of a user's active keys, for the cap
  *   and the unique-name check at creation.
  */
-import type { Migration } from './index.js'
+import type { Migration } from './migration.js'
 
 export const migration: Migration = {
   version: 3,

@@ -5,7 +5,7 @@
  * (SQL has no confusables table). Not unique: users saved before may already look alike.
  */
 import { usernameSkeleton } from '../../../management/usernames.js'
-import type { Migration } from './index.js'
+import type { Migration } from './migration.js'
 
 /** Users given their skeleton per statement. */
 const BATCH = 1000

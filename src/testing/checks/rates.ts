@@ -6,10 +6,10 @@
 import assert from 'node:assert/strict'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { group, type StoreCheck } from './check.js'
-import { freshRateKey } from './fixtures.js'
+import { group, type StoreCheck } from '../check.js'
+import { freshRateKey } from '../fixtures.js'
 
-export const rateChecks: readonly StoreCheck[] = group('rate steps', [
+export const rateChecks: readonly StoreCheck[] = group('rate steps', ['rates'], [
   [
     'allows a burst of exactly the limit, counting down, then refuses until one interval has passed',
     async (store) => {

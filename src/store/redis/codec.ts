@@ -1,0 +1,130 @@
+/**
+ * How the Redis store writes records: each kind of record is a hash whose fields follow
+ * a schema (a `null` is an absent field, numbers are decimal strings, lists are JSON), a
+ * grant is one string, and an API key's hash keeps two extra fields for the scripts that
+ * search and sort a user's keys.
+ */
+import type { GrantRecord } from '../store.js'
+
+/** A hash as Redis gives it back: an object (HGETALL) or a flat array (from a script). */
+export type RawHash = Record<string, string> | string[]
+
+/** How a record's fields are written in a hash. A `null` is an absent field. */
+export type FieldKind = 'string' | 'number' | 'string?' | 'number?' | 'json'
+export type Schema = Readonly<Record<string, FieldKind>>
+
+export const APPLICATION: Schema = {
+  appToken: 'string',
+  name: 'string',
+  secretHash: 'string',
+  callbackPrefix: 'string?',
+  limit: 'number?',
+  createdAt: 'number',
+  updatedAt: 'number',
+}
+export const USER: Schema = {
+  id: 'string',
+  username: 'string',
+  usernameSkeleton: 'string?',
+  screenName: 'string',
+  displayName: 'string',
+  email: 'string',
+  rights: 'json',
+  passwordHash: 'string?',
+  createdAt: 'number',
+  updatedAt: 'number',
+}
+export const API_KEY: Schema = {
+  keyId: 'string',
+  userId: 'string',
+  name: 'string',
+  secretHash: 'string',
+  createdAt: 'number',
+  lastUsedAt: 'number?',
+  revokedAt: 'number?',
+}
+export const ACCESS_TOKEN: Schema = {
+  tokenHash: 'string',
+  userId: 'string',
+  appToken: 'string',
+  codeHash: 'string?',
+  createdAt: 'number',
+  expiresAt: 'number',
+  revokedAt: 'number?',
+}
+export const CODE: Schema = {
+  codeHash: 'string',
+  appToken: 'string',
+  userId: 'string',
+  redirectUri: 'string',
+  codeChallenge: 'string?',
+  createdAt: 'number',
+  expiresAt: 'number',
+  usedAt: 'number?',
+}
+export const SESSION: Schema = { sessionHash: 'string', userId: 'string', passwordStamp: 'string', createdAt: 'number', expiresAt: 'number' }
+
+/** Field, value pairs to HSET; `null` fields are left out. */
+export function encode(schema: Schema, record: object): string[] {
+  const out: string[] = []
+  for (const [field, kind] of Object.entries(schema)) {
+    const value = (record as Record<string, unknown>)[field]
+    if (value === null || value === undefined) continue
+    out.push(field, kind === 'json' ? JSON.stringify(value) : String(value))
+  }
+  return out
+}
+
+/** The pairs to set and the fields to delete for a patch, as PATCH takes them. */
+export function encodePatch(schema: Schema, patch: object): string[] {
+  const set: string[] = []
+  const unset: string[] = []
+  for (const [field, value] of Object.entries(patch)) {
+    const kind = schema[field]
+    if (kind === undefined || value === undefined) continue
+    if (value === null) unset.push(field)
+    else set.push(field, kind === 'json' ? JSON.stringify(value) : String(value))
+  }
+  return [String(set.length / 2), ...set, ...unset]
+}
+
+export function decode<T>(schema: Schema, raw: RawHash | null | undefined): T | undefined {
+  if (raw === null || raw === undefined) return undefined
+  let hash: Record<string, string>
+  if (Array.isArray(raw)) {
+    if (raw.length === 0) return undefined
+    hash = {}
+    for (let i = 0; i < raw.length; i += 2) hash[raw[i] as string] = raw[i + 1] as string
+  } else {
+    hash = raw
+  }
+  const out: Record<string, unknown> = {}
+  let any = false
+  for (const [field, kind] of Object.entries(schema)) {
+    const value = hash[field]
+    if (value === undefined) {
+      out[field] = null
+      continue
+    }
+    any = true
+    out[field] = kind === 'json' ? JSON.parse(value) : kind === 'number' || kind === 'number?' ? Number(value) : value
+  }
+  return any ? (out as T) : undefined
+}
+
+/** A grant from its stored form, "firstAuthorizedAt:lastUsedAt". */
+export function grant(userId: string, appToken: string, value: string): GrantRecord {
+  const [first, last] = value.split(':')
+  return { userId, appToken, firstAuthorizedAt: Number(first), lastUsedAt: Number(last) }
+}
+
+/**
+ * The extra fields a key's hash keeps for the scripts: the name in lower case (a search
+ * compares UTF-8 bytes of it, a substring test as JavaScript's), and the name as 4 hex
+ * digits per UTF-16 code unit, whose byte order is the code-unit order names sort by.
+ */
+export function searchFields(name: string): string[] {
+  let hex = ''
+  for (let i = 0; i < name.length; i++) hex += name.charCodeAt(i).toString(16).padStart(4, '0')
+  return ['lname', name.toLowerCase(), 'nkey', hex]
+}

@@ -1,0 +1,117 @@
+/**
+ * The applications slice: saving, finding, listing, patching (field by field, concurrently) and
+ * deleting applications, and announcing their changes.
+ */
+import assert from 'node:assert/strict'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { group, type StoreCheck } from '../check.js'
+import { application, freshAppToken, LATER } from '../fixtures.js'
+
+export const applicationChecks: readonly StoreCheck[] = group('applications', ['applications'], [
+  [
+    'returns an application it saved, and undefined for an unknown token',
+    async (store) => {
+      const token = freshAppToken()
+      await store.insertApplication(application(token))
+      assert.deepEqual(await store.getApplication(token), application(token))
+      assert.equal(await store.getApplication(freshAppToken()), undefined)
+    },
+  ],
+  [
+    'refuses to save a second application under the same token and keeps the first',
+    async (store) => {
+      const token = freshAppToken()
+      await store.insertApplication(application(token, { name: 'first' }))
+      await assert.rejects(async () => store.insertApplication(application(token, { name: 'second' })), 'a duplicate insert must throw')
+      assert.equal((await store.getApplication(token))?.name, 'first')
+    },
+  ],
+  [
+    'lists saved applications, oldest first',
+    async (store) => {
+      const [a, b] = [freshAppToken(), freshAppToken()]
+      const now = Date.now()
+      await store.insertApplication(application(a, { createdAt: now - 1000, updatedAt: now - 1000 }))
+      await store.insertApplication(application(b, { createdAt: now, updatedAt: now }))
+      const tokens = (await store.listApplications()).map((r) => r.appToken)
+      assert.ok(tokens.includes(a) && tokens.includes(b), 'both applications are listed')
+      assert.ok(tokens.indexOf(a) < tokens.indexOf(b), 'the older application is listed first')
+    },
+  ],
+  [
+    'applies a patch and returns the new record, leaving other fields alone; undefined for an unknown token',
+    async (store) => {
+      const token = freshAppToken()
+      await store.insertApplication(application(token))
+      const updated = await store.updateApplication(token, { limit: 5000, callbackPrefix: null, updatedAt: LATER })
+      assert.deepEqual(updated, application(token, { limit: 5000, callbackPrefix: null, updatedAt: LATER }))
+      assert.deepEqual(await store.getApplication(token), updated)
+      assert.equal(await store.updateApplication(freshAppToken(), { limit: 1 }), undefined)
+    },
+  ],
+  [
+    'applies concurrent patches of different fields without losing any',
+    async (store) => {
+      const token = freshAppToken()
+      await store.insertApplication(application(token))
+      await Promise.all([
+        store.updateApplication(token, { name: 'renamed' }),
+        store.updateApplication(token, { limit: 5000 }),
+        store.updateApplication(token, { secretHash: 'd'.repeat(64) }),
+        store.updateApplication(token, { callbackPrefix: 'https://other.example/' }),
+      ])
+      assert.deepEqual(
+        await store.getApplication(token),
+        application(token, { name: 'renamed', limit: 5000, secretHash: 'd'.repeat(64), callbackPrefix: 'https://other.example/' }),
+      )
+    },
+  ],
+  [
+    'announces every change of an application to every attached sink, if it announces changes at all',
+    async (store) => {
+      if (store.attach === undefined) return
+      const token = freshAppToken()
+      const heard = [0, 0]
+      for (const i of [0, 1]) store.attach({ rateKeyEvicted: () => {}, applicationChanged: (appToken) => void (appToken === token && heard[i]!++) })
+      // Announcements may travel through a server (pub/sub, NOTIFY), and a store may hear
+      // its own change twice (once at once, once as the echo): at least one each counts.
+      const heardSince = async (before: readonly number[], withinMs: number) => {
+        for (const deadline = Date.now() + withinMs; Date.now() < deadline && heard.some((n, i) => n <= before[i]!); ) await sleep(10)
+        return heard.every((n, i) => n > before[i]!)
+      }
+      /** Waits until no announcement has arrived for 50 ms, so a late echo is not taken for the next change's. */
+      const settle = async () => {
+        let last = heard.join()
+        for (let quietMs = 0, deadline = Date.now() + 1000; quietMs < 50 && Date.now() < deadline; ) {
+          await sleep(10)
+          quietMs = heard.join() === last ? quietMs + 10 : 0
+          last = heard.join()
+        }
+      }
+      await store.insertApplication(application(token))
+      // The contract lets a store that only this process sees stay silent.
+      for (const deadline = Date.now() + 300; Date.now() < deadline && heard.every((n) => n === 0); ) await sleep(10)
+      if (heard.every((n) => n === 0)) return
+      assert.ok(await heardSince([0, 0], 1000), `both sinks hear of the insert (heard ${heard.join(' and ')} times)`)
+      for (const [change, act] of [
+        ['update', () => store.updateApplication(token, { limit: 10 })],
+        ['delete', () => store.deleteApplication(token)],
+      ] as const) {
+        await settle()
+        const before = [...heard]
+        await act()
+        assert.ok(await heardSince(before, 1000), `both sinks hear of the ${change}`)
+      }
+    },
+  ],
+  [
+    'deletes an application once',
+    async (store) => {
+      const token = freshAppToken()
+      await store.insertApplication(application(token))
+      assert.equal(await store.deleteApplication(token), true)
+      assert.equal(await store.getApplication(token), undefined)
+      assert.equal(await store.deleteApplication(token), false)
+    },
+  ],
+])
