@@ -30,6 +30,7 @@ import { StoreHealth, type StoreRole } from './store/store-health.js'
 import type { AccessTokenRecord, ApplicationRecord, Awaitable, GateStore, StoreEventSink } from './store/store.js'
 import { Throttle, type ThrottleInfo, type ThrottlePass } from './pipeline/throttle.js'
 import { Users } from './management/users.js'
+import { GateUsage } from './usage/usage.js'
 
 /** What the gate found out about a request: `req.gate` in Express and node:http, `ctx.state.gate` in Koa. */
 export interface GateContext {
@@ -96,6 +97,8 @@ export class Gate extends TypedEmitter<GateEvents> {
   readonly grants: Grants
   /** The store as the gate calls it: with a timeout, failing with `StoreError`. */
   readonly store: GateStore
+  /** Usage per application: `query`, `top`, `flush` (docs/guides/usage.md). */
+  readonly usage: GateUsage
   readonly #config: ResolvedConfig
   readonly #throttle: Throttle
   readonly #auth: Authenticator
@@ -124,7 +127,8 @@ export class Gate extends TypedEmitter<GateEvents> {
     config.store.attach?.(sink)
     if (separateRates) config.rateStore.attach?.(sink)
     this.applications = new Applications(this.store, (appToken) => this.#applicationCache.forget(appToken), config.oauth.allowLoopbackCallbacks)
-    this.#throttle = new Throttle(config, rateStore, emit)
+    this.usage = new GateUsage(config.usage, config.store, config.storeTimeoutMs, emit)
+    this.#throttle = new Throttle(config, rateStore, emit, this.usage)
     this.#auth = new Authenticator(config, this.store, this.#throttle, emit)
     this.users = new Users(this.store, config.basic.scrypt, (username, password, client) => this.#auth.signIn(username, password, client))
     this.apiKeys = new ApiKeys(this.store, config.deletedKeyRetentionMs)
@@ -236,8 +240,17 @@ export class Gate extends TypedEmitter<GateEvents> {
     if (route?.kind === 'oauth') return andThen(this.#oauth.handle(route.endpoint, request, client), respond)
     // Spelled out rather than andThen(...): no closure is made when the store answers at once.
     const application = this.#application(request, client)
-    if (isPromiseLike(application)) return Promise.resolve(application).then((found) => this.#access(request, client, found, route, revokedInsecureToken))
-    return this.#access(request, client, application, route, revokedInsecureToken)
+    if (isPromiseLike(application)) return Promise.resolve(application).then((found) => this.#counted(request, client, found, route, revokedInsecureToken))
+    return this.#counted(request, client, application, route, revokedInsecureToken)
+  }
+
+  /** {@link #access}, its outcome or refusal counted in the usage of the application (src/usage). */
+  #counted(request: GateRequest, client: ClientInfo, application: ApplicationRecord | null, route: CheckedRoute | undefined, revokedInsecureToken: boolean): Awaitable<GateOutcome> {
+    try {
+      return this.usage.decided(application, this.#access(request, client, application, route, revokedInsecureToken))
+    } catch (error) {
+      throw this.usage.refused(application, error)
+    }
   }
 
   /** `/api/api_keys/<keyId>` and `/api/oauth/grants/<appToken>`, or `undefined`. */
@@ -255,6 +268,7 @@ export class Gate extends TypedEmitter<GateEvents> {
   }
 
   #invalidAppToken(token: string, client: ClientInfo): never {
+    this.usage.unknownAppToken()
     this.#emitSafely('invalidAppToken', { tokenPrefix: token.slice(0, 6), ip: client.ip })
     throw new PlatformError('permission_denied', INVALID_APP_TOKEN)
   }
@@ -433,8 +447,9 @@ export class Gate extends TypedEmitter<GateEvents> {
     }
   }
 
-  /** Releases the stores' connections and timers. */
+  /** Writes the usage counts left in this process, then releases the stores' connections and timers. */
   async close(): Promise<void> {
+    await this.usage.close()
     await this.#config.store.close?.()
     if (this.#config.rateStore !== this.#config.store) await this.#config.rateStore.close?.()
   }

@@ -11,6 +11,7 @@ import { compileTrustProxy, type ProxyHeadersOption, type TrustProxyOption } fro
 import { STORE_METHODS } from '../store/guarded-store.js'
 import { MemoryStore } from '../store/memory/store.js'
 import type { Awaitable, GateStore, RateStore } from '../store/store.js'
+import { resolveUsage, type ResolvedUsage, type UsageOptions } from '../usage/options.js'
 
 /** `limit` requests per `windowMs`, with a burst of up to `limit`. */
 export interface RatePolicyOptions {
@@ -250,6 +251,8 @@ export interface GateOptions {
   connectedApps?: ConnectedAppsOptions | false
   /** The realm named in `WWW-Authenticate` challenges. Default `'api'`. */
   realm?: string
+  /** Usage counting per application (docs/guides/usage.md); on by default, `false` turns it off. */
+  usage?: UsageOptions | false
 }
 
 /** A throttle policy after resolution. */
@@ -309,6 +312,7 @@ export interface ResolvedConfig {
   readonly deletedKeyRetentionMs: number
   readonly connectedApps: { readonly path: string | null; readonly page: string | null }
   readonly realm: string
+  readonly usage: ResolvedUsage | null
 }
 
 /** The names of an options type, checked complete by the compiler: a new option cannot be forgotten here. */
@@ -317,7 +321,7 @@ function optionNames<T>(names: Record<keyof T, true>): readonly string[] {
 }
 const GATE_OPTION_NAMES = optionNames<GateOptions>({
   store: true, rateStore: true, applicationCacheMs: true, apiKeyEndpoints: true, connectedApps: true, throttle: true, trustProxy: true, proxyHeaders: true, legacyAppTokenParam: true, storeTimeoutMs: true, bodyTimeoutMs: true,
-  basic: true, oauth: true, currentUser: true, realm: true,
+  basic: true, oauth: true, currentUser: true, realm: true, usage: true,
 })
 const THROTTLE_OPTION_NAMES = optionNames<ThrottleOptions>({ application: true, anonymous: true, legacyHeaders: true, onStoreError: true, oauthTokenBudget: true })
 const BASIC_OPTION_NAMES = optionNames<BasicOptions>({ requireAppToken: true, challenge: true, cacheTtlMs: true, failures: true, addressFailures: true, hashing: true, scrypt: true })
@@ -486,6 +490,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
     deletedKeyRetentionMs: resolveDeletedKeyRetention(options.apiKeyEndpoints),
     connectedApps,
     realm,
+    usage: resolveUsage(options.usage),
   }
 }
 

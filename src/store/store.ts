@@ -23,6 +23,7 @@
  * against a new backend: it is the definition of "implements the contract".
  */
 import type { RateResult } from '../limits/gcra.js'
+import type { UsageStore } from './usage-contract.js'
 
 /** A value or a promise of it. */
 export type Awaitable<T> = T | Promise<T>
@@ -225,7 +226,8 @@ export interface StoreEventSink {
 export type RateStore = Pick<GateStore, 'consumeRate' | 'resetRate'> & Partial<Pick<GateStore, 'attach' | 'close'>>
 
 /**
- * What the gate needs from a backend.
+ * What the gate needs from a backend. Usage (`addUsage`, `getUsage`, `topUsage`) is an
+ * optional slice: see {@link UsageStore}.
  *
  * @example
  * class MyStore implements GateStore {
@@ -234,7 +236,7 @@ export type RateStore = Pick<GateStore, 'consumeRate' | 'resetRate'> & Partial<P
  * }
  * const gate = createGate({ store: new MyStore() })
  */
-export interface GateStore {
+export interface GateStore extends Partial<UsageStore> {
   /**
    * Saves a new application.
    * @throws when an application with the same app token exists
