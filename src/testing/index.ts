@@ -17,6 +17,7 @@ import { DEFAULT_CHECK_TIMEOUT_MS, runCheck, runChecks, type StoreCheck, type St
 import { gateChecks } from './gate-checks.js'
 import { rateChecks } from './rate-checks.js'
 import { recordChecks } from './record-checks.js'
+import { usageChecks } from './usage-checks.js'
 
 export type { StoreReport } from './check.js'
 
@@ -32,7 +33,7 @@ export interface CheckStoreOptions<S extends GateStore = GateStore> {
 }
 
 /** The whole kit, in the order it runs. */
-const ALL_CHECKS: readonly StoreCheck[] = [...recordChecks, ...rateChecks, ...gateChecks()]
+const ALL_CHECKS: readonly StoreCheck[] = [...recordChecks, ...rateChecks, ...gateChecks(), ...usageChecks]
 
 /** The names of every check, as {@link checkStore} reports them (`group: behaviour`). */
 export const storeCheckNames: readonly string[] = ALL_CHECKS.map((check) => `${check.group}: ${check.name}`)

@@ -34,6 +34,8 @@ import type {
   UserPatch,
   UserRecord,
 } from '../store.js'
+import type { UsageBatch, UsageBucket, UsageGranularity, UsageStore, UsageTopQuery, UsageTotal } from '../usage-contract.js'
+import { PostgresUsage } from './usage.js'
 
 /** A statement as `pg` takes it; `name` makes it a prepared statement. */
 export interface PostgresQuery {
@@ -131,6 +133,8 @@ export interface SweepResult {
   readonly authorizationCodes: number
   readonly sessions: number
   readonly rates: number
+  /** Usage buckets past their retention, and forgotten usage writers. */
+  readonly usage: number
 }
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,39}$/
@@ -191,7 +195,7 @@ const API_KEY_SORT: Record<ApiKeyQuery['sortBy'], string> = {
  * await store.migrate()
  * const gate = createGate({ store })
  */
-export class PostgresStore implements GateStore {
+export class PostgresStore implements GateStore, UsageStore {
   /** The schema version this code reads and writes; {@link migrate} brings a database to it. */
   static readonly schemaVersion = MIGRATIONS.length
 
@@ -215,6 +219,7 @@ export class PostgresStore implements GateStore {
   #listening: Promise<void> | undefined
   #listenDelayMs = 0
   #closed = false
+  #usage: PostgresUsage | undefined
 
   constructor(options: PostgresStoreOptions) {
     const schema = options.schema ?? 'open_data_gate'
@@ -322,6 +327,7 @@ export class PostgresStore implements GateStore {
       authorizationCodes: await batch('authorization_codes', 'code_hash', 'expires_at < $2', now - CODE_RETENTION_MS),
       sessions: await batch('sessions', 'session_hash', 'expires_at < $2', now),
       rates: await batch('rates', 'key', `tat_us < ${STATEMENT_US}`, null),
+      usage: await this.#usageSlice().sweep((text, value) => this.#drain(text, value), now),
     }
   }
 
@@ -798,6 +804,21 @@ export class PostgresStore implements GateStore {
 
   async resetRate(key: string): Promise<void> {
     await this.#run(`DELETE FROM ${this.#q}.rates WHERE key = $1`, [key])
+  }
+
+  // Usage (./usage.ts)
+
+  #usageSlice(): PostgresUsage {
+    return (this.#usage ??= new PostgresUsage((text, values) => this.#run(text, values), this.#q))
+  }
+  addUsage(batch: UsageBatch): Promise<void> {
+    return this.#usageSlice().add(batch)
+  }
+  getUsage(appToken: string | null, granularity: UsageGranularity, from: number, to: number): Promise<UsageBucket[]> {
+    return this.#usageSlice().get(appToken, granularity, from, to)
+  }
+  topUsage(query: UsageTopQuery): Promise<UsageTotal[]> {
+    return this.#usageSlice().top(query)
   }
 }
 

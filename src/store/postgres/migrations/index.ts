@@ -8,6 +8,7 @@ import { migration as v1 } from './001-records-and-rates.js'
 import { migration as v2 } from './002-connected-apps.js'
 import { migration as v3 } from './003-api-key-purge.js'
 import { migration as v4 } from './004-username-skeletons.js'
+import { migration as v5 } from './005-usage.js'
 
 /** One version of the schema. */
 export interface Migration {
@@ -24,4 +25,4 @@ export interface Migration {
 }
 
 /** Every version, in order. */
-export const MIGRATIONS: readonly Migration[] = [v1, v2, v3, v4]
+export const MIGRATIONS: readonly Migration[] = [v1, v2, v3, v4, v5]
