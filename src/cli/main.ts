@@ -17,6 +17,7 @@ import { fields, json, orDash, table, time } from './output.js'
 import { readNewPassword, type SecretSource } from './secret-input.js'
 import { inspectStoreUrl, type StoreUrl } from '../store/connection-url.js'
 import { COMMAND_TIMEOUT_MS, openStores, storeKind, type OpenedStores, type StoreSpec } from './store-url.js'
+import { USAGE_COMMANDS, usageCommandName } from './usage-commands.js'
 
 /** What the command reads and writes: the process's streams and environment, or a test's. */
 export interface CliIo {
@@ -48,6 +49,9 @@ const OPTIONS = {
   email: { type: 'string' },
   right: { type: 'string', multiple: true },
   'no-password': { type: 'boolean' },
+  since: { type: 'string' },
+  granularity: { type: 'string' },
+  by: { type: 'string' },
 } as const
 
 type OptionName = keyof typeof OPTIONS
@@ -383,6 +387,7 @@ const COMMANDS: Record<string, Command> = {
       return { json: { key, reset: true }, human: `reset rate key ${key}\n` }
     },
   },
+  ...(USAGE_COMMANDS as Record<string, Command>),
 }
 
 const GROUPS = ['apps', 'users', 'keys', 'tokens', 'rate']
@@ -446,7 +451,7 @@ function parse(argv: readonly string[]): { command: Command | undefined; name: s
     if (values.help === true) return { command: undefined, name: '', args: [], values }
     throw new UsageError('no command given')
   }
-  const name = first === 'migrate' ? first : GROUPS.includes(first) && second !== undefined ? `${first} ${second}` : first
+  const name = first === 'migrate' ? first : first === 'usage' ? usageCommandName(second) : GROUPS.includes(first) && second !== undefined ? `${first} ${second}` : first
   const command = COMMANDS[name]
   if (command === undefined) {
     if (GROUPS.includes(first)) {
