@@ -168,6 +168,7 @@ describe('reading usage', () => {
     await expect(gate.usage.query({ appToken: null, from: 0, granularity: 'minute' })).rejects.toThrow(/at most 10000/)
     await expect(gate.usage.top({ limit: 0 })).rejects.toThrow(/limit/)
     await expect(gate.usage.top({ by: 'refused' as never })).rejects.toThrow(/by/)
+    await expect(gate.usage.top({ from: 0, granularity: 'hour' })).rejects.toThrow(/more than 4000 hour buckets/)
   })
 
   it('ranks the applications with the most requests, or 429s, each with its name', async () => {

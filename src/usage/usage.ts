@@ -65,6 +65,8 @@ export interface UsageTopEntry {
 
 /** How many buckets one query may span. */
 const MAX_BUCKETS = 10_000
+/** How many buckets one ranking may add up (Redis sums that many sorted sets in one script). */
+const MAX_TOP_BUCKETS = 4_000
 /** A batch is retried for at most this long; the stores remember its writer's sequence as long. */
 const RETRY_FOR_MS = 86_400_000
 /** An application is near its limit once at most 1/5 of its budget remains (80% used). */
@@ -373,7 +375,9 @@ export class GateUsage {
     if (granularity !== 'hour' && granularity !== 'day') throw new TypeError(`open-data-gate: usage.top() granularity must be 'hour' or 'day', got ${JSON.stringify(granularity)}`)
     if (this.#store === null) return []
     const step = GRANULARITY_MS[granularity]
-    const totals = await this.#store.topUsage({ granularity, from: from - (from % step), to, limit, by })
+    const first = from - (from % step)
+    if (Math.ceil((to - first) / step) > MAX_TOP_BUCKETS) throw new TypeError(`open-data-gate: usage.top() would add up more than ${MAX_TOP_BUCKETS} ${granularity} buckets: narrow the range or rank by day`)
+    const totals = await this.#store.topUsage({ granularity, from: first, to, limit, by })
     const names = await Promise.all(totals.map(async (total) => (await this.#raw.getApplication(total.appToken))?.name ?? null))
     return totals.map((total, i) => ({ appToken: total.appToken, name: names[i] ?? null, requests: total.requests, throttled: total.throttled }))
   }
