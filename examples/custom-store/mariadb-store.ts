@@ -320,11 +320,13 @@ export class MariaDbStore implements GateStore, UsageStore {
           [batch.writer, batch.sequence, batch.idExpiresAt, claim, now],
         )
         const [claimed] = await connection.execute<Row[]>(`SELECT claimed_by FROM ${this.#p}usage_writers WHERE writer = ?`, [batch.writer])
-        if (claimed[0]?.claimed_by === claim && rows.length > 0) {
-          const values = rows.flatMap((r) => [r.appToken ?? '', LETTER[r.granularity], r.start, r.requests, r.throttled, r.refused, r.statuses['2xx'], r.statuses['3xx'], r.statuses['4xx'], r.statuses['5xx'], r.unknownAppToken, r.expiresAt])
+        // 1,000 rows per statement: a prepared statement takes at most 65,535 placeholders.
+        for (let i = 0; claimed[0]?.claimed_by === claim && i < rows.length; i += 1000) {
+          const part = rows.slice(i, i + 1000)
+          const values = part.flatMap((r) => [r.appToken ?? '', LETTER[r.granularity], r.start, r.requests, r.throttled, r.refused, r.statuses['2xx'], r.statuses['3xx'], r.statuses['4xx'], r.statuses['5xx'], r.unknownAppToken, r.expiresAt])
           const fresh = (c: string) => `${c} = IF(expires_at <= ${Number(now)}, 0, ${c}) + VALUES(${c})`
           await connection.execute(
-            `INSERT INTO ${this.#p}usage_buckets (app_token, granularity, start_at, ${USAGE_COLUMNS.join(', ')}, expires_at) VALUES ${rows.map(() => `(${Array(12).fill('?').join(', ')})`).join(', ')}
+            `INSERT INTO ${this.#p}usage_buckets (app_token, granularity, start_at, ${USAGE_COLUMNS.join(', ')}, expires_at) VALUES ${part.map(() => `(${Array(12).fill('?').join(', ')})`).join(', ')}
              ON DUPLICATE KEY UPDATE ${USAGE_COLUMNS.map(fresh).join(', ')}, expires_at = IF(expires_at <= ${Number(now)}, VALUES(expires_at), GREATEST(expires_at, VALUES(expires_at)))`,
             values,
           )

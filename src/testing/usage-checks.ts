@@ -105,6 +105,24 @@ export const usageChecks: readonly StoreCheck[] = group('usage', [
     }),
   ],
   [
+    'adds a batch of 10,000 applications’ minute, hour and day buckets in one call, and ranks them',
+    ifKept(async (store) => {
+      const day = freshDay()
+      const apps = Array.from({ length: 10_000 }, (_, i) => `${freshAppToken().slice(0, 16)}${String(i).padStart(5, '0')}`)
+      const rows = apps.flatMap((app, i) => (['minute', 'hour', 'day'] as const).map((g) => row(app, g, day, [i + 1, 1 + (i % 2), 0, i + 1, 0, 0, 0, 0])))
+      await store.addUsage(batch(rows))
+      assert.deepEqual(await read(store, apps[4321] as string, 'minute', day, day + HOUR), [[day, 4322, 2, 0, 4322, 0, 0, 0, 0]])
+      assert.deepEqual(await read(store, apps[0] as string, 'day', day, day + DAY), [[day, 1, 1, 0, 1, 0, 0, 0, 0]])
+      assert.deepEqual(
+        (await store.topUsage({ granularity: 'hour', from: day, to: day + HOUR, limit: 2, by: 'requests' })).map((t) => [t.appToken, t.requests, t.throttled]),
+        [
+          [apps[9999], 10_000, 2],
+          [apps[9998], 9999, 1],
+        ],
+      )
+    }),
+  ],
+  [
     'reads one application’s buckets of one granularity whose start is in [from, to), oldest first',
     ifKept(async (store) => {
       const day = freshDay()

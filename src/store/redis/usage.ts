@@ -12,9 +12,11 @@
  *   one slot, so that a ranking over many buckets is one `ZUNIONSTORE`.
  *
  * A batch is one script per application (atomic, and skipped when the writer's sequence was
- * already applied in that application's slot) plus one for the rankings: all sent at once,
- * so a flush is one round trip per node (with ioredis auto-pipelining, which the store's
- * own client and {@link redisClientDefaults} turn on, one write per node too).
+ * already applied in that application's slot) plus one per 2,000 ranking entries, sent
+ * together: a flush of up to 2,000 applications is one round trip per node (with ioredis
+ * auto-pipelining, which the store's own client and `redisClientDefaults` turn on, one
+ * write per node too); a larger one goes in waves of 2,000, so that no script waits in Redis
+ * long enough to outlast the client's command timeout.
  *
  * Why rankings of their own rather than reading every application's buckets: on a cluster
  * the buckets are spread over the nodes by application, and a top query would read every
@@ -103,6 +105,10 @@ redis.call('DEL', KEYS[1], KEYS[2])
 return {a, b}`)
 
 const LETTER: Readonly<Record<UsageGranularity, string>> = { minute: 'm', hour: 'h', day: 'd' }
+/** Ranking entries per script, at most. */
+const RANK_CHUNK = 2000
+/** Scripts sent at once, at most: a flush of up to this many applications is one round trip. */
+const WAVE = 2000
 /** How many buckets a read asks for, at most: the gate's own bound on a query. */
 const MAX_READ = 10_000
 
@@ -126,9 +132,10 @@ export class RedisUsage {
 
   #eval(s: Script, keys: string[], args: Array<string | number>): Promise<unknown> {
     return this.#call((client) =>
-      client.evalsha(s.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
+      // One array argument (ioredis flattens it): a batch's arguments can be too many to spread into a call.
+      client.evalsha(s.sha, keys.length, [...keys, ...args.map(String)]).catch((error: unknown) => {
         if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error
-        return client.eval(s.lua, keys.length, ...keys, ...args)
+        return client.eval(s.lua, keys.length, [...keys, ...args.map(String)])
       }),
     )
   }
@@ -145,7 +152,8 @@ export class RedisUsage {
         byApp.set(row.appToken, app)
       }
       app.keys.push(`${this.#app(row.appToken)}:${LETTER[row.granularity]}:${row.start}`)
-      app.args.push(row.expiresAt, ...usageValues(row))
+      app.args.push(row.expiresAt)
+      for (const value of usageValues(row)) app.args.push(value)
       if (row.appToken === null || row.granularity === 'minute') continue
       for (const [metric, value] of [['r', row.requests], ['t', row.throttled]] as const) {
         if (value === 0) continue
@@ -159,17 +167,36 @@ export class RedisUsage {
         rank.members.push(row.appToken, value)
       }
     }
-    const calls = [...byApp.values()].map(({ keys, args }) => this.#eval(ADD, keys, args))
-    if (ranks.size > 0) {
-      const args: Array<string | number> = [...head]
-      for (const { expireAt, members } of ranks.values()) args.push(expireAt, members.length / 2, ...members)
-      calls.push(this.#eval(RANK, [`${this.#rank()}:seen`, ...ranks.keys()], args))
+    const scripts: Array<[Script, string[], Array<string | number>]> = [...byApp.values()].map(({ keys, args }) => [ADD, keys, args])
+    // The rankings in scripts of at most RANK_CHUNK entries each, so that none holds Redis
+    // long; each chunk is told apart in `seen` by its number (a retried batch chunks alike).
+    let chunk: { keys: string[]; args: Array<string | number>; size: number } | undefined
+    const chunks: Array<NonNullable<typeof chunk>> = []
+    for (const [key, { expireAt, members }] of ranks) {
+      for (let i = 0; i < members.length; i += 2 * RANK_CHUNK) {
+        const part = members.slice(i, i + 2 * RANK_CHUNK)
+        if (chunk === undefined || chunk.size + part.length / 2 > RANK_CHUNK) {
+          chunk = { keys: [`${this.#rank()}:seen`], args: [`${batch.writer}#${chunks.length}`, batch.sequence, batch.idExpiresAt], size: 0 }
+          chunks.push(chunk)
+        }
+        chunk.keys.push(key)
+        chunk.args.push(expireAt, part.length / 2)
+        for (const value of part) chunk.args.push(value)
+        chunk.size += part.length / 2
+      }
     }
-    // Every call is sent before any answer is awaited; one that failed is retried with the
-    // whole batch, and the applications it did reach skip it then.
-    const results = await Promise.allSettled(calls)
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
-    if (failed !== undefined) throw failed.reason
+    for (const { keys, args } of chunks) scripts.push([RANK, keys, args])
+    // Sent in waves of WAVE scripts, each wave's calls all before any answer is awaited (one
+    // round trip per node); none waits in Redis behind more than a wave, so none outlasts the
+    // command timeout. A call that failed is retried with the whole batch, and the
+    // applications it did reach skip it then.
+    let failure: { reason: unknown } | undefined
+    for (let i = 0; i < scripts.length; i += WAVE) {
+      const results = await Promise.allSettled(scripts.slice(i, i + WAVE).map(([script, keys, args]) => this.#eval(script, keys, args)))
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+      if (failed !== undefined) failure ??= failed
+    }
+    if (failure !== undefined) throw failure.reason
   }
 
   /** The application's buckets in the range, one pipeline in its slot. */
