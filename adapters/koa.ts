@@ -17,7 +17,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Gate, GateContext, GateOutcome, GateResponse, GuardRule } from '../src/index.js'
-import { toGateRequest } from './node.js'
+import { countStatus, toGateRequest } from './node.js'
 // Loads Koa's types so the augmentation below has a module to extend.
 import type {} from 'koa'
 
@@ -49,11 +49,11 @@ export function koaGate(gate: Gate): KoaMiddleware {
   // Not an async function: when the gate answers synchronously, so does this middleware.
   return (ctx, next) => {
     const outcome = gate.handle(toGateRequest(ctx.req, () => (ctx.req.readableEnded ? (ctx.request as { body?: unknown }).body : undefined)))
-    return isPromiseLike(outcome) ? Promise.resolve(outcome).then((settled) => proceed(ctx, next, settled)) : proceed(ctx, next, outcome)
+    return isPromiseLike(outcome) ? Promise.resolve(outcome).then((settled) => proceed(gate, ctx, next, settled)) : proceed(gate, ctx, next, outcome)
   }
 }
 
-function proceed(ctx: KoaContextLike, next: () => Promise<unknown>, outcome: GateOutcome): Promise<unknown> | undefined {
+function proceed(gate: Gate, ctx: KoaContextLike, next: () => Promise<unknown>, outcome: GateOutcome): Promise<unknown> | undefined {
   if (outcome.type === 'respond') {
     respond(ctx, outcome.response)
     return undefined
@@ -62,6 +62,7 @@ function proceed(ctx: KoaContextLike, next: () => Promise<unknown>, outcome: Gat
   const headers = outcome.headers
   for (const name in headers) ctx.res.setHeader(name, headers[name] as string)
   ;(ctx.state as { gate: GateContext }).gate = outcome.context
+  countStatus(gate, outcome.context, ctx.res)
   return next()
 }
 

@@ -68,10 +68,10 @@ export function nodeGate(gate: Gate, handler: GatedHandler): (req: IncomingMessa
  */
 export function runGate(gate: Gate, req: IncomingMessage, res: ServerResponse, parsedBody?: ParsedBody): boolean | Promise<boolean> {
   const outcome = gate.handle(toGateRequest(req, parsedBody))
-  return isPromiseLike(outcome) ? Promise.resolve(outcome).then((settled) => apply(settled, req, res)) : apply(outcome, req, res)
+  return isPromiseLike(outcome) ? Promise.resolve(outcome).then((settled) => apply(gate, settled, req, res)) : apply(gate, outcome, req, res)
 }
 
-function apply(outcome: GateOutcome, req: IncomingMessage, res: ServerResponse): boolean {
+function apply(gate: Gate, outcome: GateOutcome, req: IncomingMessage, res: ServerResponse): boolean {
   if (outcome.type === 'respond') {
     writeGateResponse(res, outcome.response)
     return false
@@ -79,7 +79,13 @@ function apply(outcome: GateOutcome, req: IncomingMessage, res: ServerResponse):
   const headers = outcome.headers
   for (const name in headers) res.setHeader(name, headers[name] as string)
   ;(req as GatedRequest).gate = outcome.context
+  countStatus(gate, outcome.context, res)
   return true
+}
+
+/** Tells the gate's usage counts the host's final status, once the response is sent. */
+export function countStatus(gate: Gate, context: GateContext, res: ServerResponse): void {
+  if (gate.usage.counting) res.on('finish', () => gate.usage.responded(context, res.statusCode))
 }
 
 /**

@@ -105,10 +105,10 @@ export async function cleanup() {
   }
 }
 
-async function gateWithApp(layout = 'memory') {
+async function gateWithApp(layout = 'memory', extra = {}) {
   const { createGate } = await import('../dist/index.js')
   const { options, queries } = await storeLayout(layout)
-  const gate = createGate({ ...options, throttle: { application: HUGE, anonymous: HUGE } })
+  const gate = createGate({ ...options, throttle: { application: HUGE, anonymous: HUGE }, ...extra })
   const { appToken } = await gate.applications.register({ name: 'bench' })
   return { gate, headers: { 'x-app-token': appToken }, queries }
 }
@@ -302,6 +302,17 @@ export const variants = [
       return { listener: nodeGate(gate, nodeHandler), headers }
     },
   },
+  // Usage counting is on by default (node-gate above); this row is the same gate without
+  // it, so the two side by side give its cost per request.
+  {
+    name: 'node-gate-usage-off', framework: 'node', baseline: 'node-bare', path: PATH,
+    expectHeaders: GATE_HEADERS,
+    create: async () => {
+      const { nodeGate } = await import('../dist/node.js')
+      const { gate, headers } = await gateWithApp('memory', { usage: false })
+      return { listener: nodeGate(gate, nodeHandler), headers }
+    },
+  },
   ...authVariants('node', 'node-bare', ['oauth', 'api-key', 'password']),
   {
     name: 'express-bare', framework: 'express', baseline: 'express-bare', path: PATH,
@@ -426,6 +437,15 @@ variants.push(
     create: async () => {
       const { nodeGate } = await import('../dist/node.js')
       const { gate, headers } = await gateWithApp(true)
+      return { listener: nodeGate(gate, nodeHandler), headers }
+    },
+  },
+  {
+    name: 'node-gate-redis-usage-off', framework: 'node', baseline: 'node-bare', path: PATH, redis: true,
+    expectHeaders: GATE_HEADERS,
+    create: async () => {
+      const { nodeGate } = await import('../dist/node.js')
+      const { gate, headers } = await gateWithApp(true, { usage: false })
       return { listener: nodeGate(gate, nodeHandler), headers }
     },
   },

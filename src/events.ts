@@ -6,6 +6,7 @@
  * appear. App tokens are public identifiers and appear in full where they name a
  * registered application; a token nobody registered appears only as a short prefix.
  */
+import type { NearLimitEvent, UsageDroppedEvent, UsageFlushFailedEvent } from './usage/events.js'
 
 /** A request the gate answered with 429. */
 export interface ThrottledEvent {
@@ -128,6 +129,9 @@ export interface GateEvents {
   clientSecretExposed: (event: ClientSecretExposedEvent) => void
   codeReplayed: (event: CodeReplayedEvent) => void
   internalError: (event: InternalErrorEvent) => void
+  nearLimit: (event: NearLimitEvent) => void
+  usageDropped: (event: UsageDroppedEvent) => void
+  usageFlushFailed: (event: UsageFlushFailedEvent) => void
 }
 
 /**

@@ -33,6 +33,7 @@ import type { Awaitable, GateStore, StoreEventSink } from './store/store.js'
 import { Throttle } from './pipeline/throttle.js'
 import { Users } from './management/users.js'
 import { assertStoreServes } from './store/slices.js'
+import { GateUsage } from './usage/usage.js'
 
 // The types of `req.gate` and of `gate.handle()`'s answer, where the package has always exported them.
 export type { GateContext, GateOutcome } from './pipeline/context.js'
@@ -52,6 +53,8 @@ export class Gate extends TypedEmitter<GateEvents> {
   readonly tokens: AccessTokens
   /** Connected apps: the applications a user authorized, and revoking them. */
   readonly grants: Grants
+  /** Usage per application: `query`, `top`, `flush` (docs/guides/usage.md). */
+  readonly usage: GateUsage
   /** The store as the gate calls it: with a timeout, failing with `StoreError`. */
   readonly store: GateStore
   readonly #config: ResolvedConfig
@@ -78,7 +81,8 @@ export class Gate extends TypedEmitter<GateEvents> {
     config.store.attach?.(sink)
     if (separateRates) config.rateStore.attach?.(sink)
     this.applications = new Applications(this.store, (appToken) => this.#applicationCache.forget(appToken), config.oauth.allowLoopbackCallbacks)
-    const throttle = new Throttle(config, rateStore, emit)
+    this.usage = new GateUsage(config.usage, config.store, config.storeTimeoutMs, emit)
+    const throttle = new Throttle(config, rateStore, emit, this.usage)
     const auth = new Authenticator(config.basic, config.realm, this.store, throttle, emit)
     const clearText = new ClearTextRevocation(this.store, config.deletedKeyRetentionMs, config, emit)
     this.users = new Users(this.store, config.basic.scrypt, (username, password, client) => auth.signIn(username, password, client))
@@ -90,7 +94,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     const keyLimits = { maxActiveKeys: config.apiKeyEndpoints?.maxActiveKeys ?? 0, maxKeys: config.apiKeyEndpoints?.maxKeys ?? 0, deletedKeyRetentionMs: config.deletedKeyRetentionMs }
     const selfService = new SelfService(config, this.store, sessions, new ApiKeyEndpoints(this.store, keyLimits, config.bodyTimeoutMs), this.grants)
     const routes = new RouteTable(config, selfService)
-    this.#pipeline = new Pipeline(config, { store: this.store, applications: this.#applicationCache, routes, throttle, auth, clearText, oauth, selfService, emit })
+    this.#pipeline = new Pipeline(config, { store: this.store, applications: this.#applicationCache, routes, throttle, auth, clearText, oauth, selfService, usage: this.usage, emit })
     if (config.oauth.allowLoopbackCallbacks) {
       process.emitWarning(
         'open-data-gate: oauth.allowLoopbackCallbacks is on, so applications may register http://localhost, http://127.0.0.1 and http://[::1] Callback Prefixes. For local development only: turn it off in production.',
@@ -163,8 +167,9 @@ export class Gate extends TypedEmitter<GateEvents> {
     }
   }
 
-  /** Releases the stores' connections and timers. */
+  /** Writes the usage counts left in this process, then releases the stores' connections and timers. */
   async close(): Promise<void> {
+    await this.usage.close()
     await this.#config.store.close?.()
     if (this.#config.rateStore !== this.#config.store) await this.#config.rateStore.close?.()
   }

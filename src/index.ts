@@ -83,5 +83,9 @@ export type {
   Awaitable,
 } from './store/store.js'
 export type { StoreSlice } from './store/slices.js'
+export type { GateUsage, UsageQuery, UsageSeries, UsageTopOptions, UsageTopEntry } from './usage/usage.js'
+export type { UsageOptions, UsageRetentionOptions } from './usage/options.js'
+export type { NearLimitEvent, UsageDroppedEvent, UsageFlushFailedEvent } from './usage/events.js'
+export type { UsageStore, UsageBatch, UsageRow, UsageBucket, UsageCounts, UsageStatuses, UsageGranularity, UsageTopQuery, UsageTotal } from './store/usage-contract.js'
 export { compareApiKeys, matchesApiKeyQuery } from './store/api-key-query.js'
 export { gcraStep, emissionInterval, type RateResult, type GcraOutcome } from './limits/gcra.js'

@@ -16,14 +16,19 @@
  * - A user's API key is created under a named lock of that user (`GET_LOCK`): the count,
  *   the name check and the insert run one user's creates one after the other.
  * - MariaDB has no change notifications: the gate's application cache expires on its own.
+ * - Usage (the optional `UsageStore` slice): a batch is one transaction that claims the
+ *   writer's sequence and upserts every bucket; a replayed batch claims nothing and adds
+ *   nothing. Concurrent upserts of one new bucket can deadlock in InnoDB: the transaction
+ *   is then rolled back whole and tried again.
  */
-import { emissionInterval, gcraStep, type AccessTokenFilter, type AccessTokenRecord, type ApiKeyInsertResult, type ApiKeyLimits, type ApiKeyPatch, type ApiKeyQuery, type ApiKeyRecord, type GrantRecord, type ApplicationPatch, type ApplicationRecord, type AuthorizationCodeRecord, type GateStore, type RateResult, type SessionRecord, type UserPatch, type UserRecord } from 'open-data-gate'
+import { randomUUID } from 'node:crypto'
+import { emissionInterval, gcraStep, type UsageBatch, type UsageBucket, type UsageGranularity, type UsageStore, type UsageTopQuery, type UsageTotal, type AccessTokenFilter, type AccessTokenRecord, type ApiKeyInsertResult, type ApiKeyLimits, type ApiKeyPatch, type ApiKeyQuery, type ApiKeyRecord, type GrantRecord, type ApplicationPatch, type ApplicationRecord, type AuthorizationCodeRecord, type GateStore, type RateResult, type SessionRecord, type UserPatch, type UserRecord } from 'open-data-gate'
 import type { Pool, RowDataPacket } from 'mysql2/promise'
 
 type Row = RowDataPacket & Record<string, unknown>
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v))
 
-export class MariaDbStore implements GateStore {
+export class MariaDbStore implements GateStore, UsageStore {
   readonly #db: Pool
   readonly #p: string
 
@@ -47,6 +52,8 @@ export class MariaDbStore implements GateStore {
       `sessions (session_hash VARCHAR(255) PRIMARY KEY, user_id VARCHAR(255) NOT NULL, password_stamp VARCHAR(255) NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, INDEX (user_id, created_at))`,
       `grants (user_id VARCHAR(255) NOT NULL, app_token VARCHAR(255) NOT NULL, first_authorized_at BIGINT NOT NULL, last_used_at BIGINT NOT NULL, PRIMARY KEY (user_id, app_token))`,
       `rates (rate_key VARCHAR(255) PRIMARY KEY, tat_us BIGINT NOT NULL, seen_us BIGINT NOT NULL, allowed BOOLEAN NOT NULL, INDEX (tat_us))`,
+      `usage_buckets (app_token VARCHAR(255) NOT NULL, granularity CHAR(1) NOT NULL, start_at BIGINT NOT NULL, ${USAGE_COLUMNS.map((c) => `${c} BIGINT NOT NULL`).join(', ')}, expires_at BIGINT NOT NULL, PRIMARY KEY (app_token, granularity, start_at), INDEX (expires_at), INDEX (granularity, start_at))`,
+      `usage_writers (writer VARCHAR(255) PRIMARY KEY, sequence BIGINT NOT NULL, expires_at BIGINT NOT NULL, claimed_by CHAR(36) NOT NULL, INDEX (expires_at))`,
     ]) {
       await this.#db.query(`CREATE TABLE IF NOT EXISTS ${p}${ddl} ${opts}`)
     }
@@ -58,7 +65,7 @@ export class MariaDbStore implements GateStore {
 
   /** Drops this store's tables. */
   async dropTables(): Promise<void> {
-    for (const t of ['applications', 'users', 'api_keys', 'access_tokens', 'codes', 'sessions', 'grants', 'rates']) await this.#db.query(`DROP TABLE IF EXISTS ${this.#p}${t}`)
+    for (const t of ['applications', 'users', 'api_keys', 'access_tokens', 'codes', 'sessions', 'grants', 'rates', 'usage_buckets', 'usage_writers']) await this.#db.query(`DROP TABLE IF EXISTS ${this.#p}${t}`)
   }
 
   async #rows(sql: string, values: unknown[] = []): Promise<Row[]> {
@@ -292,11 +299,77 @@ export class MariaDbStore implements GateStore {
     await this.#changed(`DELETE FROM ${this.#p}api_keys WHERE purge_at <= ? LIMIT 1000`, [now])
     for (const table of ['access_tokens', 'codes', 'sessions']) await this.#changed(`DELETE FROM ${this.#p}${table} WHERE expires_at < ? LIMIT 1000`, [now])
     await this.#changed(`DELETE FROM ${this.#p}rates WHERE tat_us < CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED) LIMIT 1000`, [])
+    for (const table of ['usage_buckets', 'usage_writers']) await this.#changed(`DELETE FROM ${this.#p}${table} WHERE expires_at <= ? LIMIT 1000`, [now])
+  }
+
+  /**
+   * One transaction: the writer's row moves to this sequence only if it is new (`claimed_by`
+   * says whether this call moved it), then every bucket is upserted, rows sorted by key. A
+   * bucket found expired starts again from zero (MariaDB applies the assignments left to
+   * right: the counts read the old `expires_at`, which is set last).
+   */
+  async addUsage(batch: UsageBatch): Promise<void> {
+    const now = Date.now()
+    const key = (r: UsageBatch['rows'][number]) => `${r.appToken ?? ''}\u0000${r.granularity}\u0000${String(r.start).padStart(16, '0')}`
+    const rows = [...batch.rows].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0))
+    for (let attempt = 1; ; attempt++) {
+      const connection = await this.#db.getConnection()
+      try {
+        await connection.beginTransaction()
+        const claim = randomUUID()
+        await connection.execute(
+          `INSERT INTO ${this.#p}usage_writers (writer, sequence, expires_at, claimed_by) VALUES (?, ?, ?, ?)
+           ON DUPLICATE KEY UPDATE claimed_by = IF(sequence < VALUES(sequence) OR expires_at <= ?, VALUES(claimed_by), claimed_by),
+             sequence = IF(claimed_by = VALUES(claimed_by), VALUES(sequence), sequence), expires_at = IF(claimed_by = VALUES(claimed_by), VALUES(expires_at), expires_at)`,
+          [batch.writer, batch.sequence, batch.idExpiresAt, claim, now],
+        )
+        const [claimed] = await connection.execute<Row[]>(`SELECT claimed_by FROM ${this.#p}usage_writers WHERE writer = ?`, [batch.writer])
+        // 1,000 rows per statement: a prepared statement takes at most 65,535 placeholders.
+        for (let i = 0; claimed[0]?.claimed_by === claim && i < rows.length; i += 1000) {
+          const part = rows.slice(i, i + 1000)
+          const values = part.flatMap((r) => [r.appToken ?? '', LETTER[r.granularity], r.start, r.requests, r.throttled, r.refused, r.statuses['2xx'], r.statuses['3xx'], r.statuses['4xx'], r.statuses['5xx'], r.unknownAppToken, r.expiresAt])
+          const fresh = (c: string) => `${c} = IF(expires_at <= ${Number(now)}, 0, ${c}) + VALUES(${c})`
+          await connection.execute(
+            `INSERT INTO ${this.#p}usage_buckets (app_token, granularity, start_at, ${USAGE_COLUMNS.join(', ')}, expires_at) VALUES ${part.map(() => `(${Array(12).fill('?').join(', ')})`).join(', ')}
+             ON DUPLICATE KEY UPDATE ${USAGE_COLUMNS.map(fresh).join(', ')}, expires_at = IF(expires_at <= ${Number(now)}, VALUES(expires_at), GREATEST(expires_at, VALUES(expires_at)))`,
+            values,
+          )
+        }
+        await connection.commit()
+        return
+      } catch (error) {
+        await connection.rollback().catch(() => {})
+        // ER_LOCK_DEADLOCK: InnoDB rolled the transaction back; nothing of it was applied.
+        if ((error as { errno?: number }).errno !== 1213 || attempt >= 10) throw error
+      } finally {
+        connection.release()
+      }
+    }
+  }
+  async getUsage(appToken: string | null, granularity: UsageGranularity, from: number, to: number): Promise<UsageBucket[]> {
+    const rows = await this.#rows(
+      `SELECT * FROM ${this.#p}usage_buckets WHERE app_token = ? AND granularity = ? AND start_at >= ? AND start_at < ? AND expires_at > ? ORDER BY start_at`,
+      [appToken ?? '', LETTER[granularity], from, to, Date.now()],
+    )
+    return rows.map((r) => ({ start: Number(r.start_at), requests: Number(r.requests), throttled: Number(r.throttled), refused: Number(r.refused), statuses: { '2xx': Number(r.s2xx), '3xx': Number(r.s3xx), '4xx': Number(r.s4xx), '5xx': Number(r.s5xx) }, unknownAppToken: Number(r.unknown_app_token) }))
+  }
+  async topUsage(query: UsageTopQuery): Promise<UsageTotal[]> {
+    const by = query.by === 'requests' ? 'requests' : 'throttled'
+    const rows = await this.#rows(
+      `SELECT app_token, SUM(requests) AS requests, SUM(throttled) AS throttled FROM ${this.#p}usage_buckets
+       WHERE granularity = ? AND start_at >= ? AND start_at < ? AND app_token <> '' AND expires_at > ?
+       GROUP BY app_token HAVING SUM(${by}) > 0 ORDER BY SUM(${by}) DESC, app_token LIMIT ${Math.max(1, Math.floor(query.limit))}`,
+      [LETTER[query.granularity], query.from, query.to, Date.now()],
+    )
+    return rows.map((r) => ({ appToken: r.app_token as string, requests: Number(r.requests), throttled: Number(r.throttled) }))
   }
 
   /** The pool is yours: end it yourself. */
   close() {}
 }
+
+const USAGE_COLUMNS = ['requests', 'throttled', 'refused', 's2xx', 's3xx', 's4xx', 's5xx', 'unknown_app_token']
+const LETTER: Record<UsageGranularity, string> = { minute: 'm', hour: 'h', day: 'd' }
 
 function result(step: RateResult): RateResult {
   return { allowed: step.allowed, remaining: step.remaining, resetMs: step.resetMs, retryAfterMs: step.retryAfterMs }

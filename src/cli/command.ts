@@ -41,6 +41,9 @@ export const OPTIONS = {
   email: { type: 'string' },
   right: { type: 'string', multiple: true },
   'no-password': { type: 'boolean' },
+  since: { type: 'string' },
+  granularity: { type: 'string' },
+  by: { type: 'string' },
 } as const
 
 export type OptionName = keyof typeof OPTIONS

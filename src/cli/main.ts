@@ -17,6 +17,7 @@ import { APPLICATION_COMMANDS } from './commands/applications.js'
 import { MIGRATE_COMMANDS } from './commands/migrate.js'
 import { RATE_COMMANDS } from './commands/rates.js'
 import { TOKEN_COMMANDS } from './commands/tokens.js'
+import { USAGE_COMMANDS, usageCommandName } from './commands/usage.js'
 import { USER_COMMANDS } from './commands/users.js'
 import { json } from './output.js'
 import { inspectStoreUrl, type StoreUrl } from '../store/connection-url.js'
@@ -38,6 +39,7 @@ const COMMANDS: Record<string, Command> = {
   ...API_KEY_COMMANDS,
   ...TOKEN_COMMANDS,
   ...RATE_COMMANDS,
+  ...(USAGE_COMMANDS as Record<string, Command>),
 }
 
 const GROUPS = ['apps', 'users', 'keys', 'tokens', 'rate']
@@ -101,7 +103,7 @@ function parse(argv: readonly string[]): { command: Command | undefined; name: s
     if (values.help === true) return { command: undefined, name: '', args: [], values }
     throw new UsageError('no command given')
   }
-  const name = first === 'migrate' ? first : GROUPS.includes(first) && second !== undefined ? `${first} ${second}` : first
+  const name = first === 'migrate' ? first : first === 'usage' ? usageCommandName(second) : GROUPS.includes(first) && second !== undefined ? `${first} ${second}` : first
   const command = COMMANDS[name]
   if (command === undefined) {
     if (GROUPS.includes(first)) {

@@ -10,6 +10,7 @@ import type { OAuthPages } from '../oauth/pages.js'
 import type { ScryptParams } from '../secrets/passwords.js'
 import type { ProxyHeadersOption, TrustProxyOption } from '../http/proxy.js'
 import type { Awaitable, GateStore, PartialGateStore, RateStore } from '../store/store.js'
+import type { ResolvedUsage, UsageOptions } from '../usage/options.js'
 
 /** `limit` requests per `windowMs`, with a burst of up to `limit`. */
 export interface RatePolicyOptions {
@@ -268,6 +269,8 @@ export interface GateOptions {
   connectedApps?: ConnectedAppsOptions | false
   /** The realm named in `WWW-Authenticate` challenges. Default `'api'`. */
   realm?: string
+  /** Usage counting per application (docs/guides/usage.md); on by default, `false` turns it off. */
+  usage?: UsageOptions | false
 }
 
 /** A throttle policy after resolution. */
@@ -331,4 +334,5 @@ export interface ResolvedConfig {
   readonly deletedKeyRetentionMs: number
   readonly connectedApps: { readonly path: string | null; readonly page: string | null }
   readonly realm: string
+  readonly usage: ResolvedUsage | null
 }

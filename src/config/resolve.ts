@@ -56,11 +56,13 @@ import type {
   ThrottleOptions,
 } from './options.js'
 import { dependentOption } from './features.js'
+import { resolveUsage } from '../usage/options.js'
+import type { GateStore, RateStore } from '../store/store.js'
 import { booleanOption, optionNames, optionsObject, paths, positiveInteger, rejectUnknownKeys, singlePath } from './validate.js'
 
 const GATE_OPTION_NAMES = optionNames<GateOptions>({
   store: true, rateStore: true, applicationCacheMs: true, apiKeyEndpoints: true, connectedApps: true, throttle: true, trustProxy: true, proxyHeaders: true, legacyAppTokenParam: true, storeTimeoutMs: true, bodyTimeoutMs: true,
-  basic: true, oauth: true, currentUser: true, realm: true,
+  basic: true, oauth: true, currentUser: true, realm: true, usage: true,
 })
 const THROTTLE_OPTION_NAMES = optionNames<ThrottleOptions>({ application: true, anonymous: true, legacyHeaders: true, onStoreError: true, oauthTokenBudget: true })
 const BASIC_OPTION_NAMES = optionNames<BasicOptions>({ requireAppToken: true, challenge: true, cacheTtlMs: true, failures: true, addressFailures: true, hashing: true, scrypt: true })
@@ -114,6 +116,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
     deletedKeyRetentionMs: resolveDeletedKeyRetention(options.apiKeyEndpoints),
     connectedApps,
     realm,
+    usage: resolveUsage(options.usage),
   }
 }
 

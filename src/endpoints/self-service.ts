@@ -58,7 +58,7 @@ interface Caller {
 const PRIVATE = { 'cache-control': 'private, no-store', vary: 'Authorization, Cookie' }
 
 /** The options these endpoints read: where they are, and the host's own sign-in. */
-export type SelfServiceConfig = Pick<ResolvedConfig, 'apiKeyEndpoints' | 'connectedApps'> & { readonly oauth: Pick<ResolvedConfig['oauth'], 'authenticateUser'> }
+export type SelfServiceConfig = Pick<ResolvedConfig, 'apiKeyEndpoints' | 'connectedApps'> & { readonly oauth: Pick<ResolvedConfig['oauth'], 'authenticateUser' | 'enabled'> }
 
 /** Routes and answers the API key and connected-apps endpoints for the gate. */
 export class SelfService {

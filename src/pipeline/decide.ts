@@ -20,6 +20,7 @@ import type { CheckedRoute, RouteTable } from './routes.js'
 import type { Throttle, ThrottlePass } from './throttle.js'
 import { readCredentials, type Credentials } from '../http/authorization-header.js'
 import { assertMethodEnabled } from './enabled-methods.js'
+import type { GateUsage } from '../usage/usage.js'
 import type { ClientInfo } from '../http/proxy.js'
 import { pathOf, type GateRequest, type GateResponse } from '../http/request.js'
 import { andThen, isPromiseLike } from '../util/awaitable.js'
@@ -51,6 +52,8 @@ export interface PipelineServices {
   readonly clearText: ClearTextRevocation
   readonly oauth: OAuthServer
   readonly selfService: SelfService
+  /** Counts every decided request against its application (src/usage). */
+  readonly usage: GateUsage
   readonly emit: Emit
 }
 
@@ -135,11 +138,20 @@ export class Pipeline {
     if (isPromiseLike(application)) {
       return Promise.resolve(application).then((found) => {
         state.application = found
-        return this.#access(state)
+        return this.#counted(state)
       })
     }
     state.application = application
-    return this.#access(state)
+    return this.#counted(state)
+  }
+
+  /** {@link #access}, its outcome or refusal counted in the usage of the application. */
+  #counted(state: RequestState): Awaitable<GateOutcome> {
+    try {
+      return this.#services.usage.decided(state.application, this.#access(state))
+    } catch (error) {
+      throw this.#services.usage.refused(state.application, error)
+    }
   }
 
   /** The application the request names, or `null`; a token nobody registered is a 403. */
@@ -153,6 +165,7 @@ export class Pipeline {
   }
 
   #invalidAppToken(token: string, client: ClientInfo): never {
+    this.#services.usage.unknownAppToken()
     this.#services.emit('invalidAppToken', { tokenPrefix: token.slice(0, 6), ip: client.ip })
     throw new PlatformError('permission_denied', INVALID_APP_TOKEN)
   }

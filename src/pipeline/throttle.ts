@@ -53,6 +53,11 @@ const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, s
 /** The options the throttle reads: the resolved `throttle` section. */
 export type ThrottleConfig = Pick<ResolvedConfig, 'application' | 'anonymous' | 'legacyHeaders' | 'onStoreError'>
 
+/** Told of every request the throttle refuses (usage counting), with the error it throws. */
+export interface ThrottleWatcher {
+  throttled(application: ApplicationRecord | null, error: Error): void
+}
+
 /** Applies the configured policies through the (guarded) rate store. */
 export class Throttle {
   readonly #config: ThrottleConfig
@@ -64,11 +69,13 @@ export class Throttle {
   readonly #policyHeaders = { app: new Map<number, string>(), anon: new Map<number, string>() }
   readonly #rateLimitPrefix = { app: '"app";r=', anon: '"anon";r=' } as const
   #fallback: MemoryStore | undefined
+  readonly #watcher: ThrottleWatcher | undefined
 
-  constructor(config: ThrottleConfig, store: RateStore, emit: Emit) {
+  constructor(config: ThrottleConfig, store: RateStore, emit: Emit, watcher?: ThrottleWatcher) {
     this.#config = config
     this.#store = store
     this.#emit = emit
+    this.#watcher = watcher
   }
 
   /**
@@ -111,7 +118,9 @@ export class Throttle {
         retryAfterMs: result.retryAfterMs,
       })
       const budget = application !== null ? 'application' : this.#config.anonymous?.scope === 'shared' ? 'shared' : 'address'
-      throw throttledError(budget, limit, policy.windowMs, result, headers)
+      const error = throttledError(budget, limit, policy.windowMs, result, headers)
+      this.#watcher?.throttled(application, error)
+      throw error
     }
     return {
       info: {

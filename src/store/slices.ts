@@ -15,9 +15,10 @@ import type { ApplicationStore } from './contract/applications.js'
 import type { OAuthStore } from './contract/oauth.js'
 import type { RateStore } from './contract/rates.js'
 import type { UserStore } from './contract/users.js'
+import type { UsageStore } from './usage-contract.js'
 
 /** A slice of the contract, by the name the gate's errors and the conformance kit use. */
-export type StoreSlice = 'applications' | 'rates' | 'users' | 'apiKeys' | 'oauth'
+export type StoreSlice = 'applications' | 'rates' | 'users' | 'apiKeys' | 'oauth' | 'usage'
 
 /** The required methods of an interface (not `attach`, `close` or the optional ones). */
 type RequiredMethods<T> = { [K in keyof T]-?: undefined extends T[K] ? never : T[K] extends (...args: never[]) => unknown ? K : never }[keyof T]
@@ -52,10 +53,18 @@ export const SLICE_METHODS = {
     'trimSessions',
   ]),
   rates: methodsOf<RateStore>()(['consumeRate', 'resetRate']),
+  usage: methodsOf<UsageStore>()(['addUsage', 'getUsage', 'topUsage']),
 } as const
 
 /** Every slice, in the order the contract lists them. */
 export const STORE_SLICES: readonly StoreSlice[] = ['applications', 'users', 'apiKeys', 'oauth', 'rates']
+
+/**
+ * Every slice the conformance kit knows: the five of `GateStore`, and usage, which no
+ * feature requires (without it the gate counts nothing) but which a store that has it must
+ * get right.
+ */
+export const KIT_SLICES: readonly StoreSlice[] = [...STORE_SLICES, 'usage']
 
 /** The slice a required method belongs to. */
 export function sliceOf(method: string): StoreSlice | undefined {
@@ -73,7 +82,7 @@ export function missingMethods(store: unknown, slice: StoreSlice): string[] {
  * done counts, so that the conformance kit checks it and names what is missing.
  */
 export function slicesPresent(store: unknown): StoreSlice[] {
-  return STORE_SLICES.filter((slice) => missingMethods(store, slice).length < SLICE_METHODS[slice].length)
+  return KIT_SLICES.filter((slice) => missingMethods(store, slice).length < SLICE_METHODS[slice].length)
 }
 
 /** The switches of a resolved configuration that decide which slices a gate needs. */

@@ -41,6 +41,7 @@ import type { ApplicationStore } from './contract/applications.js'
 import type { OAuthStore } from './contract/oauth.js'
 import type { RateStore } from './contract/rates.js'
 import type { UserStore } from './contract/users.js'
+import type { UsageStore } from './usage-contract.js'
 
 export type { Awaitable, StoreEventSink, StoreLifecycle } from './contract/lifecycle.js'
 export type { ApplicationRecord, ApplicationPatch, ApplicationStore } from './contract/applications.js'
@@ -51,7 +52,8 @@ export type { RateStore } from './contract/rates.js'
 
 /**
  * What the gate needs from a backend that serves every feature: the intersection of the
- * slices.
+ * slices. Usage (`addUsage`, `getUsage`, `topUsage`) is an optional slice: see
+ * {@link UsageStore}; without it the gate counts nothing.
  *
  * @example
  * class MyStore implements GateStore {
@@ -60,7 +62,7 @@ export type { RateStore } from './contract/rates.js'
  * }
  * const gate = createGate({ store: new MyStore() })
  */
-export interface GateStore extends ApplicationStore, RateStore, UserStore, ApiKeyStore, OAuthStore {}
+export interface GateStore extends ApplicationStore, RateStore, UserStore, ApiKeyStore, OAuthStore, Partial<UsageStore> {}
 
 /**
  * A store of some slices: always applications, and whichever others the gate's features

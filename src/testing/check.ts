@@ -2,7 +2,7 @@
  * What a conformance check is, and how a list of them runs against one store: each in
  * turn, each with a time limit, each failure caught and named.
  */
-import { STORE_SLICES, type StoreSlice } from '../store/slices.js'
+import { KIT_SLICES, type StoreSlice } from '../store/slices.js'
 import type { Awaitable, GateStore } from '../store/store.js'
 
 /** One check of the contract: a named behaviour, run against a store. */
@@ -62,7 +62,7 @@ export async function runChecks<S extends GateStore>(
 ): Promise<StoreReport> {
   const store = await factory()
   const chosen = typeof checks === 'function' ? checks(store) : checks
-  const slices = STORE_SLICES.filter((slice) => chosen.some((check) => check.slices.includes(slice)))
+  const slices = KIT_SLICES.filter((slice) => chosen.some((check) => check.slices.includes(slice)))
   const report: { slices: StoreSlice[]; passed: string[]; failed: Array<{ name: string; error: string }> } = { slices, passed: [], failed: [] }
   try {
     for (const check of chosen) {

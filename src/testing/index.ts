@@ -14,7 +14,7 @@
  *
  * @module open-data-gate/testing
  */
-import { slicesPresent, STORE_SLICES, type StoreSlice } from '../store/slices.js'
+import { KIT_SLICES, slicesPresent, type StoreSlice } from '../store/slices.js'
 import type { Awaitable, GateStore } from '../store/store.js'
 import { DEFAULT_CHECK_TIMEOUT_MS, runCheck, runChecks, type StoreCheck, type StoreReport } from './check.js'
 import { apiKeyChecks } from './checks/api-keys.js'
@@ -27,6 +27,7 @@ import { sessionChecks } from './checks/sessions.js'
 import { tokenChecks } from './checks/tokens.js'
 import { userChecks } from './checks/users.js'
 import { gateChecks } from './gate-checks.js'
+import { usageChecks } from './checks/usage.js'
 
 export type { StoreReport } from './check.js'
 export type { StoreSlice } from '../store/slices.js'
@@ -66,6 +67,7 @@ const ALL_CHECKS: readonly StoreCheck[] = [
   ...expiryChecks,
   ...rateChecks,
   ...gateChecks(),
+  ...usageChecks,
 ]
 
 /** The checks of the kit that need no slice outside `slices`. */
@@ -96,7 +98,7 @@ export function checkStore<S extends StoreUnderTest>(factory: StoreFactory<S>, o
   const declared = options.slices === undefined ? undefined : validSlices(options.slices)
   return runChecks((store) => {
     const present = slicesPresent(store)
-    return checksOf(declared ?? (present.length === 0 ? STORE_SLICES : present))
+    return checksOf(declared ?? (present.length === 0 ? KIT_SLICES : present))
   }, factory as StoreFactory<GateStore>, options as CheckStoreOptions<GateStore>)
 }
 
@@ -150,7 +152,7 @@ export function describeStore<S extends StoreUnderTest>(name: string, factory: S
     throw new TypeError('open-data-gate/testing: describeStore with cleanup needs your runner\'s after hook (vitest afterAll, node:test after)')
   }
   validateTimeout(options.timeoutMs)
-  const checks = checksOf(options.slices === undefined ? STORE_SLICES : validSlices(options.slices))
+  const checks = checksOf(options.slices === undefined ? KIT_SLICES : validSlices(options.slices))
   const timeoutMs = options.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS
   let made: Promise<S> | undefined
   const store = () => (made ??= Promise.resolve().then(factory))
@@ -172,8 +174,8 @@ export function describeStore<S extends StoreUnderTest>(name: string, factory: S
 
 /** @throws {TypeError} unless every entry names a slice */
 function validSlices(slices: readonly StoreSlice[]): readonly StoreSlice[] {
-  if (!Array.isArray(slices) || slices.some((slice) => !STORE_SLICES.includes(slice))) {
-    throw new TypeError(`open-data-gate/testing: slices must be a list of ${STORE_SLICES.map((slice) => `'${slice}'`).join(', ')}, got ${JSON.stringify(slices)}`)
+  if (!Array.isArray(slices) || slices.some((slice) => !KIT_SLICES.includes(slice))) {
+    throw new TypeError(`open-data-gate/testing: slices must be a list of ${KIT_SLICES.map((slice) => `'${slice}'`).join(', ')}, got ${JSON.stringify(slices)}`)
   }
   return slices
 }

@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto'
 import { createGate, MemoryStore, type Gate, type GateOptions, type GateStore } from '../../src/index.js'
 import { STORE_METHODS } from '../../src/store/guarded-store.js'
+import { USAGE_STORE_METHODS } from '../../src/store/usage-contract.js'
 import { hashPassword } from '../../src/secrets/passwords.js'
 import { sha256 } from '../../src/secrets/tokens.js'
 import type { AccessTokenRecord, ApiKeyRecord, ApplicationRecord, AuthorizationCodeRecord, SessionRecord, UserRecord } from '../../src/store/store.js'
@@ -126,7 +127,8 @@ export class RecordingStore {
 
   constructor() {
     const self = this as unknown as Record<string, (...args: unknown[]) => unknown>
-    for (const name of STORE_METHODS) {
+    // Usage too, so that the generated requests are counted as every request is.
+    for (const name of [...STORE_METHODS, ...USAGE_STORE_METHODS]) {
       const recorded = (WRITES as readonly string[]).includes(name)
       const rate = name === 'consumeRate'
       self[name] = (...args: unknown[]) => {

@@ -28,6 +28,8 @@ import type {
   UserPatch,
   UserRecord,
 } from '../store.js'
+import type { UsageBatch, UsageBucket, UsageGranularity, UsageStore, UsageTopQuery, UsageTotal } from '../usage-contract.js'
+import { MemoryUsage } from './usage.js'
 
 /** Expired records (and API keys past their purge time) are swept out every this many inserts, so memory follows live records only. */
 const SWEEP_EVERY = 1000
@@ -49,7 +51,7 @@ export interface MemoryStoreOptions {
  * @example
  * const gate = createGate({ store: new MemoryStore({ maxRateKeys: 50_000 }) })
  */
-export class MemoryStore implements GateStore {
+export class MemoryStore implements GateStore, UsageStore {
   readonly #applications = new Map<string, ApplicationRecord>()
   readonly #users = new Map<string, UserRecord>()
   readonly #userIdByUsername = new Map<string, string>()
@@ -70,6 +72,7 @@ export class MemoryStore implements GateStore {
   readonly #rates: LRUCache<string, { tat: number }>
   readonly #clock: () => number
   readonly #sinks: StoreEventSink[] = []
+  #usage: MemoryUsage | undefined
 
   constructor(options: MemoryStoreOptions = {}) {
     optionsObject('MemoryStore options', options, ['maxRateKeys', 'clock'])
@@ -376,6 +379,17 @@ export class MemoryStore implements GateStore {
 
   resetRate(key: string): void {
     this.#rates.delete(key)
+  }
+
+  // Usage buckets (./usage.ts).
+  addUsage(batch: UsageBatch): void {
+    ;(this.#usage ??= new MemoryUsage(this.#clock)).add(batch)
+  }
+  getUsage(appToken: string | null, granularity: UsageGranularity, from: number, to: number): UsageBucket[] {
+    return this.#usage?.get(appToken, granularity, from, to) ?? []
+  }
+  topUsage(query: UsageTopQuery): UsageTotal[] {
+    return this.#usage?.top(query) ?? []
   }
 }
 

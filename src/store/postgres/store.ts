@@ -60,6 +60,8 @@ import {
   USER_PATCH,
 } from './rows.js'
 import { Sweeper, type SweepResult } from './sweeper.js'
+import type { UsageBatch, UsageBucket, UsageGranularity, UsageStore, UsageTopQuery, UsageTotal } from '../usage-contract.js'
+import { PostgresUsage } from './usage.js'
 
 export type { PostgresQuery, PostgresResult, PostgresPoolClient, PostgresPool, PostgresPoolOptions } from './pool.js'
 export type { MigrationResult } from './migrate.js'
@@ -115,7 +117,7 @@ const API_KEY_LOCK_CLASS = 0x0d6a7f
  * await store.migrate()
  * const gate = createGate({ store })
  */
-export class PostgresStore implements GateStore {
+export class PostgresStore implements GateStore, UsageStore {
   /** The schema version this code reads and writes; {@link migrate} brings a database to it. */
   static readonly schemaVersion = SCHEMA_VERSION
 
@@ -130,6 +132,7 @@ export class PostgresStore implements GateStore {
   /** Users read along with a token or key (at most 100 ms ago), for the `getUser` that follows: one query per request. */
   readonly #prefetched = new Map<string, { user: UserRecord | undefined; at: number }>()
   #closed = false
+  readonly #usage: PostgresUsage
 
   constructor(options: PostgresStoreOptions) {
     const schema = options.schema ?? 'open_data_gate'
@@ -159,7 +162,8 @@ export class PostgresStore implements GateStore {
     this.#q = pg.escapeIdentifier(schema)
     this.#statements = new PreparedStatements(this.#pool)
     this.#changes = new ApplicationChangeListener(this.#pool, changeChannel(schema), onError)
-    this.#sweeper = new Sweeper(this.#statements, this.#q, { intervalMs: sweepIntervalMs, batchSize: sweepBatchSize, onError })
+    this.#usage = new PostgresUsage((text, values) => this.#statements.run(text, values), this.#q)
+    this.#sweeper = new Sweeper(this.#statements, this.#q, this.#usage, { intervalMs: sweepIntervalMs, batchSize: sweepBatchSize, onError })
   }
 
   /**
@@ -579,6 +583,18 @@ export class PostgresStore implements GateStore {
 
   async resetRate(key: string): Promise<void> {
     await this.#statements.run(`DELETE FROM ${this.#q}.rates WHERE key = $1`, [key])
+  }
+
+  // Usage (./usage.ts)
+
+  addUsage(batch: UsageBatch): Promise<void> {
+    return this.#usage.add(batch)
+  }
+  getUsage(appToken: string | null, granularity: UsageGranularity, from: number, to: number): Promise<UsageBucket[]> {
+    return this.#usage.get(appToken, granularity, from, to)
+  }
+  topUsage(query: UsageTopQuery): Promise<UsageTotal[]> {
+    return this.#usage.top(query)
   }
 }
 /** The database's clock in integer microseconds. */

@@ -1,10 +1,11 @@
 /**
  * The PostgreSQL store's sweeper: deletes what expired (revoked API keys past their purge
- * time, access tokens, sessions, drained rate rows, and authorization codes an hour after
- * they expired) in bounded batches, so that no sweep holds many locks or a long
+ * time, access tokens, sessions, drained rate rows, authorization codes an hour after
+ * they expired, and usage buckets past their retention) in bounded batches, so that no sweep holds many locks or a long
  * transaction; on an unref'd timer, and on demand.
  */
 import type { PreparedStatements } from './pool.js'
+import type { PostgresUsage } from './usage.js'
 
 /** What {@link PostgresStore.sweep} deleted. */
 export interface SweepResult {
@@ -14,6 +15,8 @@ export interface SweepResult {
   readonly authorizationCodes: number
   readonly sessions: number
   readonly rates: number
+  /** Usage buckets past their retention, and forgotten usage writers. */
+  readonly usage: number
 }
 
 /** A used or expired code is kept this long after it expires, so a late replay still revokes the tokens issued from it. */
@@ -24,6 +27,7 @@ const STATEMENT_US = `(extract(epoch FROM statement_timestamp()) * 1000000)::big
 export class Sweeper {
   readonly #statements: PreparedStatements
   readonly #q: string
+  readonly #usage: PostgresUsage
   readonly #batchSize: number
   #timer: NodeJS.Timeout | undefined
   #sweeping: Promise<SweepResult> | undefined
@@ -34,9 +38,10 @@ export class Sweeper {
    * @param intervalMs how often to sweep; 0 sweeps only when asked
    * @param onError where a timed sweep's failure goes
    */
-  constructor(statements: PreparedStatements, q: string, options: { intervalMs: number; batchSize: number; onError: (error: unknown) => void }) {
+  constructor(statements: PreparedStatements, q: string, usage: PostgresUsage, options: { intervalMs: number; batchSize: number; onError: (error: unknown) => void }) {
     this.#statements = statements
     this.#q = q
+    this.#usage = usage
     this.#batchSize = options.batchSize
     if (options.intervalMs > 0) {
       this.#timer = setInterval(() => {
@@ -65,6 +70,7 @@ export class Sweeper {
       authorizationCodes: await batch('authorization_codes', 'code_hash', 'expires_at < $2', now - CODE_RETENTION_MS),
       sessions: await batch('sessions', 'session_hash', 'expires_at < $2', now),
       rates: await batch('rates', 'key', `tat_us < ${STATEMENT_US}`, null),
+      usage: await this.#usage.sweep((text, value) => this.#drain(text, value), now),
     }
   }
 

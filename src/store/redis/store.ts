@@ -73,6 +73,8 @@ import type {
   UserPatch,
   UserRecord,
 } from '../store.js'
+import type { UsageBatch, UsageBucket, UsageGranularity, UsageStore, UsageTopQuery, UsageTotal } from '../usage-contract.js'
+import { RedisUsage } from './usage.js'
 
 export { redisClientDefaults, type RedisClient } from './client.js'
 
@@ -132,7 +134,7 @@ function isNoScript(error: unknown): boolean {
  * // Or a client (Redis or Cluster) you own; the store never closes it.
  * const store = new RedisStore({ client: new Cluster(nodes, { enableOfflineQueue: false, enableAutoPipelining: true, redisOptions: redisClientDefaults() }) })
  */
-export class RedisStore implements GateStore {
+export class RedisStore implements GateStore, UsageStore {
   readonly #client: RedisClient
   readonly #owned: boolean
   readonly #p: string
@@ -145,6 +147,7 @@ export class RedisStore implements GateStore {
   #firstReady: Promise<void> | undefined
   readonly #readyWaitMs: number
   #closed = false
+  #usage: RedisUsage | undefined
 
   constructor(options: RedisStoreOptions) {
     if (options === null || typeof options !== 'object') throw new TypeError('open-data-gate: RedisStore needs { url } or { client }')
@@ -574,6 +577,21 @@ export class RedisStore implements GateStore {
 
   async resetRate(key: string): Promise<void> {
     await this.#call((c) => c.del(`${this.#p}rate:{${key}}`))
+  }
+
+  // ---- usage (./usage.ts) ----
+
+  #usageSlice(): RedisUsage {
+    return (this.#usage ??= new RedisUsage((send) => this.#call(send), this.#p))
+  }
+  addUsage(batch: UsageBatch): Promise<void> {
+    return this.#usageSlice().add(batch)
+  }
+  getUsage(appToken: string | null, granularity: UsageGranularity, from: number, to: number): Promise<UsageBucket[]> {
+    return this.#usageSlice().get(appToken, granularity, from, to)
+  }
+  topUsage(query: UsageTopQuery): Promise<UsageTotal[]> {
+    return this.#usageSlice().top(query)
   }
 }
 

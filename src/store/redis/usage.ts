@@ -1,0 +1,246 @@
+/**
+ * Usage buckets on Redis, for {@link RedisStore}; Cluster-safe.
+ *
+ * Key layout, under the store's prefix, hash tag in braces:
+ * - `{usage:<appToken>}:<m|h|d>:<start>`: one bucket, a hash of its counts (`requests`,
+ *   `throttled`, `refused`, `s2xx` ... `s5xx`, `unknown`), expiring at the bucket's
+ *   `expiresAt` (Redis drops it: that is the retention). The anonymous pool is
+ *   `{usage:}`. Every key of one application, and `{usage:<appToken>}:seen` (the last
+ *   sequence applied per writer), shares the application's slot.
+ * - `{usage-rank}:<h|d>:<start>:<r|t>`: per hour and per day, a sorted set of applications
+ *   by requests (`r`) and by 429s (`t`), for `topUsage`; `{usage-rank}:seen` as above. All in
+ *   one slot, so that a ranking over many buckets is one `ZUNIONSTORE`.
+ *
+ * A batch is one script per application (atomic, and skipped when the writer's sequence was
+ * already applied in that application's slot) plus one per 2,000 ranking entries, sent
+ * together: a flush of up to 2,000 applications is one round trip per node (with ioredis
+ * auto-pipelining, which the store's own client and `redisClientDefaults` turn on, one
+ * write per node too); a larger one goes in waves of 2,000, so that no script waits in Redis
+ * long enough to outlast the client's command timeout.
+ *
+ * Why rankings of their own rather than reading every application's buckets: on a cluster
+ * the buckets are spread over the nodes by application, and a top query would read every
+ * application's keys on every node. The rankings cost one small script per flush on one
+ * node (that node holds them all: about 2 sorted-set entries per active application per
+ * hour and per day), and `top` is one script there.
+ */
+import { createHash } from 'node:crypto'
+import type { Cluster, Redis } from 'ioredis'
+import { GRANULARITY_MS, USAGE_FIELDS, usageCounts, usageValues, type UsageBatch, type UsageBucket, type UsageGranularity, type UsageTopQuery, type UsageTotal } from '../usage-contract.js'
+
+type Client = Redis | Cluster
+
+interface Script {
+  readonly lua: string
+  readonly sha: string
+}
+
+function script(lua: string): Script {
+  return { lua, sha: createHash('sha1').update(lua).digest('hex') }
+}
+
+/**
+ * Adds one application's rows, once per writer sequence.
+ * KEYS[1] the application's `seen` hash, KEYS[2..] its buckets.
+ * ARGV writer, sequence, seenExpireAt, then per bucket: expireAt and the 8 counts.
+ * Returns 1 when applied, 0 for a replay.
+ */
+const ADD = script(`local last = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+if last >= tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('PEXPIREAT', KEYS[1], ARGV[3])
+local fields = {${USAGE_FIELDS.map((f) => `'${f}'`).join(', ')}}
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local a = 4
+for k = 2, #KEYS do
+  local expireAt = tonumber(ARGV[a])
+  for i = 1, 8 do
+    local v = tonumber(ARGV[a + i])
+    if v ~= 0 then redis.call('HINCRBY', KEYS[k], fields[i], v) end
+  end
+  local ttl = redis.call('PTTL', KEYS[k])
+  if ttl ~= -2 and (ttl == -1 or now + ttl < expireAt) then redis.call('PEXPIREAT', KEYS[k], ARGV[a]) end
+  a = a + 9
+end
+return 1`)
+
+/**
+ * Adds to the rankings, once per writer sequence.
+ * KEYS[1] the rankings' `seen` hash, KEYS[2..] sorted sets.
+ * ARGV writer, sequence, seenExpireAt, then per set: expireAt, n, then n (member, increment).
+ */
+const RANK = script(`local last = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+if last >= tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('PEXPIREAT', KEYS[1], ARGV[3])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local a = 4
+for k = 2, #KEYS do
+  local expireAt = tonumber(ARGV[a])
+  local n = tonumber(ARGV[a + 1])
+  a = a + 2
+  for i = 1, n do
+    redis.call('ZINCRBY', KEYS[k], ARGV[a + 1], ARGV[a])
+    a = a + 2
+  end
+  local ttl = redis.call('PTTL', KEYS[k])
+  if ttl ~= -2 and (ttl == -1 or now + ttl < expireAt) then redis.call('PEXPIREAT', KEYS[k], expireAt) end
+end
+return 1`)
+
+/**
+ * Sums rankings: KEYS[1], KEYS[2] scratch keys, then n sets ranked by, then the n sets of
+ * the other total. ARGV n. Returns both unions, member, score pairs.
+ */
+const TOP = script(`local n = tonumber(ARGV[1])
+local by, other = {}, {}
+for i = 1, n do by[i] = KEYS[2 + i]; other[i] = KEYS[2 + n + i] end
+redis.call('ZUNIONSTORE', KEYS[1], n, unpack(by))
+redis.call('ZUNIONSTORE', KEYS[2], n, unpack(other))
+local a = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+local b = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
+redis.call('DEL', KEYS[1], KEYS[2])
+return {a, b}`)
+
+const LETTER: Readonly<Record<UsageGranularity, string>> = { minute: 'm', hour: 'h', day: 'd' }
+/** Ranking entries per script, at most. */
+const RANK_CHUNK = 2000
+/** Scripts sent at once, at most: a flush of up to this many applications is one round trip. */
+const WAVE = 2000
+/** How many buckets a read asks for, at most: the gate's own bound on a query. */
+const MAX_READ = 10_000
+
+/** The usage slice of a {@link RedisStore}, given the store's way to reach its client and its prefix. */
+export class RedisUsage {
+  readonly #call: <T>(send: (client: Client) => Promise<T>) => Promise<T>
+  readonly #p: string
+
+  constructor(call: <T>(send: (client: Client) => Promise<T>) => Promise<T>, prefix: string) {
+    this.#call = call
+    this.#p = prefix
+  }
+
+  #app(appToken: string | null): string {
+    return `${this.#p}{usage:${appToken ?? ''}}`
+  }
+
+  #rank(): string {
+    return `${this.#p}{usage-rank}`
+  }
+
+  #eval(s: Script, keys: string[], args: Array<string | number>): Promise<unknown> {
+    return this.#call((client) =>
+      // One array argument (ioredis flattens it): a batch's arguments can be too many to spread into a call.
+      client.evalsha(s.sha, keys.length, [...keys, ...args.map(String)]).catch((error: unknown) => {
+        if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error
+        return client.eval(s.lua, keys.length, [...keys, ...args.map(String)])
+      }),
+    )
+  }
+
+  /** One script per application and one for the rankings, sent together. */
+  async add(batch: UsageBatch): Promise<void> {
+    const byApp = new Map<string | null, { keys: string[]; args: Array<string | number> }>()
+    const ranks = new Map<string, { expireAt: number; members: Array<string | number> }>()
+    const head = [batch.writer, batch.sequence, batch.idExpiresAt]
+    for (const row of batch.rows) {
+      let app = byApp.get(row.appToken)
+      if (app === undefined) {
+        app = { keys: [`${this.#app(row.appToken)}:seen`], args: [...head] }
+        byApp.set(row.appToken, app)
+      }
+      app.keys.push(`${this.#app(row.appToken)}:${LETTER[row.granularity]}:${row.start}`)
+      app.args.push(row.expiresAt)
+      for (const value of usageValues(row)) app.args.push(value)
+      if (row.appToken === null || row.granularity === 'minute') continue
+      for (const [metric, value] of [['r', row.requests], ['t', row.throttled]] as const) {
+        if (value === 0) continue
+        const key = `${this.#rank()}:${LETTER[row.granularity]}:${row.start}:${metric}`
+        let rank = ranks.get(key)
+        if (rank === undefined) {
+          rank = { expireAt: row.expiresAt, members: [] }
+          ranks.set(key, rank)
+        }
+        rank.expireAt = Math.max(rank.expireAt, row.expiresAt)
+        rank.members.push(row.appToken, value)
+      }
+    }
+    const scripts: Array<[Script, string[], Array<string | number>]> = [...byApp.values()].map(({ keys, args }) => [ADD, keys, args])
+    // The rankings in scripts of at most RANK_CHUNK entries each, so that none holds Redis
+    // long; each chunk is told apart in `seen` by its number (a retried batch chunks alike).
+    let chunk: { keys: string[]; args: Array<string | number>; size: number } | undefined
+    const chunks: Array<NonNullable<typeof chunk>> = []
+    for (const [key, { expireAt, members }] of ranks) {
+      for (let i = 0; i < members.length; i += 2 * RANK_CHUNK) {
+        const part = members.slice(i, i + 2 * RANK_CHUNK)
+        if (chunk === undefined || chunk.size + part.length / 2 > RANK_CHUNK) {
+          chunk = { keys: [`${this.#rank()}:seen`], args: [`${batch.writer}#${chunks.length}`, batch.sequence, batch.idExpiresAt], size: 0 }
+          chunks.push(chunk)
+        }
+        chunk.keys.push(key)
+        chunk.args.push(expireAt, part.length / 2)
+        for (const value of part) chunk.args.push(value)
+        chunk.size += part.length / 2
+      }
+    }
+    for (const { keys, args } of chunks) scripts.push([RANK, keys, args])
+    // Sent in waves of WAVE scripts, each wave's calls all before any answer is awaited (one
+    // round trip per node); none waits in Redis behind more than a wave, so none outlasts the
+    // command timeout. A call that failed is retried with the whole batch, and the
+    // applications it did reach skip it then.
+    let failure: { reason: unknown } | undefined
+    for (let i = 0; i < scripts.length; i += WAVE) {
+      const results = await Promise.allSettled(scripts.slice(i, i + WAVE).map(([script, keys, args]) => this.#eval(script, keys, args)))
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+      if (failed !== undefined) failure ??= failed
+    }
+    if (failure !== undefined) throw failure.reason
+  }
+
+  /** The application's buckets in the range, one pipeline in its slot. */
+  async get(appToken: string | null, granularity: UsageGranularity, from: number, to: number): Promise<UsageBucket[]> {
+    const step = GRANULARITY_MS[granularity]
+    const starts: number[] = []
+    for (let start = Math.ceil(from / step) * step; start < to && starts.length < MAX_READ; start += step) starts.push(start)
+    if (starts.length === 0) return []
+    const base = `${this.#app(appToken)}:${LETTER[granularity]}:`
+    const replies = await this.#call(async (client) => {
+      const pipeline = client.pipeline()
+      for (const start of starts) pipeline.hmget(base + String(start), ...USAGE_FIELDS)
+      return (await pipeline.exec()) ?? []
+    })
+    const buckets: UsageBucket[] = []
+    replies.forEach(([error, values], i) => {
+      if (error !== null) throw error
+      const fields = values as Array<string | null>
+      if (fields.every((v) => v === null)) return
+      buckets.push({ start: starts[i] as number, ...usageCounts(fields.map((v) => Number(v ?? 0))) })
+    })
+    return buckets
+  }
+
+  /** One script on the rankings' node: the union of the range's sets. */
+  async top(query: UsageTopQuery): Promise<UsageTotal[]> {
+    const step = GRANULARITY_MS[query.granularity]
+    const starts: number[] = []
+    for (let start = Math.ceil(query.from / step) * step; start < query.to && starts.length < MAX_READ; start += step) starts.push(start)
+    if (starts.length === 0) return []
+    const sets = (metric: 'r' | 't') => starts.map((start) => `${this.#rank()}:${LETTER[query.granularity]}:${start}:${metric}`)
+    const [first, second] = query.by === 'requests' ? (['r', 't'] as const) : (['t', 'r'] as const)
+    const scratch = `${this.#rank()}:scratch:${createHash('sha1').update(`${Date.now()}:${Math.random()}`).digest('hex')}`
+    const [ranked, others] = (await this.#eval(TOP, [`${scratch}:a`, `${scratch}:b`, ...sets(first), ...sets(second)], [starts.length])) as [string[], string[]]
+    const other = new Map<string, number>()
+    for (let i = 0; i < others.length; i += 2) other.set(others[i] as string, Number(others[i + 1]))
+    const totals: UsageTotal[] = []
+    for (let i = 0; i < ranked.length; i += 2) {
+      const appToken = ranked[i] as string
+      const value = Number(ranked[i + 1])
+      if (value <= 0) continue
+      const otherValue = other.get(appToken) ?? 0
+      totals.push(query.by === 'requests' ? { appToken, requests: value, throttled: otherValue } : { appToken, requests: otherValue, throttled: value })
+    }
+    return totals.sort((a, b) => b[query.by] - a[query.by] || (a.appToken < b.appToken ? -1 : a.appToken > b.appToken ? 1 : 0)).slice(0, query.limit)
+  }
+}
