@@ -3,7 +3,7 @@
 // nothing but what git holds), `npm pack` must build the code itself; the tarball must
 // hold every file package.json points at; publint and attw lint it; then it is installed
 // in a scratch project and used from ESM, CommonJS and TypeScript: 5.9 and 7.x, strict,
-// with `nodenext` and with `bundler` resolution.
+// with `nodenext` and with `bundler` resolution, and with no `types` list.
 import { execFileSync } from 'node:child_process'
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -69,7 +69,8 @@ try {
     [`TypeScript ${TYPESCRIPT_7}`, join(project, 'node_modules', 'typescript7', 'bin', 'tsc')],
   ]
   for (const [name, tsc] of compilers) {
-    for (const config of ['tsconfig.json', 'tsconfig.bundler.json', 'tsconfig.libcheck.json']) {
+    // tsconfig.notypes.json: a node:http app with no `types` list, TypeScript 7's default.
+    for (const config of ['tsconfig.json', 'tsconfig.bundler.json', 'tsconfig.libcheck.json', 'tsconfig.notypes.json']) {
       console.log(`package: ${name}, ${config}`)
       run('node', [tsc, '-p', config], project)
     }
