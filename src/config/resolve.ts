@@ -58,7 +58,8 @@ import type {
 } from './options.js'
 import { booleanOption, optionNames, optionsObject, paths, positiveInteger, rejectUnknownKeys, singlePath } from './validate.js'
 
-const GATE_OPTION_NAMES = optionNames<GateOptions>({
+/** Every top-level option of `createGate`. */
+export const GATE_OPTION_NAMES = optionNames<GateOptions>({
   store: true, rateStore: true, applicationCacheMs: true, apiKeyEndpoints: true, connectedApps: true, throttle: true, trustProxy: true, proxyHeaders: true, legacyAppTokenParam: true, storeTimeoutMs: true, bodyTimeoutMs: true,
   basic: true, oauth: true, currentUser: true, realm: true,
 })
