@@ -203,7 +203,10 @@ export interface ConnectedAppsOptions {
 
 /** Options of {@link createGate}. */
 export interface GateOptions {
-  /** Where records and rate counters live. Default: a new {@link MemoryStore}. */
+  /**
+   * Where records and rate counters live. Default: a new {@link MemoryStore} (`null` is
+   * refused; with `NODE_ENV=production` a memory store warns once, `ODG_MEMORY_STORE_IN_PRODUCTION`).
+   */
   store?: GateStore
   /**
    * Where rate counters live, when not in `store`: for example records in a
