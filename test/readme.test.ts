@@ -6,6 +6,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { Server, type AddressInfo } from 'node:net'
 import { afterAll, describe, expect, it, vi } from 'vitest'
+import { createGate, MemoryStore } from '../src/index.js'
 
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
 const SNIPPETS = new URL('./.readme-snippets/', import.meta.url)
@@ -65,3 +66,23 @@ describe('the README quickstarts', () => {
     }
   })
 })
+
+describe('the documented context (docs/request-lifecycle.md)', () => {
+  it('names every field of req.gate, and of its application, throttle, user and accessToken', async () => {
+    const doc = readFileSync(new URL('../docs/request-lifecycle.md', import.meta.url), 'utf8')
+    const rows = new Map([...doc.matchAll(/^\| `(\w+)` \| (.*) \|$/gm)].map((m) => [m[1] as string, m[2] as string]))
+    const gate = createGate({ store: new MemoryStore() })
+    const { appToken } = await gate.applications.register({ name: 'Transit dashboard' })
+    const user = await gate.users.create({ username: 'ada', password: 'correct horse battery', displayName: 'Ada', email: 'ada@example.org' })
+    const { accessToken } = await gate.tokens.issue({ userId: user.id, appToken })
+    const outcome = await gate.handle({ method: 'GET', url: '/resource/x.json', headers: { authorization: `OAuth ${accessToken}` }, peerAddress: '127.0.0.1', tls: true })
+    expect(outcome.type).toBe('next')
+    const context = (outcome as { context: Record<string, unknown> }).context
+    expect([...rows.keys()].filter((name) => name in context).sort()).toEqual(Object.keys(context).sort())
+    for (const [field, value] of Object.entries(context)) {
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) continue
+      for (const key of Object.keys(value)) expect(rows.get(field), `req.gate.${field}.${key}`).toMatch(new RegExp(`\\b${key}\\b`))
+    }
+  })
+})
+
