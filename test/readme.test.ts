@@ -1,8 +1,10 @@
 /**
  * The README's quickstarts run as pasted: each framework's block, below the first block,
- * as one ES module, imported for real. Only the port is changed (to a free one), by
- * catching the `listen` call the snippet makes.
+ * as one ES module, imported for real, and the curl line it prints is run by curl. Only
+ * the port is changed (to a free one), by catching the `listen` call the snippet makes.
  */
+import { execFile, execFileSync } from 'node:child_process'
+import { promisify } from 'node:util'
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { Server, type AddressInfo } from 'node:net'
 import { afterAll, describe, expect, it, vi } from 'vitest'
@@ -20,6 +22,25 @@ function codeBlocks(section: string): string[] {
   return [...text.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] as string)
 }
 
+const execFileAsync = promisify(execFile)
+const hasCurl = (() => {
+  try {
+    execFileSync('curl', ['--version'], { stdio: 'ignore' })
+    return true
+  } catch {
+    return false
+  }
+})()
+
+/** Without curl: the printed line's URL and header, fetched, answered in curl -i's shape. */
+async function viaFetch(line: string): Promise<string> {
+  const [, url, token] = /^curl -i (\S+) -H "X-App-Token: ([^"]+)"$/.exec(line) as RegExpExecArray
+  const res = await fetch(`http://${url as string}`, { headers: { 'x-app-token': token as string } })
+  let head = `HTTP/1.1 ${res.status} ${res.statusText}\r\n`
+  res.headers.forEach((value, name) => (head += `${name}: ${value}\r\n`))
+  return `${head}\r\n${await res.text()}`
+}
+
 const [core, ...frameworks] = codeBlocks('Quickstart') as [string, ...string[]]
 const named = frameworks.map((code) => [/from 'open-data-gate\/(\w+)'/.exec(code)?.[1] ?? 'unknown', code] as const)
 
@@ -35,6 +56,8 @@ describe('the README quickstarts', () => {
     mkdirSync(SNIPPETS, { recursive: true })
     const file = new URL(`${name}.ts`, SNIPPETS)
     writeFileSync(file, `${core}\n${code}`)
+    const lines: string[] = []
+    const printed = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => void lines.push(args.join(' ')))
     const servers: Server[] = []
     const original = Server.prototype.listen as (...args: unknown[]) => Server
     const listen = vi.spyOn(Server.prototype, 'listen').mockImplementation(function (this: Server, ...args: unknown[]) {
@@ -47,6 +70,7 @@ describe('the README quickstarts', () => {
       await import(/* @vite-ignore */ file.href)
     } finally {
       listen.mockRestore()
+      printed.mockRestore()
     }
     expect(servers).toHaveLength(1)
     const server = servers[0] as Server
@@ -61,6 +85,15 @@ describe('the README quickstarts', () => {
       const unknown = await fetch(base, { headers: { 'x-app-token': 'not-registered' } })
       expect(unknown.status).toBe(403)
       expect(await unknown.json()).toEqual({ code: 'permission_denied', error: true, message: 'Invalid app_token specified' })
+      // The line the quickstart prints, pasted into a shell (only the port is another).
+      const curl = lines.find((line) => line.startsWith('curl '))
+      expect(curl, `the quickstart printed ${JSON.stringify(lines)}`).toMatch(/^curl -i localhost:8080\/resource\/abcd-1234\.json -H "X-App-Token: [A-Za-z0-9_-]+"$/)
+      const pasted = (curl as string).replace('localhost:8080', `127.0.0.1:${(server.address() as AddressInfo).port}`)
+      // Asynchronously: the server answering curl runs in this process.
+      const answer = hasCurl ? (await execFileAsync('sh', ['-c', pasted], { encoding: 'utf8', timeout: 30_000 })).stdout : await viaFetch(pasted)
+      expect(answer).toMatch(/^HTTP\/1\.1 200 /)
+      expect(answer).toMatch(/^ratelimit-policy: "app";q=1000;w=3600\r?$/im)
+      expect(answer).toContain('"app":"Transit dashboard"')
     } finally {
       server.close()
     }
@@ -77,7 +110,7 @@ describe('the documented context (docs/request-lifecycle.md)', () => {
     const { accessToken } = await gate.tokens.issue({ userId: user.id, appToken })
     const outcome = await gate.handle({ method: 'GET', url: '/resource/x.json', headers: { authorization: `OAuth ${accessToken}` }, peerAddress: '127.0.0.1', tls: true })
     expect(outcome.type).toBe('next')
-    const context = (outcome as { context: Record<string, unknown> }).context
+    const context = (outcome as unknown as { context: Record<string, unknown> }).context
     expect([...rows.keys()].filter((name) => name in context).sort()).toEqual(Object.keys(context).sort())
     for (const [field, value] of Object.entries(context)) {
       if (value === null || typeof value !== 'object' || Array.isArray(value)) continue
