@@ -46,7 +46,7 @@ try {
   const missing = [...pointedAt].filter((p) => typeof p === 'string' && p.startsWith('./dist/') && !files.has(p.slice(2)))
   if (![...files].some((f) => f.startsWith('dist/'))) fail('the tarball has no dist/: prepack did not build')
   if (missing.length > 0) fail(`the tarball lacks files package.json points at: ${missing.join(', ')}`)
-  for (const required of ['LICENSE', 'README.md', 'package.json']) if (!files.has(required)) fail(`the tarball has no ${required}`)
+  for (const required of ['LICENSE', 'README.md', 'CHANGELOG.md', 'package.json']) if (!files.has(required)) fail(`the tarball has no ${required}`)
   // The packed package.json names no script npm would run, or warn about, at install:
   // `prepare` is for git installs only, and its file is not in the package.
   const packedScripts = JSON.parse(read('tar', ['-xzOf', tarball, 'package/package.json'])).scripts ?? {}
