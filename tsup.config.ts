@@ -17,7 +17,10 @@ export default defineConfig({
     cli: 'src/cli/index.ts',
   },
   format: ['esm', 'cjs'],
-  dts: true,
+  // Every declaration file says it needs Node's types (`Buffer`, `node:http`): a project
+  // with no `types` list (TypeScript 7's default is none) loads them from this reference.
+  // (A `/// <reference>` in the sources does not survive tsup's declaration bundling.)
+  dts: { banner: '/// <reference types="node" />' },
   splitting: true,
   sourcemap: true,
   clean: true,

@@ -17,6 +17,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Gate, GateContext, GuardRule } from '../src/index.js'
+import { assertGate } from '../src/index.js'
 import { nodeGuard, runGate, toGateRequest, writeGateResponse } from './node.js'
 // Loads Express's types so the augmentation below has a module to extend.
 import type {} from 'express-serve-static-core'
@@ -31,8 +32,12 @@ declare module 'express-serve-static-core' {
 /** The shape of an Express middleware, without depending on Express's types. */
 export type ExpressMiddleware = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void
 
-/** Mounts the gate in an Express app: `app.use(expressGate(gate))`. */
+/**
+ * Mounts the gate in an Express app: `app.use(expressGate(gate))`.
+ * @throws {TypeError} at mount, when `gate` is not the gate `createGate()` returns (its options, say)
+ */
 export function expressGate(gate: Gate): ExpressMiddleware {
+  assertGate(gate, 'expressGate(gate)')
   return (req, res, next) => {
     // The gate's own failures are answered by the gate, as in every adapter, not by Express.
     const fail = (error: unknown) => writeGateResponse(res, gate.errorResponse(error, toGateRequest(req)))
@@ -53,6 +58,7 @@ export function expressGate(gate: Gate): ExpressMiddleware {
  * Mount `expressGate` first.
  */
 export function expressGuard(gate: Gate, rule: GuardRule): ExpressMiddleware {
+  assertGate(gate, 'expressGuard(gate, rule)')
   const guard = nodeGuard(gate, rule)
   return (req, res, next) => {
     if (guard(req, res)) next()

@@ -16,6 +16,7 @@
  * @module open-data-gate/koa
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { assertGate } from '../src/index.js'
 import type { Gate, GateContext, GateOutcome, GateResponse, GuardRule } from '../src/index.js'
 import { countStatus, toGateRequest } from './node.js'
 // Loads Koa's types so the augmentation below has a module to extend.
@@ -44,8 +45,12 @@ export interface KoaContextLike {
 /** The shape of a Koa middleware. */
 export type KoaMiddleware = (ctx: KoaContextLike, next: () => Promise<unknown>) => Promise<unknown> | undefined
 
-/** Mounts the gate in a Koa app: `app.use(koaGate(gate))`. */
+/**
+ * Mounts the gate in a Koa app: `app.use(koaGate(gate))`.
+ * @throws {TypeError} at mount, when `gate` is not the gate `createGate()` returns (its options, say)
+ */
 export function koaGate(gate: Gate): KoaMiddleware {
+  assertGate(gate, 'koaGate(gate)')
   // Not an async function: when the gate answers synchronously, so does this middleware.
   return (ctx, next) => {
     const outcome = gate.handle(toGateRequest(ctx.req, () => (ctx.req.readableEnded ? (ctx.request as { body?: unknown }).body : undefined)))
@@ -71,6 +76,7 @@ function proceed(gate: Gate, ctx: KoaContextLike, next: () => Promise<unknown>, 
  * or `app.use(koaGuard(...))` in front of private routes. Mount `koaGate` first.
  */
 export function koaGuard(gate: Gate, rule: GuardRule): KoaMiddleware {
+  assertGate(gate, 'koaGuard(gate, rule)')
   const guard = gate.guard(rule)
   return (ctx, next) => {
     const error = guard((ctx.state as { gate?: GateContext }).gate)

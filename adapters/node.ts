@@ -17,6 +17,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { TLSSocket } from 'node:tls'
+import { assertGate } from '../src/index.js'
 import type { Gate, GateContext, GateOutcome, GateRequest, GateResponse, GuardRule, RequestBody } from '../src/index.js'
 
 /** A request the gate let through: `req.gate` tells what it found. */
@@ -30,8 +31,10 @@ export type GatedHandler = (req: GatedRequest, res: ServerResponse) => unknown
 /**
  * Wraps a node:http handler: the gate runs first and answers itself when it refuses the
  * request (403, 429, ...); otherwise `handler` runs with `req.gate` set.
+ * @throws {TypeError} at mount, when `gate` is not the gate `createGate()` returns (its options, say), or `handler` is not a function
  */
 export function nodeGate(gate: Gate, handler: GatedHandler): (req: IncomingMessage, res: ServerResponse) => void {
+  assertGate(gate, 'nodeGate(gate, handler)')
   if (typeof handler !== 'function') throw new TypeError('open-data-gate: nodeGate(gate, handler) needs a handler function')
   // The handler's own failures still get an answer: a 500 while nothing is sent, else the socket closes.
   const fail = (req: IncomingMessage, res: ServerResponse, error: unknown) => {
@@ -100,6 +103,7 @@ export function countStatus(gate: Gate, context: GateContext, res: ServerRespons
  * }))
  */
 export function nodeGuard(gate: Gate, rule: GuardRule): (req: IncomingMessage, res: ServerResponse) => boolean {
+  assertGate(gate, 'nodeGuard(gate, rule)')
   const guard = gate.guard(rule)
   return (req, res) => {
     const error = guard((req as Partial<GatedRequest>).gate)

@@ -3,9 +3,10 @@
 // nothing but what git holds), `npm pack` must build the code itself; the tarball must
 // hold every file package.json points at; publint and attw lint it; then it is installed
 // in a scratch project and used from ESM, CommonJS and TypeScript: 5.9 and 7.x, strict,
-// with `nodenext` and with `bundler` resolution.
+// with `nodenext` and with `bundler` resolution, and with no `types` list. A git install
+// of the same commit must build and run too.
 import { execFileSync } from 'node:child_process'
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 
@@ -45,7 +46,13 @@ try {
   const missing = [...pointedAt].filter((p) => typeof p === 'string' && p.startsWith('./dist/') && !files.has(p.slice(2)))
   if (![...files].some((f) => f.startsWith('dist/'))) fail('the tarball has no dist/: prepack did not build')
   if (missing.length > 0) fail(`the tarball lacks files package.json points at: ${missing.join(', ')}`)
-  for (const required of ['LICENSE', 'README.md', 'package.json']) if (!files.has(required)) fail(`the tarball has no ${required}`)
+  for (const required of ['LICENSE', 'README.md', 'CHANGELOG.md', 'package.json']) if (!files.has(required)) fail(`the tarball has no ${required}`)
+  // The packed package.json names no script npm would run, or warn about, at install:
+  // `prepare` is for git installs only, and its file is not in the package.
+  const packedScripts = JSON.parse(read('tar', ['-xzOf', tarball, 'package/package.json'])).scripts ?? {}
+  const installScripts = ['preinstall', 'install', 'postinstall', 'prepare'].filter((name) => packedScripts[name] !== undefined)
+  if (installScripts.length > 0) fail(`the packed package.json names install scripts: ${installScripts.join(', ')}`)
+  if (read('git', ['status', '--porcelain'], clone).trim() !== '') fail(`packing left the clone changed:\n${read('git', ['status', '--porcelain'], clone)}`)
   console.log(`package: ${filename}, ${files.size} files, ${(statSync(tarball).size / 1024).toFixed(0)} kB, dist/ built by prepack`)
   run('npx', ['publint', 'run', tarball, '--strict'])
   run('npx', ['attw', tarball])
@@ -60,6 +67,15 @@ try {
     ...['express', 'koa', 'ioredis', 'pg', 'typescript', '@types/express', '@types/koa', '@types/node', '@types/pg'].map(pinned),
     `typescript7@npm:typescript@${TYPESCRIPT_7}`], project)
   run('node', ['esm.mjs'], project)
+  // A git install builds dist/ itself (`prepare`, in a clone npm makes of the repository).
+  const fromGit = join(scratch, 'from-git')
+  mkdirSync(fromGit)
+  cpSync(join(root, 'scripts', 'package-smoke', 'esm.mjs'), join(fromGit, 'esm.mjs'))
+  writeFileSync(join(fromGit, 'package.json'), JSON.stringify({ name: 'smoke-git', private: true }))
+  run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', `git+file://${clone}#${head}`, ...['express', 'koa', 'pg'].map(pinned)], fromGit)
+  if (!existsSync(join(fromGit, 'node_modules', 'open-data-gate', 'dist', 'index.js'))) fail('a git install has no dist/: prepare did not build')
+  run('node', ['esm.mjs'], fromGit)
+  console.log('package: a git install builds and runs')
   run('node', ['cjs.cjs'], project)
   // The package's bin, as an operator runs it: npx finds it in the installed tarball.
   const help = execFileSync('npx', ['--no-install', 'open-data-gate', '--help'], { cwd: project }).toString()
@@ -69,7 +85,8 @@ try {
     [`TypeScript ${TYPESCRIPT_7}`, join(project, 'node_modules', 'typescript7', 'bin', 'tsc')],
   ]
   for (const [name, tsc] of compilers) {
-    for (const config of ['tsconfig.json', 'tsconfig.bundler.json', 'tsconfig.libcheck.json']) {
+    // tsconfig.notypes.json: a node:http app with no `types` list, TypeScript 7's default.
+    for (const config of ['tsconfig.json', 'tsconfig.bundler.json', 'tsconfig.libcheck.json', 'tsconfig.notypes.json']) {
       console.log(`package: ${name}, ${config}`)
       run('node', [tsc, '-p', config], project)
     }

@@ -89,3 +89,5 @@ export type { NearLimitEvent, UsageDroppedEvent, UsageFlushFailedEvent } from '.
 export type { UsageStore, UsageBatch, UsageRow, UsageBucket, UsageCounts, UsageStatuses, UsageGranularity, UsageTopQuery, UsageTotal } from './store/usage-contract.js'
 export { compareApiKeys, matchesApiKeyQuery } from './store/api-key-query.js'
 export { gcraStep, emissionInterval, type RateResult, type GcraOutcome } from './limits/gcra.js'
+/** For authors of adapters: the check every mount makes that it was given a gate. */
+export { assertGate } from './config/gate-argument.js'

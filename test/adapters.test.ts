@@ -6,7 +6,10 @@ import net from 'node:net'
 import { DOMParser } from '@xmldom/xmldom'
 import request from 'supertest'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createGate, MemoryStore, type GateOptions } from '../src/index.js'
+import { createGate, MemoryStore, type Gate, type GateOptions } from '../src/index.js'
+import { expressGate, expressGuard } from '../adapters/express.js'
+import { koaGate, koaGuard } from '../adapters/koa.js'
+import { nodeGate, nodeGuard } from '../adapters/node.js'
 import { sha256 } from '../src/secrets/tokens.js'
 import { FRAMEWORKS, FRAMEWORKS_WITH_BODY_PARSERS, type DatasetBody } from './adapters/frameworks.js'
 import { listen, requestFrom, TEST_CERT, type RawAnswer, type RunningServer } from './adapters/servers.js'
@@ -674,6 +677,43 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       expect(res.body).toEqual({ code: 'internal', error: true, message: 'Internal server error' })
       expect(internal).toHaveLength(1)
     })
+  })
+})
+
+describe('mounting an adapter', () => {
+  const handler = () => {}
+  const mounts: Array<[string, (gate: unknown) => unknown]> = [
+    ['expressGate', (gate) => expressGate(gate as Gate)],
+    ['koaGate', (gate) => koaGate(gate as Gate)],
+    ['nodeGate', (gate) => nodeGate(gate as Gate, handler)],
+    ['expressGuard', (gate) => expressGuard(gate as Gate, { auth: 'required' })],
+    ['koaGuard', (gate) => koaGuard(gate as Gate, { auth: 'required' })],
+    ['nodeGuard', (gate) => nodeGuard(gate as Gate, { auth: 'required' })],
+  ]
+  const wrong: Array<[string, unknown, RegExp]> = [
+    ['nothing', undefined, /got undefined/],
+    ['null', null, /got null/],
+    ['the options', { throttle: {} }, /got an object with throttle: these are createGate options; mount the gate createGate\(options\) returns/],
+    ['a store', new MemoryStore(), /got a MemoryStore/],
+    ['a string', 'gate', /got a string/],
+  ]
+
+  it.each(mounts.flatMap(([name, mount]) => wrong.map(([what, value, message]) => [name, what, mount, value, message] as const)))(
+    'refuses at mount, with a TypeError saying what it got, anything but a gate: %s(%s)',
+    (name, _, mount, value, message) => {
+      expect(() => mount(value)).toThrow(TypeError)
+      expect(() => mount(value)).toThrow(new RegExp(`^open-data-gate: ${name}\\(gate.*\\) takes the gate createGate\\(\\) returns`))
+      expect(() => mount(value)).toThrow(message)
+    },
+  )
+
+  it('mounts a gate, whichever build made it (a gate-shaped object from the other module format)', () => {
+    const gate = createGate()
+    const shaped = { handle: gate.handle.bind(gate), errorResponse: gate.errorResponse.bind(gate), guard: gate.guard.bind(gate) }
+    for (const [, mount] of mounts) {
+      expect(typeof mount(gate)).toBe('function')
+      expect(typeof mount(shaped)).toBe('function')
+    }
   })
 })
 

@@ -68,6 +68,17 @@ describe('applications', () => {
     }
   })
 
+  it('points an http loopback Callback Prefix at oauth.allowLoopbackCallbacks when it is off, and no other http one', async () => {
+    const gate = createGate()
+    for (const prefix of ['http://localhost:3000/cb', 'http://127.0.0.1:8080/', 'http://[::1]:9000/oauth/']) {
+      await expect(gate.applications.register({ name: 'a', callbackPrefix: prefix })).rejects.toThrow(
+        'it does not use https (http on localhost, 127.0.0.1 or [::1] is accepted, for local development only, with the gate option oauth.allowLoopbackCallbacks)',
+      )
+    }
+    const other = gate.applications.register({ name: 'a', callbackPrefix: 'http://app.example/cb' })
+    await expect(other).rejects.toThrow(/it does not use https$/)
+  })
+
   it('refuses an empty name and a limit that is not a positive integer', async () => {
     const gate = createGate()
     await expect(gate.applications.register({ name: ' ' })).rejects.toThrow(/name must be a non-empty string/)

@@ -103,11 +103,12 @@ describe.each(layouts)('open-data-gate on $name', (layout) => {
       const outcome = await gate.handle(request({ 'x-app-token': registered.appToken }))
       return outcome.type === 'next' ? outcome.headers['ratelimit-policy'] : undefined
     }, { timeout: 8000 }).toMatch(/;q=7;/)
-    const shown = await json(['rate', 'show', `app:${registered.appToken}`])
+    // The serving gate's window (the default hour) is told; the application's own limit is read from the store.
+    const shown = await json(['rate', 'show', `app:${registered.appToken}`, '--window-ms', '3600000'])
     expect(shown).toMatchObject({ key: `app:${registered.appToken}`, limit: 7, windowMs: 3_600_000 })
     expect(shown.remaining).toBeLessThan(7)
     expect(await json(['rate', 'reset', `app:${registered.appToken}`])).toEqual({ key: `app:${registered.appToken}`, reset: true })
-    expect(await json(['rate', 'show', `app:${registered.appToken}`])).toMatchObject({ remaining: 7 })
+    expect(await json(['rate', 'show', `app:${registered.appToken}`, '--window-ms', '3600000'])).toMatchObject({ remaining: 7 })
 
     await json(['apps', 'delete', registered.appToken])
     await expect.poll(async () => (await gate.handle(request({ 'x-app-token': registered.appToken }))).type, { timeout: 8000 }).toBe('respond')
@@ -148,13 +149,15 @@ describe.each(layouts)('open-data-gate on $name', (layout) => {
 
 describe('open-data-gate when a store does not answer', () => {
   it.each([
-    ['Redis', ['--store', 'redis://127.0.0.1:1']],
-    ['PostgreSQL', ['--store', 'postgres://postgres@127.0.0.1:1/test']],
-    ['the rate store', ['--store', REDIS_URL, '--rate-store', 'redis://127.0.0.1:1']],
-  ])('exits 3 quickly with one line when %s is unreachable (a closed port)', async (_, args) => {
-    const ran = await cli([...args, ...(args.includes('--rate-store') ? ['rate', 'show', 'anon'] : ['apps', 'list'])])
+    ['Redis', ['--store', 'redis://127.0.0.1:1'], 'redis://127.0.0.1:1'],
+    ['PostgreSQL', ['--store', 'postgres://postgres@127.0.0.1:1/test'], 'postgres://postgres@127.0.0.1:1/test'],
+    ['the rate store', ['--store', REDIS_URL, '--rate-store', 'redis://127.0.0.1:1'], 'redis://127.0.0.1:1'],
+  ])('exits 3 quickly with one line saying what it tried and what failed when %s is unreachable (a closed port)', async (_, args, shown) => {
+    const ran = await cli([...args, ...(args.includes('--rate-store') ? ['rate', 'show', 'anon', '--limit', '60', '--window-ms', '3600000'] : ['apps', 'list'])])
     expect(ran.code).toBe(3)
-    expect(ran.stderr).toMatch(/^open-data-gate: the (rate store|store at \S+) did not answer/)
+    const port = new URL(shown).port
+    expect(ran.stderr).toMatch(new RegExp(`^open-data-gate: could not connect to ${shown.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} within 2 s: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\\n$`))
+    expect(ran.stderr).not.toMatch(/Stream isn't writeable|enableOfflineQueue/)
     expect(ran.stderr.trimEnd().split('\n')).toHaveLength(1)
     expect(ran.stdout).toBe('')
     expect(ran.ms).toBeLessThan(6000)
@@ -168,7 +171,7 @@ describe('open-data-gate when a store does not answer', () => {
     for (const json of [[], ['--json']]) {
       const ran = await cli(['apps', 'list', ...json], { env: { OPEN_DATA_GATE_STORE: url } })
       expect(ran.code).toBe(3)
-      expect(ran.stderr).toContain(`the store at ${shown} did not answer`)
+      expect(ran.stderr).toContain(`could not connect to ${shown} within 2 s`)
       expect(ran.stdout + ran.stderr).not.toMatch(/SECRETPW|pa@/)
     }
   })
@@ -193,6 +196,22 @@ describe('open-data-gate when a store does not answer', () => {
       await client.end()
     }
   }, 30_000)
+
+  it('says to run migrate, with exit 4, on a PostgreSQL schema never migrated, and creates nothing', async () => {
+    const fresh = `${schema}_fresh`
+    const ran = await cli(['apps', 'list', '--store', POSTGRES_URL, '--schema', fresh])
+    expect(ran).toMatchObject({ code: 4, stdout: '' })
+    expect(ran.stderr).toBe(
+      `open-data-gate: the store at ${POSTGRES_URL} has no open-data-gate schema "${fresh}" (never migrated): run open-data-gate migrate with the same --store and --schema first\n`,
+    )
+    const client = new pg.Client({ connectionString: POSTGRES_URL })
+    await client.connect()
+    try {
+      expect((await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [fresh])).rowCount).toBe(0)
+    } finally {
+      await client.end()
+    }
+  })
 
   it('exits 2 for a usage error without touching a store', async () => {
     const ran = await cli(['apps', 'register', '--store', 'redis://127.0.0.1:1'])

@@ -4,12 +4,13 @@
  * itself). The same command against real Redis and PostgreSQL, as a child process, is in
  * test/cli-stores.test.ts.
  */
+import { readFileSync } from 'node:fs'
 import { PassThrough, Readable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
 import { createGate, MemoryStore } from '../src/index.js'
 import { run, type CliIo } from '../src/cli/main.js'
 import { typeHidden } from '../src/cli/secret-input.js'
-import type { OpenedStores, StoreSpec } from '../src/cli/store-url.js'
+import type { OpenedStore, OpenedStores, StoreSpec } from '../src/cli/store-url.js'
 
 const FAST_SCRYPT = { logN: 10, blockSize: 8, parallelization: 1 }
 
@@ -20,12 +21,12 @@ interface Ran {
   specs: StoreSpec[]
 }
 
-function harness(store = new MemoryStore()) {
+function harness(store = new MemoryStore(), records: Partial<OpenedStore> = {}) {
   const specs: StoreSpec[] = []
   const exec = async (argv: string[], options: { stdin?: CliIo['stdin']; env?: Record<string, string> } = {}): Promise<Ran> => {
     let stdout = ''
     let stderr = ''
-    const opened: OpenedStores = { records: { kind: 'redis', store, migrate: async () => null }, rates: undefined, close: async () => {} }
+    const opened: OpenedStores = { records: { kind: 'redis', store, migrate: async () => null, ...records }, rates: undefined, close: async () => {} }
     const code = await run(argv, {
       stdout: { write: (text: string) => (stdout += text) },
       stderr: { write: (text: string) => (stderr += text) },
@@ -87,7 +88,11 @@ describe('open-data-gate command line', () => {
     [['apps', 'show', ...S], /apps show needs APP_TOKEN/],
     [['apps', 'show', 'a', 'b', ...S], /unexpected "b"/],
     [['apps', 'list', '--name', 'x', ...S], /apps list does not take --name/],
-    [['apps', 'list', '--bogus', ...S], /Unknown option '--bogus'/],
+    [['apps', 'list', '--bogus', ...S], /Unknown option '--bogus' \(see open-data-gate --help\)/],
+    [['rate', 'show', 'anon', '--lmit', '5', ...S], /Unknown option '--lmit'; did you mean --limit\?/],
+    [['apps', 'register', '--callback-prefx', 'https://a.example/', ...S], /Unknown option '--callback-prefx'; did you mean --callback-prefix\?/],
+    [['aps', 'list', ...S], /unknown command "aps"; did you mean "apps"\?/],
+    [['apps', 'regster', ...S], /unknown command "apps regster"; did you mean "apps register"\?/],
     [['apps', 'list', '--store'], /--store/],
     [['apps', 'list'], /no store: give --store URL or set OPEN_DATA_GATE_STORE/],
     [['apps', 'list', '--store', 'memory:'], /memory: keeps records inside one process/],
@@ -96,6 +101,7 @@ describe('open-data-gate command line', () => {
     [['keys', 'rotate', 'k', '--key-secret=abc', ...S], /--key-secret is not accepted/],
     [['tokens', 'revoke', ...S], /tokens revoke takes --user or --app/],
     [['rate', 'show', 'login:ada', ...S], /needs --limit and --window-ms/],
+    [['rate', 'show', 'anon', ...S], /needs --limit and --window-ms/],
   ])('exits 2 with one line for a usage error: %j', async (argv, message) => {
     const { exec, specs } = harness()
     const ran = await exec(argv)
@@ -298,14 +304,68 @@ describe('open-data-gate command line', () => {
     const { exec } = harness(store)
     const app = JSON.parse((await exec(['apps', 'register', '--name', 'Dash', '--limit', '10', ...S, '--json'])).stdout)
     const key = `app:${app.appToken}`
-    for (let i = 0; i < 3; i++) store.consumeRate(key, 10, 3_600_000, 1)
-    const show = async () => JSON.parse((await exec(['rate', 'show', key, ...S, '--json'])).stdout)
-    expect(await show()).toMatchObject({ key, limit: 10, windowMs: 3_600_000, remaining: 7 })
+    for (let i = 0; i < 3; i++) store.consumeRate(key, 10, 60_000, 1)
+    // The application's own limit is in the store; the window is the serving gate's, told on the line.
+    const show = async () => JSON.parse((await exec(['rate', 'show', key, '--window-ms', '60000', ...S, '--json'])).stdout)
+    expect(await show()).toMatchObject({ key, limit: 10, windowMs: 60_000, remaining: 7 })
     expect(await show()).toMatchObject({ remaining: 7 })
-    const human = await exec(['rate', 'show', 'anon:10.0.0.1', ...S])
-    expect(human.stdout).toMatch(/policy: +60 per 3600000 ms \(assumed/)
+    const human = await exec(['rate', 'show', key, '--window-ms', '60000', ...S])
+    expect(human.stdout).toMatch(/^key: +app:\S+\npolicy: +10 per 60000 ms \(the application's own limit\)\nremaining: +7\n/)
     expect(JSON.parse((await exec(['rate', 'reset', key, ...S, '--json'])).stdout)).toEqual({ key, reset: true })
     expect(await show()).toMatchObject({ remaining: 10 })
+  })
+
+  it('refuses to guess the policy of a rate key, saying what it cannot know and why', async () => {
+    const store = new MemoryStore()
+    const { exec } = harness(store)
+    const own = JSON.parse((await exec(['apps', 'register', '--name', 'Own limit', '--limit', '10', ...S, '--json'])).stdout)
+    const plain = JSON.parse((await exec(['apps', 'register', '--name', 'Configured limit', ...S, '--json'])).stdout)
+    // The serving gate runs anonymous requests on 5 a minute; this budget is spent.
+    for (let i = 0; i < 5; i++) store.consumeRate('anon', 5, 60_000, 1)
+    const refusals: Array<[string[], RegExp]> = [
+      [['rate', 'show', 'anon'], /^open-data-gate: rate show anon needs --limit and --window-ms: the throttle policy is set in the serving process \(createGate's throttle\.anonymous\), not kept in the store, so the command cannot know it; read under another policy, the key's state would show a wrong remaining \(see open-data-gate --help\)\n$/],
+      [['rate', 'show', 'anon', '--limit', '5'], /rate show anon needs --limit and --window-ms/],
+      [['rate', 'show', `app:${own.appToken}`], /needs --window-ms: this application's own limit \(10\) is in the store, but its window is set in the serving process \(createGate's throttle\.application\.windowMs\)/],
+      [['rate', 'show', `app:${plain.appToken}`, '--window-ms', '60000'], /needs --limit and --window-ms: this application has no limit of its own, and the configured one is set in the serving process \(createGate's throttle\.application\)/],
+    ]
+    for (const [argv, message] of refusals) {
+      const ran = await exec([...argv, ...S])
+      expect(ran.code, argv.join(' ')).toBe(2)
+      expect(ran.stderr).toMatch(message)
+      expect(ran.stdout).toBe('')
+    }
+    // Told the policy, it reads the truth: nothing left.
+    const told = JSON.parse((await exec(['rate', 'show', 'anon', '--limit', '5', '--window-ms', '60000', ...S, '--json'])).stdout)
+    expect(told).toMatchObject({ key: 'anon', limit: 5, windowMs: 60_000, remaining: 0 })
+    expect(told.retryAfterMs).toBeGreaterThan(0)
+  })
+
+  it('says to run migrate, with exit 4, on a schema older than this release or a table that is not there', async () => {
+    const old = harness(new MemoryStore(), { kind: 'postgres', schema: async () => ({ name: 'portal', version: 2, needed: 4 }), migrate: async () => ({ from: 2, to: 4, applied: [3, 4] }) })
+    const refused = await old.exec(['apps', 'list', ...S])
+    expect(refused).toMatchObject({ code: 4, stdout: '' })
+    expect(refused.stderr).toBe(
+      'open-data-gate: the store at redis://127.0.0.1:1 has schema "portal" at version 2, and this release reads version 4: run open-data-gate migrate with the same --store and --schema first (see CHANGELOG.md)\n',
+    )
+    // migrate itself is what brings it up to date.
+    expect(await old.exec(['migrate', ...S])).toMatchObject({ code: 0, stdout: 'postgres: schema migrated from version 2 to 4\n' })
+
+    const missing = new MemoryStore()
+    Object.defineProperty(missing, 'listApplications', { value: () => Promise.reject(Object.assign(new Error('relation "fresh.applications" does not exist'), { code: '42P01' })) })
+    const ran = await harness(missing).exec(['apps', 'list', ...S])
+    expect(ran).toMatchObject({ code: 4, stdout: '' })
+    expect(ran.stderr).toBe(
+      'open-data-gate: the store at redis://127.0.0.1:1 has no open-data-gate tables (relation "fresh.applications" does not exist): run open-data-gate migrate with the same store options first\n',
+    )
+  })
+
+  it('prints its version with --version, and nothing else', async () => {
+    const { exec, specs } = harness()
+    const version = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version as string
+    for (const argv of [['--version'], ['-v'], ['apps', 'list', '--version']]) {
+      expect(await exec(argv)).toMatchObject({ code: 0, stdout: `open-data-gate ${version}\n`, stderr: '' })
+    }
+    expect(specs).toEqual([])
   })
 
   it('says so, with exit 1, when the store cannot list users (listUsers is optional)', async () => {
@@ -322,7 +382,7 @@ describe('open-data-gate command line', () => {
     const { exec } = harness()
     const all = await exec(['--help'])
     expect(all.code).toBe(0)
-    expect(all.stdout).toContain('Exit codes: 0 done, 1 refused (bad input, not found), 2 usage, 3 store unreachable.')
+    expect(all.stdout).toContain('Exit codes: 0 done, 1 refused (bad input, not found), 2 usage, 3 store unreachable,\n4 store schema missing or older than this release (run migrate).')
     const keys = await exec(['keys', '--help'])
     expect(keys.stdout).toContain('keys rotate KEY_ID')
     expect(keys.stdout).not.toContain('apps register')

@@ -95,6 +95,10 @@ describe('npm run demo', () => {
     const apiLine = lineAfter(output, '3. Call the API')
     expect(landing.html).toContain(exchangeLine.replace('code=CODE', `code=${code}`))
     if (hasCurl) {
+      // The first printed line, as pasted: the app token counts against its application's budget.
+      const publicData = shell(lineAfter(output, 'Public data with the app token'))
+      expect(publicData).toMatch(/^HTTP\/1\.1 200 /)
+      expect(publicData).toMatch(/^ratelimit-policy: "app";q=1000;w=3600\r?$/im)
       const token = JSON.parse(shell(exchangeLine.replace('CODE', code))) as { access_token: string; token_type: string }
       expect(token.token_type).toBe('bearer')
       const me = JSON.parse(shell(apiLine.replace('TOKEN', token.access_token))) as { screenName: string }

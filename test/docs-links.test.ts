@@ -1,5 +1,5 @@
 /**
- * Every link in the documentation resolves: README.md, CONTRIBUTING.md, SECURITY.md and
+ * Every link in the documentation resolves: README.md, CONTRIBUTING.md, SECURITY.md, CHANGELOG.md and
  * docs/ (but the generated docs/api/). A relative link must name a file or folder of the
  * repository, and a `#fragment` must name a heading (or an HTML `id`) of its target, slugged
  * as GitHub slugs headings. Links to other sites are not fetched.
@@ -15,7 +15,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
 /** The Markdown files whose links are checked, relative to the root. */
 function documents(): string[] {
-  const found = ['README.md', 'CONTRIBUTING.md', 'SECURITY.md']
+  const found = ['README.md', 'CONTRIBUTING.md', 'SECURITY.md', 'CHANGELOG.md']
   const walk = (dir: string): void => {
     for (const name of readdirSync(join(ROOT, dir)).sort()) {
       const path = `${dir}/${name}`
@@ -112,7 +112,7 @@ function sourceFiles(dirs: string[]): string[] {
 }
 
 describe('the citations', () => {
-  const files = [...sourceFiles(['src', 'adapters', 'test', 'scripts', 'examples', 'bench', 'docs']), 'README.md', 'CONTRIBUTING.md', 'SECURITY.md']
+  const files = [...sourceFiles(['src', 'adapters', 'test', 'scripts', 'examples', 'bench', 'docs']), 'README.md', 'CONTRIBUTING.md', 'SECURITY.md', 'CHANGELOG.md']
 
   it('cite no file outside the repository: no path into a shared folder, no spec file name', () => {
     // Built from pieces, so that this file does not find itself.
@@ -138,7 +138,7 @@ describe('the documentation links', () => {
   const files = documents()
 
   it('covers the README, CONTRIBUTING.md, SECURITY.md and every page of docs/', () => {
-    expect(files).toEqual(expect.arrayContaining(['README.md', 'CONTRIBUTING.md', 'SECURITY.md', 'docs/README.md', 'docs/security.md']))
+    expect(files).toEqual(expect.arrayContaining(['README.md', 'CONTRIBUTING.md', 'SECURITY.md', 'CHANGELOG.md', 'docs/README.md', 'docs/security.md']))
     expect(files.some((file) => file.startsWith('docs/api/'))).toBe(false)
   })
 

@@ -1,5 +1,6 @@
-import { describe, expect, it } from 'vitest'
-import { createGate, MemoryStore } from '../src/index.js'
+import { describe, expect, it, vi } from 'vitest'
+import { createGate, MemoryStore, type GateStore } from '../src/index.js'
+import { STORE_METHODS } from '../src/store/guarded-store.js'
 import { captureWarnings } from './support/warnings.js'
 
 describe('options', () => {
@@ -60,6 +61,36 @@ describe('options', () => {
 
   it('refuses an oauthTokenBudget that is neither application nor anonymous', () => {
     expect(() => createGate({ throttle: { oauthTokenBudget: 'shared' as never } })).toThrow(/throttle\.oauthTokenBudget must be 'application' or 'anonymous'/)
+  })
+
+  it('refuses store: null or rateStore: null rather than running on a memory store of its own', () => {
+    expect(() => createGate({ store: null as never })).toThrow(TypeError)
+    expect(() => createGate({ store: null as never })).toThrow('open-data-gate: store must be a GateStore, got null; leave store out for an in-memory store')
+    expect(() => createGate({ rateStore: null as never })).toThrow('open-data-gate: rateStore must be a store of rate counters, got null; leave rateStore out to count in store')
+    // Left out (or undefined) is the in-memory store, as documented.
+    expect(createGate({ store: undefined } as never).store).toBeDefined()
+  })
+
+  it('warns once per process, with a code, when the memory store runs with NODE_ENV=production', async () => {
+    vi.stubEnv('NODE_ENV', 'production')
+    try {
+      const inner = new MemoryStore()
+      const shared = Object.fromEntries(STORE_METHODS.map((name) => [name, (inner[name] as (...args: unknown[]) => unknown).bind(inner)])) as unknown as GateStore
+      const { warnings } = await captureWarnings(() => {
+        createGate({ store: shared })
+        createGate()
+        createGate({ store: new MemoryStore() })
+        createGate({ store: shared, rateStore: new MemoryStore() })
+      })
+      expect(warnings).toEqual([
+        {
+          code: 'ODG_MEMORY_STORE_IN_PRODUCTION',
+          message: expect.stringMatching(/^open-data-gate: NODE_ENV is production and the gate keeps its records and rate counters in memory \(MemoryStore\): each process has its own/),
+        },
+      ])
+    } finally {
+      vi.unstubAllEnvs()
+    }
   })
 
   it('warns at startup, with a code, while loopback callbacks are allowed', async () => {

@@ -29,6 +29,7 @@ export const OPTIONS = {
   schema: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
   name: { type: 'string' },
   'callback-prefix': { type: 'string' },
   limit: { type: 'string' },

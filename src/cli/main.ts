@@ -9,7 +9,9 @@
  * the library's own: the same validation, the same hashing, the same revocations.
  */
 import { parseArgs } from 'node:util'
+import { nearestName } from '../config/did-you-mean.js'
 import { createGate } from '../gate.js'
+import manifest from '../../package.json' with { type: 'json' }
 import { classify, EXIT, UsageError } from './cli-errors.js'
 import { OPTIONS, type CliIo, type Command, type OptionName, type Values } from './command.js'
 import { API_KEY_COMMANDS } from './commands/api-keys.js'
@@ -21,12 +23,15 @@ import { USAGE_COMMANDS, usageCommandName } from './commands/usage.js'
 import { USER_COMMANDS } from './commands/users.js'
 import { json } from './output.js'
 import { inspectStoreUrl, type StoreUrl } from '../store/connection-url.js'
-import { COMMAND_TIMEOUT_MS, openStores, storeKind, type OpenedStores, type StoreSpec } from './store-url.js'
+import { checkStores, COMMAND_TIMEOUT_MS, openStores, storeKind, type OpenedStores, type StoreSpec } from './store-url.js'
 
 export type { CliIo } from './command.js'
 
 /** Accepted on every command, anywhere on the line. */
-const GLOBAL_OPTIONS: readonly OptionName[] = ['store', 'rate-store', 'prefix', 'schema', 'json', 'help']
+const GLOBAL_OPTIONS: readonly OptionName[] = ['store', 'rate-store', 'prefix', 'schema', 'json', 'help', 'version']
+
+/** The package's version, printed by `--version`. */
+export const VERSION: string = manifest.version
 
 /** Options that would carry a secret: refused with a word on how to pass it instead. */
 const SECRET_OPTION = /^--(password|pass|secret|secret-token|key-secret|client-secret|token-secret)(=|$)/
@@ -55,6 +60,10 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   let urls: StoreUrl[] = []
   try {
     const { command, name, args, values } = parse(argv)
+    if (values.version === true) {
+      io.stdout.write(`open-data-gate ${VERSION}\n`)
+      return EXIT.ok
+    }
     if (values.help === true || command === undefined) {
       io.stdout.write(help(name))
       return EXIT.ok
@@ -64,6 +73,7 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     const spec = storeSpec(values, given, urls)
     storeName = `the store at ${urls[0]?.shown ?? 'the given URL'}`
     stores = await (io.openStores ?? openStores)(spec)
+    await checkStores(stores, urls.map((url) => url.shown), command === COMMANDS.migrate)
     const gate = createGate({
       store: stores.records.store,
       ...(stores.rates === undefined ? {} : { rateStore: stores.rates.store }),
@@ -95,10 +105,11 @@ function parse(argv: readonly string[]): { command: Command | undefined; name: s
   try {
     parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true }) as { values: Values; positionals: string[] }
   } catch (error) {
-    throw new UsageError((error as Error).message.replace(/\. To specify a positional argument.*$/s, ''))
+    throw new UsageError(unknownOptionHint(error as Error & { code?: unknown }))
   }
   const { values, positionals } = parsed
   const [first, second] = positionals
+  if (values.version === true) return { command: undefined, name: '', args: [], values }
   if (first === undefined) {
     if (values.help === true) return { command: undefined, name: '', args: [], values }
     throw new UsageError('no command given')
@@ -108,9 +119,12 @@ function parse(argv: readonly string[]): { command: Command | undefined; name: s
   if (command === undefined) {
     if (GROUPS.includes(first)) {
       if (values.help === true) return { command: undefined, name: first, args: [], values }
-      throw new UsageError(second === undefined ? `${first} needs a subcommand: ${subcommands(first)}` : `unknown command "${first} ${second}"; ${first} has ${subcommands(first)}`)
+      if (second === undefined) throw new UsageError(`${first} needs a subcommand: ${subcommands(first)}`)
+      const nearest = nearestName(second, subcommands(first).split(', '))
+      throw new UsageError(`unknown command "${first} ${second}"; ${nearest === undefined ? `${first} has ${subcommands(first)}` : `did you mean "${first} ${nearest}"?`}`)
     }
-    throw new UsageError(`unknown command "${first}"`)
+    const nearest = nearestName(first, ['migrate', ...GROUPS])
+    throw new UsageError(`unknown command "${first}"${nearest === undefined ? '' : `; did you mean "${nearest}"?`}`)
   }
   if (values.help === true) return { command: undefined, name, args: [], values }
   const args = positionals.slice(name.split(' ').length)
@@ -124,6 +138,14 @@ function parse(argv: readonly string[]): { command: Command | undefined; name: s
   if (args.length < command.args.length) throw new UsageError(`${name} needs ${command.args.slice(args.length).join(' ')}`)
   if (args.length > command.args.length) throw new UsageError(`${name} takes ${command.args.length === 0 ? 'no arguments' : command.args.join(' ')}; unexpected ${JSON.stringify(args[command.args.length])}`)
   return { command, name, args, values }
+}
+
+/** parseArgs's complaint, without its advice on positionals, and with the nearest option for a misspelt one. */
+function unknownOptionHint(error: Error & { code?: unknown }): string {
+  const message = error.message.replace(/\. To specify a positional argument.*$/s, '')
+  const unknown = error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /^Unknown option '--([^'=]+)'/.exec(message)?.[1] : undefined
+  const nearest = unknown === undefined ? undefined : nearestName(unknown, Object.keys(OPTIONS))
+  return nearest === undefined ? message : `${message}; did you mean --${nearest}?`
 }
 
 /** The store URLs of the line or the environment: the records' first, then the rates'. */
@@ -183,11 +205,13 @@ Options (anywhere on the line):
   --schema NAME      PostgreSQL schema (default open_data_gate)
   --json             print JSON with the library's field names
   -h, --help         this help
+  -v, --version      the version of open-data-gate
 
 Secrets are generated and printed once; a password is read from a prompt, or from
 standard input when it is not a terminal. None is ever taken on the command line:
 a store URL with a password goes in OPEN_DATA_GATE_STORE (or the PostgreSQL password
 file, PGPASSFILE or ~/.pgpass), and messages show store URLs without passwords.
-Exit codes: 0 done, 1 refused (bad input, not found), 2 usage, 3 store unreachable.
+Exit codes: 0 done, 1 refused (bad input, not found), 2 usage, 3 store unreachable,
+4 store schema missing or older than this release (run migrate).
 `
 }

@@ -1,8 +1,7 @@
 /**
  * Every default of `createGate`'s options, in one place: what the gate runs on when
  * an option is left out. The option types (config/options.ts) describe them for users;
- * the resolution (config/resolve.ts) and the command's `rate show` (src/cli/commands/rates.ts)
- * read them from here, so a default changes in one line. (The scrypt cost of new password
+ * the resolution (config/resolve.ts) reads them from here, so a default changes in one line. (The scrypt cost of new password
  * hashes, `DEFAULT_SCRYPT`, stays beside the hashing in src/secrets/passwords.ts, which
  * uses it without a configuration.)
  * @see docs/reference/options.md

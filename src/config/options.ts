@@ -205,7 +205,8 @@ export interface ConnectedAppsOptions {
 /** Options of {@link createGate}. */
 export interface GateOptions {
   /**
-   * Where records and rate counters live. Default: a new {@link MemoryStore}. A
+   * Where records and rate counters live. Default: a new {@link MemoryStore} (`null` is
+   * refused; with `NODE_ENV=production` a memory store warns once, `ODG_MEMORY_STORE_IN_PRODUCTION`). A
    * {@link GateStore} serves every feature; a store of fewer slices serves the features
    * that need no more (applications and rates: app tokens and throttling, with `basic`,
    * `oauth` and what needs them off). A store lacking a slice a feature that is on needs

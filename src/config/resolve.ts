@@ -60,7 +60,8 @@ import { resolveUsage } from '../usage/options.js'
 import type { GateStore, RateStore } from '../store/store.js'
 import { booleanOption, optionNames, optionsObject, paths, positiveInteger, rejectUnknownKeys, singlePath } from './validate.js'
 
-const GATE_OPTION_NAMES = optionNames<GateOptions>({
+/** Every top-level option of `createGate`. */
+export const GATE_OPTION_NAMES = optionNames<GateOptions>({
   store: true, rateStore: true, applicationCacheMs: true, apiKeyEndpoints: true, connectedApps: true, throttle: true, trustProxy: true, proxyHeaders: true, legacyAppTokenParam: true, storeTimeoutMs: true, bodyTimeoutMs: true,
   basic: true, oauth: true, currentUser: true, realm: true, usage: true,
 })
@@ -167,6 +168,9 @@ function resolveProxies(options: GateOptions): Pick<ResolvedConfig, 'trust' | 't
  * {@link MemoryStore} of its own (the one module here that picks an implementation).
  */
 function resolveStores(options: GateOptions): Pick<ResolvedConfig, 'store' | 'rateStore'> {
+  // `null` is not "left out": a store that failed to load must not become a store of this process.
+  if (options.store === null) throw new TypeError('open-data-gate: store must be a GateStore, got null; leave store out for an in-memory store')
+  if (options.rateStore === null) throw new TypeError('open-data-gate: rateStore must be a store of rate counters, got null; leave rateStore out to count in store')
   const store = options.store ?? new MemoryStore()
   if (typeof store !== 'object' || store === null) throw new TypeError('open-data-gate: store must implement the GateStore interface')
   // Which slices the store must have depends on the features: the Gate checks it (store/slices.ts).
@@ -174,8 +178,26 @@ function resolveStores(options: GateOptions): Pick<ResolvedConfig, 'store' | 'ra
   if (rateStore !== store && (typeof rateStore !== 'object' || rateStore === null || typeof rateStore.consumeRate !== 'function' || typeof rateStore.resetRate !== 'function')) {
     throw new TypeError('open-data-gate: rateStore must have consumeRate and resetRate (a GateStore, or a store of rate counters only)')
   }
+  if (process.env.NODE_ENV === 'production' && (store instanceof MemoryStore || rateStore instanceof MemoryStore)) warnOfMemoryInProduction(store instanceof MemoryStore)
   // A store of fewer slices than GateStore: the Gate checks that it has those its features need.
   return { store: store as GateStore, rateStore }
+}
+
+let warnedOfMemoryInProduction = false
+
+/**
+ * Once per process: a memory store in production is usually a shared store forgotten in
+ * the configuration, and then every process counts and keeps its records on its own.
+ */
+function warnOfMemoryInProduction(records: boolean): void {
+  if (warnedOfMemoryInProduction) return
+  warnedOfMemoryInProduction = true
+  process.emitWarning(
+    `open-data-gate: NODE_ENV is production and the gate keeps its ${records ? 'records and rate counters' : 'rate counters'} in memory (MemoryStore): ` +
+      `each process has its own ${records ? 'applications, users, keys, tokens and limits, lost when it stops' : 'limits'}. ` +
+      'Give createGate a shared store (RedisStore, PostgresStore) unless one process on purpose is all there is.',
+    { code: 'ODG_MEMORY_STORE_IN_PRODUCTION' },
+  )
 }
 
 /** `basic`: HTTP Basic, the password cache, the login budgets and the password hashing. */

@@ -247,7 +247,12 @@ function callbackPrefixProblem(prefix: string, allowLoopback: boolean): string |
   if (unstorable !== undefined) return `it ${unstorable}`
   if (!URL.canParse(prefix)) return 'it is not an absolute URL'
   const url = new URL(prefix)
-  if (url.protocol !== 'https:' && !(allowLoopback && isLoopbackHttp(url))) return 'it does not use https'
+  if (url.protocol !== 'https:' && !(allowLoopback && isLoopbackHttp(url))) {
+    // A developer's first OAuth client usually runs on localhost: say which option allows it.
+    return isLoopbackHttp(url)
+      ? 'it does not use https (http on localhost, 127.0.0.1 or [::1] is accepted, for local development only, with the gate option oauth.allowLoopbackCallbacks)'
+      : 'it does not use https'
+  }
   if (url.username !== '' || url.password !== '') return 'it holds credentials'
   if (url.search !== '' || prefix.includes('?')) return 'it has a query'
   if (url.hash !== '' || prefix.includes('#')) return 'it has a fragment'

@@ -2,7 +2,6 @@
  * `rate ...`: read and forget rate keys in the rate store directly (the key formats are
  * in src/limits/rate-keys.ts).
  */
-import { DEFAULT_ANONYMOUS_LIMIT, DEFAULT_APPLICATION_LIMIT } from '../../config/defaults.js'
 import type { Gate } from '../../gate.js'
 import { parseRateKey } from '../../limits/rate-keys.js'
 import { UnreachableError, UsageError } from '../cli-errors.js'
@@ -13,8 +12,8 @@ import { findApplication } from './applications.js'
 
 export const RATE_COMMANDS: Record<string, Command> = {
   'rate show': {
-    usage: 'rate show KEY [--limit N --window-ms MS]',
-    summary: 'show what is left of a rate key (app:APP_TOKEN, anon, anon:ADDRESS) without consuming any of it',
+    usage: 'rate show KEY --limit N --window-ms MS',
+    summary: 'show what is left of a rate key (app:APP_TOKEN, anon, anon:ADDRESS) under the policy the serving gate uses, without consuming any of it (--limit may be left out for an application with its own limit)',
     args: ['KEY'],
     options: ['limit', 'window-ms'],
     async run({ gate, rates, args, values }) {
@@ -27,7 +26,7 @@ export const RATE_COMMANDS: Record<string, Command> = {
         json: out,
         human: fields([
           ['key', key],
-          ['policy', `${policy.limit} per ${policy.windowMs} ms${policy.assumed ? ' (assumed: say --limit and --window-ms if the gate is configured otherwise)' : ''}`],
+          ['policy', `${policy.limit} per ${policy.windowMs} ms${policy.ownLimit ? " (the application's own limit)" : ''}`],
           ['remaining', String(out.remaining)],
           ['full again in', `${Math.ceil(out.resetMs / 1000)} s`],
           ['next request in', `${Math.ceil(out.retryAfterMs / 1000)} s`],
@@ -49,21 +48,31 @@ export const RATE_COMMANDS: Record<string, Command> = {
 }
 
 /**
- * The policy `rate show` reads a key under. The gate's throttle configuration lives in
- * the serving process, not the store, so the command assumes the gate's defaults (an
- * application's own limit when it has one) unless told.
+ * The policy `rate show` reads a key under. The throttle configuration lives in the
+ * serving process (createGate's `throttle`), not in the store, so the command cannot know
+ * it, and a key read under another policy shows a wrong state (a spent budget of 5 a
+ * minute reads as nearly full under 60 an hour). So it is told, never guessed: only an
+ * application's own limit is in the store, and its window is still the serving gate's.
  */
-async function ratePolicy(gate: Gate, key: string, values: Values): Promise<{ limit: number; windowMs: number; assumed: boolean }> {
+async function ratePolicy(gate: Gate, key: string, values: Values): Promise<{ limit: number; windowMs: number; ownLimit: boolean }> {
   const limit = values.limit === undefined ? undefined : integer('--limit', values.limit)
   const windowMs = values['window-ms'] === undefined ? undefined : integer('--window-ms', values['window-ms'])
-  if (limit !== undefined && windowMs !== undefined) return { limit, windowMs, assumed: false }
   const parsed = parseRateKey(key)
-  if (parsed?.kind === 'application') {
-    const app = await findApplication(gate, parsed.appToken)
-    return { limit: limit ?? app.limit ?? DEFAULT_APPLICATION_LIMIT.limit, windowMs: windowMs ?? DEFAULT_APPLICATION_LIMIT.windowMs, assumed: limit === undefined && app.limit === null }
+  // An application must exist, whatever the line says: a typo in its token would read an empty key as "full".
+  const app = parsed?.kind === 'application' ? await findApplication(gate, parsed.appToken) : undefined
+  if (limit !== undefined && windowMs !== undefined) return { limit, windowMs, ownLimit: false }
+  if (app !== undefined && app.limit !== null) {
+    if (windowMs !== undefined) return { limit: app.limit, windowMs, ownLimit: true }
+    throw new UsageError(`rate show ${key} needs --window-ms: this application's own limit (${app.limit}) is in the store, but its window ${cannotKnow('throttle.application.windowMs')}`)
   }
-  if (parsed?.kind === 'anonymous') return { limit: limit ?? DEFAULT_ANONYMOUS_LIMIT.limit, windowMs: windowMs ?? DEFAULT_ANONYMOUS_LIMIT.windowMs, assumed: true }
+  if (app !== undefined) throw new UsageError(`rate show ${key} needs --limit and --window-ms: this application has no limit of its own, and the configured one ${cannotKnow('throttle.application')}`)
+  if (parsed?.kind === 'anonymous') throw new UsageError(`rate show ${key} needs --limit and --window-ms: the throttle policy ${cannotKnow('throttle.anonymous')}`)
   throw new UsageError(`rate show ${key} needs --limit and --window-ms (the policy of this key is not known to the command)`)
+}
+
+/** Why the command refuses to guess a policy set by the serving gate's `option`. */
+function cannotKnow(option: string): string {
+  return `is set in the serving process (createGate's ${option}), not kept in the store, so the command cannot know it; read under another policy, the key's state would show a wrong remaining`
 }
 
 function withTimeout<T>(value: T | PromiseLike<T>, operation: string): Promise<T> {
