@@ -113,6 +113,8 @@ function nodeApp(gate: Gate): RequestListener {
 /** Fastify 5 behind its own request handler (what `fastify.listen()` hands node:http). */
 function fastifyApp(gate: Gate): RequestListener {
   const app = Fastify()
+  // Like the other mounts, the routes take any body (or a chunked empty one without a type) rather than answer 415.
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body))
   void app.register(fastifyGate, { gate })
   const dataset = (request: { params: unknown; gate: GateContext }): DatasetBody => ({ dataset: (request.params as { id: string }).id, gate: request.gate })
   app.get('/resource/:id.json', async (request) => dataset(request))
