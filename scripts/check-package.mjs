@@ -3,7 +3,8 @@
 // nothing but what git holds), `npm pack` must build the code itself; the tarball must
 // hold every file package.json points at; publint and attw lint it; then it is installed
 // in a scratch project and used from ESM, CommonJS and TypeScript: 5.9 and 7.x, strict,
-// with `nodenext` and with `bundler` resolution.
+// with `nodenext` and with `bundler` resolution, and without @types/node for the Fetch and
+// Hono adapters.
 import { execFileSync } from 'node:child_process'
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -57,7 +58,7 @@ try {
   cpSync(join(root, 'scripts', 'package-smoke'), project, { recursive: true })
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'smoke', private: true, type: 'commonjs' }))
   run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', tarball,
-    ...['express', 'koa', 'ioredis', 'pg', 'typescript', '@types/express', '@types/koa', '@types/node', '@types/pg'].map(pinned),
+    ...['express', 'koa', 'fastify', 'hono', 'ioredis', 'pg', 'typescript', '@types/express', '@types/koa', '@types/node', '@types/pg'].map(pinned),
     `typescript7@npm:typescript@${TYPESCRIPT_7}`], project)
   run('node', ['esm.mjs'], project)
   run('node', ['cjs.cjs'], project)
@@ -69,7 +70,8 @@ try {
     [`TypeScript ${TYPESCRIPT_7}`, join(project, 'node_modules', 'typescript7', 'bin', 'tsc')],
   ]
   for (const [name, tsc] of compilers) {
-    for (const config of ['tsconfig.json', 'tsconfig.bundler.json', 'tsconfig.libcheck.json']) {
+    // tsconfig.fetch.json: the Fetch and Hono adapters with `types: []`, nothing from @types/node.
+    for (const config of ['tsconfig.json', 'tsconfig.bundler.json', 'tsconfig.libcheck.json', 'tsconfig.fetch.json']) {
       console.log(`package: ${name}, ${config}`)
       run('node', [tsc, '-p', config], project)
     }
