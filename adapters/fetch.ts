@@ -189,7 +189,11 @@ export function withGateHeaders(response: Response, headers: Readonly<Record<str
     try {
       target.headers.set(name, value)
     } catch {
-      target = new Response(target.body, target)
+      try {
+        target = new Response(target.body, target)
+      } catch {
+        return target // a response no Response can copy (a 101 upgrade): it goes out without the gate's headers
+      }
       target.headers.set(name, value)
     }
   }
