@@ -1,6 +1,6 @@
 import { defineConfig } from 'tsup'
 
-// One package: the core, three adapters, the stores (PostgreSQL, Redis) and the store conformance kit.
+// One package: the core, the adapters (Express, Koa, node:http, Fastify, Fetch, Hono), the stores (PostgreSQL, Redis) and the store conformance kit.
 // `splitting` is on for both formats so the core is emitted once per format and shared by
 // the other entries: an error thrown by the core is `instanceof GateError` whichever entry
 // point the user imported it from.
@@ -10,6 +10,9 @@ export default defineConfig({
     express: 'adapters/express.ts',
     koa: 'adapters/koa.ts',
     node: 'adapters/node.ts',
+    fastify: 'adapters/fastify.ts',
+    fetch: 'adapters/fetch.ts',
+    hono: 'adapters/hono.ts',
     postgres: 'src/store/postgres/store.ts',
     redis: 'src/store/redis/store.ts',
     testing: 'src/testing/index.ts',
@@ -17,10 +20,9 @@ export default defineConfig({
     cli: 'src/cli/index.ts',
   },
   format: ['esm', 'cjs'],
-  // Every declaration file says it needs Node's types (`Buffer`, `node:http`): a project
-  // with no `types` list (TypeScript 7's default is none) loads them from this reference.
-  // (A `/// <reference>` in the sources does not survive tsup's declaration bundling.)
-  dts: { banner: '/// <reference types="node" />' },
+  // The Node mounts' declarations get `/// <reference types="node" />` after the build
+  // (scripts/reference-node-types.mjs), and only they: the Fetch and Hono ones need no Node.
+  dts: true,
   splitting: true,
   sourcemap: true,
   clean: true,

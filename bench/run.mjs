@@ -228,6 +228,7 @@ function summarize(selected, samples) {
       redisCmdPerReq: v.redis ? median(mine.map((s) => s.redisCmdPerReq)) : null,
       redisCpuUsPerReq: v.redis ? median(mine.map((s) => s.redisCpuUsPerReq)) : null,
       ...(v.target !== undefined && { target: v.target, pass: ratio >= v.target }),
+      ...(v.cpuTarget !== undefined && { cpuTarget: v.cpuTarget, cpuPass: median(extra) <= v.cpuTarget }),
     }
   })
 }
@@ -277,6 +278,13 @@ function report(config, summary, samples) {
       console.log(`  ${r.pass ? 'PASS' : 'MISS'}  ${r.name.padEnd(w)}  ${r.ratio.toFixed(2)} vs target ≥ ${r.target.toFixed(2)}` +
         `  (rounds ${r.ratioMin.toFixed(2)}–${r.ratioMax.toFixed(2)}, ${signed(r.extraCpuUsPerReq)} µs/req)`)
     }
+  }
+
+  const cpuTargeted = summary.filter((r) => r.cpuTarget !== undefined)
+  if (cpuTargeted.length) {
+    console.log('\nCPU targets (median server CPU µs per request over bare, same round):')
+    const w = Math.max(...cpuTargeted.map((r) => r.name.length))
+    for (const r of cpuTargeted) console.log(`  ${r.cpuPass ? 'PASS' : 'MISS'}  ${r.name.padEnd(w)}  ${signed(r.extraCpuUsPerReq)} µs/req vs target ≤ ${r.cpuTarget}`)
   }
 
   const byName = new Map(summary.map((r) => [r.name, r]))

@@ -4,7 +4,7 @@
 //
 // A variant:
 //   name       unique, used by BENCH_ONLY and on the server's command line
-//   framework  'node' | 'express' | 'koa': the table it is printed in
+//   framework  'node' | 'express' | 'koa' | 'fastify' | 'hono': the table it is printed in
 //   baseline   the bare variant of the same framework; ratios are taken to it within a round
 //   path       the request path autocannon hits
 //   headers    optional static request headers
@@ -12,6 +12,7 @@
 //              the response, so a middleware that is mounted but not doing its job (a
 //              token silently ignored, a default limit) can't pass as "fast"
 //   target     optional minimum ratio to the baseline, printed as PASS/MISS
+//   cpuTarget  optional most server CPU µs per request over the baseline, printed as PASS/MISS
 //   create     async () => listener  |  { listener, headers, queries }
 //              `headers` there are merged over the static ones: for credentials the
 //              variant only knows after its setup (a registered app's token, a Basic
@@ -152,6 +153,26 @@ async function koaApp(...middleware) {
   for (const mw of middleware) app.use(mw)
   app.use((ctx) => { ctx.body = { ok: true } })
   return app.callback()
+}
+
+/** Fastify 5, through the request handler `fastify.listen()` would give node:http. */
+async function fastifyApp(register) {
+  const { default: Fastify } = await import('fastify')
+  const app = Fastify()
+  if (register) await register(app)
+  app.get(PATH, async () => ({ ok: true }))
+  await app.ready()
+  return (req, res) => app.routing(req, res)
+}
+
+/** Hono 4 on @hono/node-server's request listener. */
+async function honoApp(...middleware) {
+  const { Hono } = await import('hono')
+  const { getRequestListener } = await import('@hono/node-server')
+  const app = new Hono()
+  for (const mw of middleware) app.use(mw)
+  app.get(PATH, (c) => c.json({ ok: true }))
+  return getRequestListener(app.fetch)
 }
 
 // "app": the token was recognised; a missing or ignored one would be counted as "anon".
@@ -392,6 +413,38 @@ export const variants = [
     },
   },
 ]
+
+// Fastify and Hono (on Node), bare and with the gate's app-token check: the issue's target
+// is at most 5 µs of server CPU per request over the bare framework.
+variants.push(
+  {
+    name: 'fastify-bare', framework: 'fastify', baseline: 'fastify-bare', path: PATH,
+    create: () => fastifyApp(),
+  },
+  {
+    name: 'fastify-gate', framework: 'fastify', baseline: 'fastify-bare', path: PATH,
+    expectHeaders: GATE_HEADERS, cpuTarget: 5,
+    create: async () => {
+      const { fastifyGate } = await import('../dist/fastify.js')
+      const { gate, headers } = await gateWithApp()
+      return { listener: await fastifyApp((app) => app.register(fastifyGate, { gate })), headers }
+    },
+  },
+  {
+    name: 'hono-bare', framework: 'hono', baseline: 'hono-bare', path: PATH,
+    create: () => honoApp(),
+  },
+  {
+    name: 'hono-gate', framework: 'hono', baseline: 'hono-bare', path: PATH,
+    expectHeaders: GATE_HEADERS, cpuTarget: 5,
+    create: async () => {
+      const { honoGate } = await import('../dist/hono.js')
+      const { getConnInfo } = await import('@hono/node-server/conninfo')
+      const { gate, headers } = await gateWithApp()
+      return { listener: await honoApp(honoGate(gate, { clientAddress: (request, c) => getConnInfo(c).remote.address, https: false })), headers }
+    },
+  },
+)
 
 /**
  * The gate on Express with records in PostgreSQL: alone, and with rates in another store

@@ -64,7 +64,7 @@ try {
   cpSync(join(root, 'scripts', 'package-smoke'), project, { recursive: true })
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'smoke', private: true, type: 'commonjs' }))
   run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', tarball,
-    ...['express', 'koa', 'ioredis', 'pg', 'typescript', '@types/express', '@types/koa', '@types/node', '@types/pg'].map(pinned),
+    ...['express', 'koa', 'fastify', 'hono', 'ioredis', 'pg', 'typescript', '@types/express', '@types/koa', '@types/node', '@types/pg'].map(pinned),
     `typescript7@npm:typescript@${TYPESCRIPT_7}`], project)
   run('node', ['esm.mjs'], project)
   // A git install builds dist/ itself (`prepare`, in a clone npm makes of the repository).

@@ -104,6 +104,16 @@ export class Gate extends TypedEmitter<GateEvents> {
   }
 
   /**
+   * Whether the gate was made with `trustProxy: true`: every peer is a proxy whose headers
+   * say who the client is and whether it used https. A host that cannot see the connection
+   * (a Fetch-standard `Request` carries neither the peer's address nor its TLS) may then
+   * leave both out; otherwise its adapter must be told them (`open-data-gate/fetch`).
+   */
+  get trustsEveryProxy(): boolean {
+    return this.#config.trustsEveryProxy
+  }
+
+  /**
    * Decides what happens to a request. Never throws and never rejects: every failure
    * becomes a response. It answers synchronously when the store does (the in-memory
    * store), so a request pays for no promise it does not need: `await` the result.

@@ -1,6 +1,7 @@
 /**
- * One HTTP behaviour, five mounts: every test here runs against a real listening server
- * in Express 5, Express 4, Koa 3, Koa 2 and plain node:http.
+ * One HTTP behaviour, every mount: each test here runs against a real listening server in
+ * Express 5, Express 4, Koa 3, Koa 2, plain node:http, Fastify 5, Hono 4 on
+ * @hono/node-server and the Fetch adapter on Node's own Request (test/adapters/frameworks.ts).
  */
 import net from 'node:net'
 import { DOMParser } from '@xmldom/xmldom'

@@ -66,4 +66,10 @@ describe('Authorization header', () => {
   it('refuses two Authorization headers (Basic and a token at once) with invalid_request', () => {
     expect(() => read([basic('a:b'), 'OAuth xyz'])).toThrow(/more than one Authorization header/)
   })
+
+  it('refuses two Authorization headers that a Fetch host joined into one value with ", " as two headers', () => {
+    expect(() => read(`${basic('a:b')}, OAuth xyz`)).toThrow(/more than one Authorization header/)
+    expect(() => read('OAuth abc, OAuth def')).toThrow(/more than one Authorization header/)
+    expect(() => read('Bearer abc, Basic YTpi')).toThrow(expect.objectContaining({ code: 'invalid_request', status: 400 }))
+  })
 })

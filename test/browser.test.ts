@@ -6,16 +6,20 @@
  * under their strict CSP, no CSP violation is reported, the labels work, and the 303
  * after Allow to the application's origin is not blocked by `form-action`, every text on
  * every page meets WCAG AA contrast (4.5:1) as computed in both colour schemes, and axe-core
- * finds no accessibility violation.
+ * finds no accessibility violation. The flow runs once more through the Fastify and the
+ * Hono mount (test/adapters/frameworks.ts), straight from the authorize link.
  *
  * Skipped, with a notice, where Chromium is not installed; `.ci/run` installs it.
  */
 import { createRequire } from 'node:module'
-import type { Browser, Page } from 'playwright-core'
-import type { Gate } from '../src/index.js'
-import { chromiumAvailable, openPage, portalInChromium, screenshot, type PortalInChromium } from './support/chromium.js'
+import { chromium, type Browser, type Page } from 'playwright-core'
+import { createGate, type Gate } from '../src/index.js'
+import { chromiumAvailable, CHROMIUM_ARGS, CHROMIUM_PATH, openPage, portalInChromium, screenshot, type PortalInChromium } from './support/chromium.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DEMO_USER } from '../examples/portal.js'
+import { FRAMEWORKS } from './adapters/frameworks.js'
+import { listen, type RunningServer } from './adapters/servers.js'
+import { tlsFetch } from './support/tls-fetch.js'
 
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js')
 
@@ -217,6 +221,59 @@ describe.skipIf(!chromiumAvailable)('the sign-in and consent pages in Chromium',
     await expect(app.count()).resolves.toBe(0)
     const ada = await gate.users.findByUsername(DEMO_USER.username)
     expect(await gate.grants.list(ada?.id as string)).toEqual([])
+    expect(problems).toEqual([])
+  })
+})
+
+/**
+ * The same pages, the same flow, through the Fastify and Hono mounts: their cookies, 303s
+ * and headers reach a real browser through `reply` and through a Fetch `Response`.
+ */
+describe.skipIf(!chromiumAvailable).each(FRAMEWORKS.filter((f) => /^(Fastify|Hono)/.test(f.name)))('the OAuth flow in Chromium through $name', (framework) => {
+  let browser: Browser
+  let server: RunningServer
+  let gate: Gate
+  let appToken: string
+  let secretToken: string
+
+  beforeAll(async () => {
+    gate = createGate({ basic: { scrypt: { logN: 10 } } })
+    await gate.users.create({ username: 'ada', password: 'correct horse battery', displayName: 'Ada Lovelace', email: 'ada@example.org' })
+    server = await listen(framework.listener(gate), true)
+    ;({ appToken, secretToken } = await gate.applications.register({ name: 'Transit dashboard', callbackPrefix: `${server.url}/callback/` }))
+    browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS })
+  })
+
+  afterAll(async () => {
+    await browser?.close()
+    await server?.close()
+  })
+
+  it('signs a user in, asks for consent, and sends a code the application exchanges for a working token', async () => {
+    const { page, problems } = await openPage(browser)
+    const redirectUri = `${server.url}/callback/done`
+    await page.goto(`${server.url}/oauth/authorize?${new URLSearchParams({ client_id: appToken, response_type: 'code', redirect_uri: redirectUri, state: 'xyz' })}`)
+    await expect(page.getByRole('heading', { name: 'Sign in' }).isVisible()).resolves.toBe(true)
+    const background = await page.getByRole('button', { name: 'Sign in' }).evaluate((button) => window.getComputedStyle(button).backgroundColor)
+    expect(background).toBe('rgb(26, 95, 180)') // the inline stylesheet applies under the page's CSP
+    await page.getByLabel('Username').fill('ada')
+    await page.getByLabel('Password').fill('correct horse battery')
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('button', { name: 'Allow' }).click()
+    // The application's callback is not one of this server's routes: its URL is what counts.
+    await page.waitForURL((url) => url.pathname === '/callback/done')
+    const callback = new URL(page.url())
+    expect(callback.searchParams.get('state')).toBe('xyz')
+    const token = await tlsFetch(`${server.url}/oauth/access_token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'authorization_code', code: callback.searchParams.get('code') ?? '', redirect_uri: redirectUri, client_id: appToken, client_secret: secretToken }).toString(),
+    })
+    expect(token.status).toBe(200)
+    const { access_token: accessToken } = (await token.json()) as { access_token: string }
+    const me = await tlsFetch(`${server.url}/api/users/current.json`, { headers: { authorization: `OAuth ${accessToken}` } })
+    expect(me.status).toBe(200)
+    expect(await me.json()).toMatchObject({ displayName: 'Ada Lovelace' })
     expect(problems).toEqual([])
   })
 })

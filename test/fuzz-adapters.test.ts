@@ -1,7 +1,7 @@
 /**
  * Generated hostile input through real servers: a sample of the generated requests is
  * sent over real sockets (plain and TLS) to every mount (Express 5 and 4, Koa 3 and 2,
- * node:http, and Express and Koa behind their body parsers), and each must come to the
+ * node:http, Fastify 5, Hono 4, the Fetch adapter, and Express and Koa behind their body parsers), and each must come to the
  * decision the core makes for the same request. And every redirect the authorize
  * endpoint answers, as a real HTTP client receives its Location, stays inside the
  * client's Callback Prefix when a browser resolves it.
@@ -155,6 +155,20 @@ function parsersAgree(request: HostileRequest): boolean {
   return !type.includes('urlencoded') || Buffer.byteLength(body.text) <= 16 * 1024
 }
 
+/**
+ * Fastify answers 400 itself, before any hook runs, to a path that is not valid
+ * percent-encoding (its router cannot decode it): a refusal, but not the gate's.
+ */
+function refusedBeforeHooks(mount: { name: string }, request: HostileRequest): boolean {
+  if (!mount.name.startsWith('Fastify')) return false
+  try {
+    decodeURI(request.target.split('?')[0] as string)
+    return false
+  } catch {
+    return true
+  }
+}
+
 /** The request as it arrives: a Host line if it had none, from 127.0.0.1. */
 function asSent(request: HostileRequest): HostileRequest {
   const headers = request.headers.some(([n]) => n.toLowerCase() === 'host') ? request.headers : [['Host', 'gate.example'] as const, ...request.headers]
@@ -250,6 +264,10 @@ describe('hostile input, generated, through every adapter', () => {
           await resetWorld(mount.world)
           const got = await send(request.tls ? mount.tls : mount.plain, request)
           const where = `${mount.name}, world ${kind}\n${describeRequest(request)}`
+          if (refusedBeforeHooks(mount, request)) {
+            expect(got.status, where).toBe(400)
+            continue
+          }
           if (want === 'not-compared') {
             // The gate let it through to a path it does not answer: it must not have answered it.
             expect(got.headers['x-error-code'], where).toBeUndefined()

@@ -48,8 +48,8 @@ describe('the README quickstarts', () => {
   afterAll(() => rmSync(SNIPPETS, { recursive: true, force: true }))
 
   it('has a block for each adapter, each ending in a listening server', () => {
-    expect(named.map(([name]) => name)).toEqual(['express', 'koa', 'node'])
-    for (const [, code] of named) expect(code.trim()).toMatch(/\.listen\(8080\)\)?$/)
+    expect(named.map(([name]) => name)).toEqual(['express', 'koa', 'node', 'fastify', 'fetch'])
+    for (const [, code] of named) expect(code.trim()).toMatch(/(\.listen\(8080\)\)?|\.listen\(\{ port: 8080 \}\)|\n {2}port: 8080,\n\}\))$/)
   })
 
   it.each(named)('runs the %s quickstart as pasted', async (name, code) => {

@@ -2,9 +2,11 @@
 import http from 'node:http'
 import { after, describe, it } from 'node:test'
 import express from 'express'
+import Fastify from 'fastify'
 import Koa from 'koa'
 import { createGate, MemoryStore, type GateContext, type GateStore, type ThrottleInfo } from 'open-data-gate'
 import { expressGate } from 'open-data-gate/express'
+import { fastifyGate, fastifyGuard } from 'open-data-gate/fastify'
 import { koaGate } from 'open-data-gate/koa'
 import { nodeGate } from 'open-data-gate/node'
 import { PostgresStore } from 'open-data-gate/postgres'
@@ -37,6 +39,14 @@ koa.use((ctx) => {
 })
 
 http.createServer(nodeGate(gate, (req, res) => res.end(req.gate.clientIp)))
+
+// Fastify: the plugin's options, request.gate through the module augmentation, the guard as a preHandler.
+const fastify = Fastify()
+void fastify.register(fastifyGate, { gate })
+fastify.get('/private/:id', { preHandler: fastifyGuard(gate, { auth: 'required' }) }, async (request) => {
+  const context: GateContext = request.gate
+  return { user: context.user?.username ?? null }
+})
 
 export const store: GateStore = createGate().store
 

@@ -295,6 +295,8 @@ export interface ResolvedConfig {
   readonly oauthTokenBudget: 'application' | 'anonymous'
   readonly trust: (address: string, hop: number) => boolean
   readonly trustsAnyProxy: boolean
+  /** `trustProxy: true`: every peer is a proxy whose headers are believed. */
+  readonly trustsEveryProxy: boolean
   readonly proxyHeaders: ProxyHeadersOption
   readonly legacyAppTokenParam: boolean
   readonly storeTimeoutMs: number

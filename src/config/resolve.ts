@@ -106,6 +106,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
     oauthTokenBudget: throttle.oauthTokenBudget,
     trust: proxies.trust,
     trustsAnyProxy: proxies.trustsAnyProxy,
+    trustsEveryProxy: proxies.trustsEveryProxy,
     proxyHeaders: proxies.proxyHeaders,
     legacyAppTokenParam: booleanOption('legacyAppTokenParam', options.legacyAppTokenParam, true),
     storeTimeoutMs,
@@ -154,13 +155,13 @@ function resolveThrottle(input: GateOptions['throttle']): ResolvedThrottle {
 }
 
 /** `trustProxy` and `proxyHeaders`: which peers may speak for the client, and in which headers. */
-function resolveProxies(options: GateOptions): Pick<ResolvedConfig, 'trust' | 'trustsAnyProxy' | 'proxyHeaders'> {
+function resolveProxies(options: GateOptions): Pick<ResolvedConfig, 'trust' | 'trustsAnyProxy' | 'trustsEveryProxy' | 'proxyHeaders'> {
   const proxyHeaders = options.proxyHeaders ?? DEFAULT_PROXY_HEADERS
   if (proxyHeaders !== 'x-forwarded' && proxyHeaders !== 'forwarded') {
     throw new TypeError(`open-data-gate: proxyHeaders must be 'x-forwarded' or 'forwarded', got ${JSON.stringify(proxyHeaders)}`)
   }
   const trustProxy = options.trustProxy ?? false
-  return { trust: compileTrustProxy(trustProxy), trustsAnyProxy: trustProxy !== false, proxyHeaders }
+  return { trust: compileTrustProxy(trustProxy), trustsAnyProxy: trustProxy !== false, trustsEveryProxy: trustProxy === true, proxyHeaders }
 }
 
 /**

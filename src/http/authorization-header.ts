@@ -29,6 +29,8 @@ const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/
 
+const TWO_HEADERS = () => new PlatformError('invalid_request', 'The request carries more than one Authorization header; send exactly one set of credentials')
+
 /**
  * The credentials in the request's `Authorization` header, or `undefined` when it has
  * none the gate handles.
@@ -36,9 +38,7 @@ const CONTROL = /[\u0000-\u001f\u007f]/
  */
 export function readCredentials(request: GateRequest, acceptBearer: boolean): Credentials | undefined {
   const all = request.authorization
-  if (all !== undefined && all.length > 1) {
-    throw new PlatformError('invalid_request', 'The request carries more than one Authorization header; send exactly one set of credentials')
-  }
+  if (all !== undefined && all.length > 1) throw TWO_HEADERS()
   const header = request.headers.authorization
   const value = typeof header === 'string' ? header : header?.[0]
   if (value === undefined || value === '') return undefined
@@ -52,6 +52,9 @@ export function readCredentials(request: GateRequest, acceptBearer: boolean): Cr
   if (value[scheme.length] !== ' ' || rest === '' || /^\s|\s$/.test(rest)) {
     throw new PlatformError('invalid_request', `Malformed Authorization header: send the scheme, one space, and the credentials`)
   }
+  // A Fetch-standard host (Bun, Deno, undici) hands over repeated headers joined with ", ";
+  // no credentials of these schemes hold a comma, so this is two headers, told as such.
+  if (rest.includes(', ')) throw TWO_HEADERS()
   switch (scheme) {
     case 'basic':
       return parseBasic(rest)

@@ -91,6 +91,9 @@ export const CLOSE_AFTER: Readonly<Record<BodyProblem, boolean>> = { 'too-large'
 /** The header that tells the adapter (and Node) to close the connection once the answer is written. */
 export const CONNECTION_CLOSE = { connection: 'close' } as const
 
+/** Decodes as `Buffer#toString('utf8')` does (a malformed sequence becomes U+FFFD), on any runtime. */
+const UTF8 = new TextDecoder()
+
 /**
  * The body's parameters, or the problem with it.
  * @param timeoutMs the body must have arrived by then, or the problem is `timeout`
@@ -111,7 +114,7 @@ export async function bodyParams(request: GateRequest, limit: number, timeoutMs:
   if (body.kind === 'parsed') return fromParsed(body.value)
   if (body.bytes.length === 0) return new Params()
   const type = (typeof request.headers['content-type'] === 'string' ? request.headers['content-type'] : '').split(';')[0]?.trim().toLowerCase()
-  const text = body.bytes.toString('utf8')
+  const text = UTF8.decode(body.bytes)
   if (type === 'application/x-www-form-urlencoded') {
     const params = new Params()
     for (const [name, value] of new URLSearchParams(text)) params.add(name, value)
@@ -131,7 +134,7 @@ export async function bodyParams(request: GateRequest, limit: number, timeoutMs:
 function fromParsed(value: unknown): Params | BodyProblem {
   const params = new Params()
   if (value === undefined || value === null) return params
-  if (typeof value !== 'object' || Array.isArray(value) || Buffer.isBuffer(value)) return 'malformed'
+  if (typeof value !== 'object' || Array.isArray(value) || ArrayBuffer.isView(value)) return 'malformed'
   for (const [name, v] of Object.entries(value)) {
     if (typeof v === 'string') params.add(name, v)
     else if (Array.isArray(v) && v.every((x) => typeof x === 'string')) for (const x of v) params.add(name, x)

@@ -10,8 +10,8 @@ export type HeaderValue = string | string[] | undefined
 
 /** A request body as the adapter found it. */
 export type RequestBody =
-  /** Bytes read from the stream (nothing parsed it before the gate). */
-  | { readonly kind: 'raw'; readonly bytes: Buffer }
+  /** Bytes read from the stream (nothing parsed it before the gate); a `Buffer` on Node. */
+  | { readonly kind: 'raw'; readonly bytes: Uint8Array }
   /** What a framework's body parser already produced (`req.body`, `ctx.request.body`). */
   | { readonly kind: 'parsed'; readonly value: unknown }
   /** The body was longer than the limit the core asked for; the rest was discarded. */

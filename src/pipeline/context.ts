@@ -9,7 +9,7 @@ import type { GateResponse } from '../http/request.js'
 import type { AuthMethod, GateUser } from './authenticate.js'
 import type { ThrottleInfo } from './throttle.js'
 
-/** What the gate found out about a request: `req.gate` in Express and node:http, `ctx.state.gate` in Koa. */
+/** What the gate found out about a request: `req.gate` in Express and node:http, `ctx.state.gate` in Koa, `request.gate` in Fastify, `c.get('gate')` in Hono, the handler's second argument with the Fetch adapter. */
 export interface GateContext {
   /**
    * The application the request counted against: the one its app token names, or, for an

@@ -20,10 +20,10 @@ function newest(dir: string): number {
   return latest
 }
 
-/** Builds dist/ with tsup when it is missing or stale. */
-export function ensureBuilt(): void {
+/** Builds dist/ with tsup when `file` (the CLI, or another entry such as dist/fetch.js) is missing or stale. */
+export function ensureBuilt(file = CLI): void {
   const sources = Math.max(newest(join(root, 'src')), newest(join(root, 'adapters')))
-  if (existsSync(CLI) && statSync(CLI).mtimeMs >= sources) return
+  if (existsSync(file) && statSync(file).mtimeMs >= sources) return
   execFileSync(process.execPath, [join(root, 'node_modules', 'tsup', 'dist', 'cli-default.js')], { cwd: root, stdio: 'ignore' })
 }
 

@@ -11,6 +11,9 @@ import { createPortal } from '../../examples/portal.js'
 import { tlsCustomFetch } from './tls-fetch.js'
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+export const CHROMIUM_PATH = CHROMIUM
+/** The flags a closed-network CI machine needs: no sandbox as root, no background calls home. */
+export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
 export const chromiumAvailable = existsSync(CHROMIUM)
 if (!chromiumAvailable) console.warn(`browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`)
 
@@ -39,8 +42,7 @@ export async function portalInChromium(): Promise<PortalInChromium> {
   server.on('request', portal.app)
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
-    // The flags a closed-network CI machine needs: no sandbox as root, no background calls home.
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: CHROMIUM_ARGS,
   })
   return {
     origin,

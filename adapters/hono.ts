@@ -1,0 +1,82 @@
+/**
+ * The Hono adapter (Hono 4): a middleware over the Fetch adapter, which runs the gate and
+ * either answers or sets `c.get('gate')`, awaits `next()` and adds the gate's headers to
+ * the response. It translates and decides nothing; the translation is the Fetch
+ * adapter's, since Hono speaks the Fetch standard.
+ *
+ * The options are the Fetch adapter's ({@link FetchGateOptions}), whose functions also
+ * receive Hono's `Context`: Hono's own `getConnInfo` gives the address on every runtime
+ * (`@hono/node-server/conninfo` on Node, `hono/bun`, `hono/deno`).
+ *
+ * @example
+ * import { Hono } from 'hono'
+ * import { serve } from '@hono/node-server'
+ * import { getConnInfo } from '@hono/node-server/conninfo'
+ * import { createGate } from 'open-data-gate'
+ * import { honoGate } from 'open-data-gate/hono'
+ *
+ * const gate = createGate()
+ * const app = new Hono()
+ * app.use(honoGate(gate, { clientAddress: (request, c) => getConnInfo(c).remote.address, https: false }))
+ * app.get('/resource/:id', (c) => c.json({ app: c.get('gate').application?.name ?? null }))
+ * serve({ fetch: app.fetch, port: 8080 })
+ *
+ * @see docs/guides/hosts.md
+ * @module open-data-gate/hono
+ */
+import type { Context, MiddlewareHandler } from 'hono'
+import type { Gate, GateContext, GuardRule } from '../src/index.js'
+import { fetchClient, fetchGuard, runFetchGate, toResponse, withGateHeaders, type FetchGateOptions } from './fetch.js'
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** What open-data-gate found out about the request (set by `honoGate`). */
+    gate: GateContext
+  }
+}
+
+/** The Fetch adapter's options; each function also receives Hono's `Context`. */
+export type HonoGateOptions = FetchGateOptions<Context>
+
+/** The environment the gate's middleware sets: `c.get('gate')`. */
+export interface HonoGateEnv {
+  Variables: { gate: GateContext }
+}
+
+/**
+ * Mounts the gate in a Hono app: `app.use(honoGate(gate, { clientAddress, https }))`.
+ * @throws {TypeError} at setup, without `clientAddress` and `https` (see {@link FetchGateOptions})
+ */
+export function honoGate(gate: Gate, options?: HonoGateOptions): MiddlewareHandler<HonoGateEnv> {
+  const client = fetchClient(gate, options)
+  return async (c, next) => {
+    const request = c.req.raw
+    let outcome
+    try {
+      outcome = await runFetchGate(gate, request, client(request, c))
+    } catch (error) {
+      // The gate's own failures are answered by the gate, as in every adapter, not by Hono.
+      return toResponse(gate.errorResponse(error, { method: request.method, url: c.req.path }))
+    }
+    if (outcome.type === 'respond') return outcome.response
+    c.set('gate', outcome.context)
+    await next()
+    const response = withGateHeaders(c.res, outcome.headers)
+    if (response !== c.res) c.res = response
+    return undefined
+  }
+}
+
+/**
+ * A route guard: `app.get('/private/:id', honoGuard(gate, { auth: 'required' }), handler)`.
+ * Mount `honoGate` first.
+ */
+export function honoGuard(gate: Gate, rule: GuardRule): MiddlewareHandler<HonoGateEnv> {
+  const guard = fetchGuard(gate, rule)
+  return async (c, next) => {
+    const refusal = guard(c.get('gate') as GateContext | undefined)
+    if (refusal !== undefined) return refusal
+    await next()
+    return undefined
+  }
+}
