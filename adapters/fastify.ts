@@ -32,7 +32,7 @@
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest, onRequestHookHandler, preHandlerHookHandler } from 'fastify'
 import fastifyPlugin from 'fastify-plugin'
 import type { Gate, GateContext, GateOutcome, GateResponse, GuardRule } from '../src/index.js'
-import { toGateRequest } from './node.js'
+import { countStatus, toGateRequest } from './node.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -79,16 +79,16 @@ function gateHook(gate: Gate): onRequestHookHandler {
     }
     if (isPromiseLike(outcome)) {
       Promise.resolve(outcome).then(
-        (settled) => proceed(settled, request, reply, done),
+        (settled) => proceed(gate, settled, request, reply, done),
         (error: unknown) => fail(gate, request, reply, error),
       )
     } else {
-      proceed(outcome, request, reply, done)
+      proceed(gate, outcome, request, reply, done)
     }
   }
 }
 
-function proceed(outcome: GateOutcome, request: FastifyRequest, reply: FastifyReply, done: () => void): void {
+function proceed(gate: Gate, outcome: GateOutcome, request: FastifyRequest, reply: FastifyReply, done: () => void): void {
   if (outcome.type === 'respond') {
     send(reply, outcome.response) // answering from a hook: Fastify stops here, and `done` is not called
     return
@@ -96,6 +96,7 @@ function proceed(outcome: GateOutcome, request: FastifyRequest, reply: FastifyRe
   const headers = outcome.headers
   for (const name in headers) reply.header(name, headers[name])
   request.gate = outcome.context
+  countStatus(gate, outcome.context, reply.raw)
   done()
 }
 

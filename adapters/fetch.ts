@@ -88,13 +88,21 @@ export function fetchGate<Host = unknown>(gate: Gate, handler: FetchGatedHandler
   if (typeof handler !== 'function') throw new TypeError('open-data-gate: fetchGate(gate, handler, options) needs a handler function')
   const client = fetchClient(gate, options)
   return async (request, host) => {
+    let context: GateContext | undefined
     try {
       // `host` is what the host hands its fetch handler beside the request; a direct call may leave it out.
       const outcome = await runFetchGate(gate, request, client(request, host as Host))
       if (outcome.type === 'respond') return outcome.response
-      return withGateHeaders(await handler(request, outcome.context, host as Host), outcome.headers)
+      context = outcome.context
+      const response = await handler(request, context, host as Host)
+      // The host's final answer, for the usage counts.
+      if (gate.usage.counting) gate.usage.responded(context, response.status)
+      return withGateHeaders(response, outcome.headers)
     } catch (error) {
-      return toResponse(gate.errorResponse(error, { method: request.method, url: originForm(request.url) }))
+      const response = toResponse(gate.errorResponse(error, { method: request.method, url: originForm(request.url) }))
+      // A handler that threw is the host's 500, counted as the other mounts count it.
+      if (context !== undefined && gate.usage.counting) gate.usage.responded(context, response.status)
+      return response
     }
   }
 }

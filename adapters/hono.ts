@@ -61,6 +61,7 @@ export function honoGate(gate: Gate, options?: HonoGateOptions): MiddlewareHandl
     if (outcome.type === 'respond') return outcome.response
     c.set('gate', outcome.context)
     await next()
+    if (gate.usage.counting) gate.usage.responded(outcome.context, c.res.status)
     const response = withGateHeaders(c.res, outcome.headers)
     if (response !== c.res) c.res = response
     return undefined
