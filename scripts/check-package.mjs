@@ -3,8 +3,9 @@
 // nothing but what git holds), `npm pack` must build the code itself; the tarball must
 // hold every file package.json points at; publint and attw lint it; then it is installed
 // in a scratch project and used from ESM, CommonJS and TypeScript: 5.9 and 7.x, strict,
-// with `nodenext` and with `bundler` resolution, and with no `types` list. A git install
-// of the same commit must build and run too.
+// with `nodenext` and with `bundler` resolution, with no `types` list, and without
+// @types/node for the Fetch and Hono adapters. A git install of the same commit must build
+// and run too.
 import { execFileSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -72,7 +73,7 @@ try {
   mkdirSync(fromGit)
   cpSync(join(root, 'scripts', 'package-smoke', 'esm.mjs'), join(fromGit, 'esm.mjs'))
   writeFileSync(join(fromGit, 'package.json'), JSON.stringify({ name: 'smoke-git', private: true }))
-  run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', `git+file://${clone}#${head}`, ...['express', 'koa', 'pg'].map(pinned)], fromGit)
+  run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', `git+file://${clone}#${head}`, ...['express', 'koa', 'fastify', 'hono', 'pg'].map(pinned)], fromGit)
   if (!existsSync(join(fromGit, 'node_modules', 'open-data-gate', 'dist', 'index.js'))) fail('a git install has no dist/: prepare did not build')
   run('node', ['esm.mjs'], fromGit)
   console.log('package: a git install builds and runs')
@@ -86,7 +87,8 @@ try {
   ]
   for (const [name, tsc] of compilers) {
     // tsconfig.notypes.json: a node:http app with no `types` list, TypeScript 7's default.
-    for (const config of ['tsconfig.json', 'tsconfig.bundler.json', 'tsconfig.libcheck.json', 'tsconfig.notypes.json']) {
+    // tsconfig.fetch.json: the Fetch and Hono adapters with `types: []`, nothing from @types/node.
+    for (const config of ['tsconfig.json', 'tsconfig.bundler.json', 'tsconfig.libcheck.json', 'tsconfig.notypes.json', 'tsconfig.fetch.json']) {
       console.log(`package: ${name}, ${config}`)
       run('node', [tsc, '-p', config], project)
     }
