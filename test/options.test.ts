@@ -77,10 +77,10 @@ describe('options', () => {
       const inner = new MemoryStore()
       const shared = Object.fromEntries(STORE_METHODS.map((name) => [name, (inner[name] as (...args: unknown[]) => unknown).bind(inner)])) as unknown as GateStore
       const { warnings } = await captureWarnings(() => {
-        createGate({ store: shared })
+        createGate({ store: shared, usage: false })
         createGate()
         createGate({ store: new MemoryStore() })
-        createGate({ store: shared, rateStore: new MemoryStore() })
+        createGate({ store: shared, rateStore: new MemoryStore(), usage: false })
       })
       expect(warnings).toEqual([
         {
