@@ -78,6 +78,9 @@ const MAX_WARNED = 100_000
  * The usage of a gate: `gate.usage`. Counts every request the gate decides against its
  * application (or the anonymous pool), in minute, hour and day buckets kept by the store.
  */
+/** Whether this process has said that its store keeps no usage. */
+let warnedUnsupported = false
+
 export class GateUsage {
   /** Whether this gate counts usage: on unless `usage: false`, or the store keeps none and no `onFlush` takes it. */
   readonly counting: boolean
@@ -107,7 +110,9 @@ export class GateUsage {
     this.#store = keepsUsage(store) ? store : null
     this.#timeoutMs = Math.max(storeTimeoutMs, Math.min(config?.flushIntervalMs ?? 0, 30_000))
     this.counting = config !== null && (this.#store !== null || config.onFlush !== null)
-    if (config !== null && this.#store === null) {
+    if (config !== null && this.#store === null && !warnedUnsupported) {
+      // Once per process: the gates of one process are usually made over one kind of store.
+      warnedUnsupported = true
       process.emitWarning(
         this.counting
           ? 'open-data-gate: the store does not keep usage (addUsage, getUsage, topUsage): usage batches go to usage.onFlush only, and gate.usage.query() and top() have nothing to read.'
