@@ -155,6 +155,8 @@ function kitGate(makeGate: MakeGate, store: GateStore, extra: Partial<GateOption
     store,
     storeTimeoutMs: 5_000,
     basic: { scrypt: { logN: 10 }, cacheTtlMs: 0 },
+    // Usage has checks of its own (checks/usage.ts); these gates count nothing.
+    usage: false,
     ...extra,
     oauth: { throttle: { limit: 1_000, windowMs: 60_000 }, clientFailures: { limit: 1_000, windowMs: 60_000 }, ...extra.oauth },
   })
