@@ -26,7 +26,8 @@ class SmallStore implements ApplicationStore, RateStore {
   }
 }
 
-const FEATURES_OFF = { basic: false, oauth: false, currentUser: false, apiKeyEndpoints: false, connectedApps: false } as const
+// usage: false too: this small store keeps no usage, and says so once when usage is on (checked in usage.test.ts).
+const FEATURES_OFF = { usage: false, basic: false, oauth: false, currentUser: false, apiKeyEndpoints: false, connectedApps: false } as const
 const SLICE_APPLICATION_METHODS = ['insertApplication', 'getApplication', 'listApplications', 'updateApplication', 'deleteApplication'] as const
 const SMALL_SLICE_METHODS = new Set(['insertApplication', 'getApplication', 'listApplications', 'updateApplication', 'deleteApplication', 'consumeRate', 'resetRate'])
 
