@@ -53,7 +53,10 @@ export function honoGate(gate: Gate, options?: HonoGateOptions): MiddlewareHandl
     const request = c.req.raw
     let outcome
     try {
-      outcome = await runFetchGate(gate, request, client(request, c))
+      // Awaited only when the gate answers asynchronously: a sync answer (the in-memory
+      // store) goes on without a turn of the microtask queue.
+      const result = runFetchGate(gate, request, client(request, c))
+      outcome = isPromiseLike(result) ? await result : result
     } catch (error) {
       // The gate's own failures are answered by the gate, as in every adapter, not by Hono.
       return toResponse(gate.errorResponse(error, { method: request.method, url: c.req.path }))
@@ -80,4 +83,12 @@ export function honoGuard(gate: Gate, rule: GuardRule): MiddlewareHandler<HonoGa
     await next()
     return undefined
   }
+}
+
+/**
+ * Whether a value is a promise (or any thenable): the gate answers synchronously when its
+ * store does. (Kept here: an adapter imports only what the package exports.)
+ */
+function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function'
 }
