@@ -31,7 +31,7 @@
  */
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest, onRequestHookHandler, preHandlerHookHandler } from 'fastify'
 import fastifyPlugin from 'fastify-plugin'
-import type { Gate, GateContext, GateOutcome, GateResponse, GuardRule } from '../src/index.js'
+import { assertGate, type Gate, type GateContext, type GateOutcome, type GateResponse, type GuardRule } from '../src/index.js'
 import { countStatus, toGateRequest } from './node.js'
 
 declare module 'fastify' {
@@ -49,8 +49,10 @@ export interface FastifyGateOptions {
 
 const plugin: FastifyPluginCallback<FastifyGateOptions> = (app, options, done) => {
   const gate = (options as Partial<FastifyGateOptions> | undefined)?.gate
-  if (typeof gate !== 'object' || gate === null || typeof gate.handle !== 'function') {
-    done(new TypeError('open-data-gate: register the Fastify plugin with the gate: app.register(fastifyGate, { gate })'))
+  try {
+    assertGate(gate, 'app.register(fastifyGate, { gate })')
+  } catch (error) {
+    done(error as TypeError)
     return
   }
   // `null` until the hook sets it: Fastify wants the shape of a request decoration known up front.

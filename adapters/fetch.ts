@@ -34,7 +34,7 @@
  * @see docs/guides/hosts.md for Bun, Deno, Node, Next.js and proxies
  * @module open-data-gate/fetch
  */
-import type { Gate, GateContext, GateOutcome, GateRequest, GateResponse, GuardRule, HeaderValue, RequestBody } from '../src/index.js'
+import { assertGate, type Gate, type GateContext, type GateOutcome, type GateRequest, type GateResponse, type GuardRule, type HeaderValue, type RequestBody } from '../src/index.js'
 
 /** Your handler, called for every request the gate lets through, with what the gate found. */
 export type FetchGatedHandler<Host = unknown> = (request: Request, gate: GateContext, host: Host) => Response | PromiseLike<Response>
@@ -121,7 +121,7 @@ export function fetchGate<Host = unknown>(gate: Gate, handler: FetchGatedHandler
  * } })
  */
 export function fetchClient<Host = unknown>(gate: Gate, options?: FetchGateOptions<Host>): (request: Request, host: Host) => FetchClient {
-  if (typeof gate !== 'object' || gate === null || typeof gate.handle !== 'function') throw new TypeError('open-data-gate: the fetch adapter needs the gate made by createGate()')
+  assertGate(gate, 'the fetch adapter (fetchGate, fetchClient, honoGate)')
   if (options !== undefined && (typeof options !== 'object' || options === null)) throw new TypeError('open-data-gate: the fetch adapter\'s options must be an object: { clientAddress, https }')
   const { clientAddress, https } = options ?? {}
   if (clientAddress !== undefined && typeof clientAddress !== 'function') {

@@ -23,6 +23,12 @@ async function gateWithApp(options: GateOptions = {}) {
 const echo = (_request: Request, context: GateContext) => Response.json(context)
 
 describe('Fetch adapter', () => {
+  it('refuses to be set up with createGate options instead of the gate, saying what it got', () => {
+    const options = { clientAddress: () => '203.0.113.9', https: true }
+    expect(() => fetchGate({ throttle: {} } as never, () => new Response('ok'), options)).toThrow(/takes the gate createGate\(\) returns, got an object with throttle: these are createGate options/)
+    expect(() => honoGate(undefined as never, options)).toThrow(/takes the gate createGate\(\) returns, got undefined/)
+  })
+
   it('refuses to be set up without clientAddress or https, naming the option, since a Request carries neither', () => {
     const gate = createGate()
     expect(() => fetchGate(gate, echo)).toThrow(TypeError)
