@@ -99,29 +99,70 @@ describe.skipIf(!available)('RedisStore', () => {
     return counter
   }
 
-  it('sends Redis one command per app-token request, and three per OAuth request, once the application is cached', async () => {
+  it('sends Redis one command per request, whatever the credential, once the application and the password are known', async () => {
     const store = new RedisStore({ url: REDIS_URL, prefix })
     const counter = countCommands(store)
-    const gate = createGate({ store, trustProxy: 'loopback', throttle: { application: { limit: 1000, windowMs: 60_000 } } })
-    const http = await listen(nodeGate(gate, (_req, res) => res.end('ok')))
+    const gate = createGate({ store, trustProxy: 'loopback', throttle: { application: { limit: 1000, windowMs: 60_000 }, anonymous: { limit: 1000, windowMs: 60_000 } } })
+    const http = await listen(nodeGate(gate, (req, res) => res.end(req.gate.auth)))
     try {
       const { appToken } = await gate.applications.register({ name: 'commands' })
-      const user = await gate.users.create({ username: `commands-${Date.now()}`, password: 'correct horse battery staple', displayName: 'A', email: 'a@example.org' })
+      const password = 'correct horse battery staple'
+      const user = await gate.users.create({ username: `commands-${Date.now()}`, password, displayName: 'A', email: 'a@example.org' })
       const { accessToken } = await gate.tokens.issue({ userId: user.id, appToken })
-      const perRequest = async (headers: Record<string, string>) => {
-        expect((await fetch(`${http.url}/x`, { headers })).status).toBe(200)
-        // The first use of a token also notes its grant's use, in the background (at most daily).
+      const { keyId, keySecret } = await gate.apiKeys.create(user.id, { name: 'commands' })
+      const basic = (name: string, secret: string) => `Basic ${Buffer.from(`${name}:${secret}`).toString('base64')}`
+      const https = { 'x-forwarded-proto': 'https' }
+      const perRequest = async (headers: Record<string, string>, auth: string) => {
+        const first = await fetch(`${http.url}/x`, { headers })
+        expect([first.status, await first.text()]).toEqual([200, auth])
+        // The first use of a token or key also notes its use, in the background (at most daily).
         await sleep(100)
         const before = counter.sent
-        for (let i = 0; i < 10; i++) expect((await fetch(`${http.url}/x`, { headers })).status).toBe(200)
+        for (let i = 0; i < 10; i++) {
+          const response = await fetch(`${http.url}/x`, { headers })
+          expect([response.status, await response.text()]).toEqual([200, auth])
+        }
         return (counter.sent - before) / 10
       }
-      expect(await perRequest({ 'x-app-token': appToken })).toBe(1)
-      // The token, the user and the rate step.
-      expect(await perRequest({ 'x-app-token': appToken, 'x-forwarded-proto': 'https', authorization: `OAuth ${accessToken}` })).toBe(3)
+      expect(await perRequest({}, 'none')).toBe(1)
+      expect(await perRequest({ 'x-app-token': appToken }, 'none')).toBe(1)
+      // The token, its user and the rate step: one script.
+      expect(await perRequest({ ...https, 'x-app-token': appToken, authorization: `OAuth ${accessToken}` }, 'oauth')).toBe(1)
+      // Without an app token the token's application is the budget: known from the token's first use.
+      expect(await perRequest({ ...https, authorization: `Bearer ${accessToken}` }, 'oauth')).toBe(1)
+      expect(await perRequest({ ...https, 'x-app-token': appToken, authorization: basic(keyId, keySecret) }, 'api-key')).toBe(1)
+      expect(await perRequest({ ...https, 'x-app-token': appToken, authorization: basic(user.username, password) }, 'password')).toBe(1)
     } finally {
       await http.close()
       await gate.close()
+    }
+  })
+
+  it('refuses a token, key or user revoked through another instance on the very next request, in its one round trip', async () => {
+    const other = createGate({ store: new RedisStore({ url: REDIS_URL, prefix }) })
+    const gate = createGate({ store: new RedisStore({ url: REDIS_URL, prefix }), trustProxy: 'loopback' })
+    const http = await listen(nodeGate(gate, (req, res) => res.end(req.gate.auth)))
+    try {
+      const { appToken } = await other.applications.register({ name: 'revoked' })
+      const password = 'correct horse battery staple'
+      const user = await other.users.create({ username: `revoked-${Date.now()}`, password, displayName: 'A', email: 'a@example.org' })
+      const { accessToken } = await other.tokens.issue({ userId: user.id, appToken })
+      const { keyId, keySecret } = await other.apiKeys.create(user.id, { name: 'revoked' })
+      const https = { 'x-forwarded-proto': 'https' }
+      const token = { ...https, authorization: `Bearer ${accessToken}` }
+      const key = { ...https, 'x-app-token': appToken, authorization: `Basic ${Buffer.from(`${keyId}:${keySecret}`).toString('base64')}` }
+      const pass = { ...https, 'x-app-token': appToken, authorization: `Basic ${Buffer.from(`${user.username}:${password}`).toString('base64')}` }
+      const status = async (headers: Record<string, string>) => (await fetch(`${http.url}/x`, { headers })).status
+      for (let i = 0; i < 3; i++) expect([await status(token), await status(key), await status(pass)]).toEqual([200, 200, 200])
+      await other.tokens.revoke(accessToken)
+      await other.apiKeys.revoke(keyId)
+      expect([await status(token), await status(key), await status(pass)]).toEqual([401, 401, 200])
+      await other.users.delete(user.id)
+      expect(await status(pass)).toBe(401)
+    } finally {
+      await http.close()
+      await gate.close()
+      await other.close()
     }
   })
 

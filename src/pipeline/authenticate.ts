@@ -28,14 +28,23 @@ import { decoyHash, verifyPassword } from '../secrets/passwords.js'
 import { addressKey, type ClientInfo } from '../http/proxy.js'
 import { NO_SUCH_SECRET, secretMatches, sha256 } from '../secrets/tokens.js'
 import { unstorableCharacter } from '../store/storable.js'
-import type { AccessTokenRecord, Awaitable, GateStore, UserRecord } from '../store/store.js'
+import type { AccessTokenRecord, ApiKeyRecord, Awaitable, GateStore, UserRecord } from '../store/store.js'
 import type { Throttle } from './throttle.js'
 import { LastUsed } from './last-used.js'
 import { API_KEY_ID, findUserRecord, MAX_USERNAME_LENGTH, normalizeUsername } from '../management/users.js'
 
-/** An access token already looked up by the gate (for its budget): verification reuses the read. */
+/**
+ * Records the gate already read for a request (an access token for its budget, or the
+ * credential's records in the request's one store round trip): verification uses them
+ * instead of reading them again. A field that is absent was not read.
+ */
 export interface TokenLookup {
-  readonly record: AccessTokenRecord | undefined
+  /** The access token (credentials of kind `token`). */
+  readonly record?: AccessTokenRecord | undefined
+  /** The API key (Basic with a key id). */
+  readonly apiKey?: ApiKeyRecord | undefined
+  /** The user of the token or key, or the user of a verified password. */
+  readonly user?: UserRecord | undefined
 }
 
 /** How a request proved who it acts for. */
@@ -78,6 +87,7 @@ export class Authenticator {
   readonly #hashes: HashQueue
   readonly #lastUsed: LastUsed
   #decoy: Promise<string> | undefined
+  #lastKey: { readonly username: string; readonly password: string; readonly key: string } | undefined
 
   /** @param realm the realm of the `WWW-Authenticate` challenges */
   constructor(basic: BasicConfig, realm: string, store: GateStore, throttle: Throttle, emit: Emit) {
@@ -97,13 +107,31 @@ export class Authenticator {
    * @throws {PlatformError} 401 `invalid_credentials` / `invalid_token`
    * @throws {ThrottledError} 429 when a username's failure budget is spent
    */
-  verify(credentials: Credentials, client: ClientInfo, token?: TokenLookup): Awaitable<Authentication> {
+  verify(credentials: Credentials, client: ClientInfo, read?: TokenLookup): Awaitable<Authentication> {
     if (credentials.kind === 'token') {
-      const record = token === undefined ? this.#store.getAccessToken(sha256(credentials.token)) : token.record
-      return andThen(record, (found) => this.#verifyToken(found, credentials.scheme, client))
+      if (read !== undefined && 'record' in read) return this.#verifyToken(read.record, credentials.scheme, client, read)
+      return andThen(this.#store.getAccessToken(sha256(credentials.token)), (found) => this.#verifyToken(found, credentials.scheme, client, read))
     }
-    if (API_KEY_ID.test(credentials.user)) return this.#verifyApiKey(credentials.user, credentials.password, client)
-    return this.#verifyPassword(credentials.user, credentials.password, client)
+    if (API_KEY_ID.test(credentials.user)) return this.#verifyApiKey(credentials.user, credentials.password, client, read)
+    return this.#verifyPassword(credentials.user, credentials.password, client, read)
+  }
+
+  /**
+   * The user a Basic password would be verified as from the cache of verified passwords,
+   * without any check or store call: what the gate reads ahead, in the request's one store
+   * round trip, for {@link verify} to use. `undefined` when the cache does not know it.
+   */
+  cachedPasswordUser(username: string, password: string): string | undefined {
+    return this.#verified.get(this.#passwordKey(username, password))?.userId
+  }
+
+  /** The cache key of a username and password; the last one is kept, as a request asks twice. */
+  #passwordKey(username: string, password: string): string {
+    const last = this.#lastKey
+    if (last !== undefined && last.username === username && last.password === password) return last.key
+    const key = this.#verified.keyOf(username, password)
+    this.#lastKey = { username, password, key }
+    return key
   }
 
   /**
@@ -131,26 +159,33 @@ export class Authenticator {
     }
   }
 
-  #verifyToken(record: AccessTokenRecord | undefined, scheme: 'oauth' | 'bearer', client: ClientInfo): Awaitable<Authentication> {
+  #verifyToken(record: AccessTokenRecord | undefined, scheme: 'oauth' | 'bearer', client: ClientInfo, read: TokenLookup | undefined): Awaitable<Authentication> {
     if (record === undefined || record.revokedAt !== null || record.expiresAt <= Date.now()) throw this.#invalidToken(scheme, client)
-    return andThen(this.#store.getUser(record.userId), (user): Authentication => {
+    return andThen(this.#userOf(record.userId, read), (user): Authentication => {
       if (user === undefined) throw this.#invalidToken(scheme, client)
       this.#lastUsed.grant(record)
       return { user, method: 'oauth', apiKeyId: null, token: record }
     })
   }
 
-  #verifyApiKey(keyId: string, secret: string, client: ClientInfo): Awaitable<Authentication> {
-    return andThen(this.#store.getApiKey(keyId), (record) => {
+  #verifyApiKey(keyId: string, secret: string, client: ClientInfo, read: TokenLookup | undefined): Awaitable<Authentication> {
+    const key = read !== undefined && 'apiKey' in read ? read.apiKey : this.#store.getApiKey(keyId)
+    return andThen(key, (record) => {
       // Compared even for an unknown key, so its absence costs the same time.
       const matches = secretMatches(secret, record?.secretHash ?? NO_SUCH_SECRET)
       if (record === undefined || !matches || record.revokedAt !== null) throw this.#invalidKey(client)
-      return andThen(this.#store.getUser(record.userId), (user): Authentication => {
+      return andThen(this.#userOf(record.userId, read), (user): Authentication => {
         if (user === undefined) throw this.#invalidKey(client)
         this.#lastUsed.apiKey(keyId, record.lastUsedAt)
         return { user, method: 'api-key', apiKeyId: keyId, token: null }
       })
     })
+  }
+
+  /** The user by id: the one read already with the request's records, or from the store. */
+  #userOf(userId: string, read: TokenLookup | undefined): Awaitable<UserRecord | undefined> {
+    if (read !== undefined && 'user' in read && (read.user === undefined || read.user.id === userId)) return read.user
+    return this.#store.getUser(userId)
   }
 
   #invalidToken(scheme: 'oauth' | 'bearer', client: ClientInfo): PlatformError {
@@ -168,7 +203,7 @@ export class Authenticator {
    * @param sentUsername the username as sent: the cache is keyed on it, and a hit loads the
    * user by id, so a warm request never pays for Unicode normalisation
    */
-  #verifyPassword(sentUsername: string, password: string, client: ClientInfo): Awaitable<Authentication> {
+  #verifyPassword(sentUsername: string, password: string, client: ClientInfo, read?: TokenLookup): Awaitable<Authentication> {
     // Every sign-in comes through here (Basic, the forms, the host's own calls): text no store
     // can hold never reaches a lookup or a failure budget's key (a NUL once made PostgreSQL look down).
     const unstorable = unstorableCharacter(sentUsername) ?? unstorableCharacter(password)
@@ -176,7 +211,7 @@ export class Authenticator {
     // An address past its budget gets no answer that depends on the password, cached or not.
     const address = addressKey(client.ip, 56)
     this.#budgets.refuseBlockedAddress(address, client)
-    const key = this.#verified.keyOf(sentUsername, password)
+    const key = this.#passwordKey(sentUsername, password)
     const cached = this.#verified.get(key)
     if (cached === undefined) return this.#verifyPasswordCold(key, sentUsername, password, client, address)
     // While a username is locked out, its cached password answers only for the address that
@@ -186,15 +221,15 @@ export class Authenticator {
     if (this.#budgets.usernameBlocked(cached.failureKey)) {
       if (cached.address !== address) return this.#verifyPasswordCold(key, sentUsername, password, client, address)
       return andThen(this.#budgets.addressQuiet(address), (quiet) =>
-        quiet ? this.#cachedUser(key, cached, sentUsername, password, client, address) : this.#verifyPasswordCold(key, sentUsername, password, client, address),
+        quiet ? this.#cachedUser(key, cached, sentUsername, password, client, address, read) : this.#verifyPasswordCold(key, sentUsername, password, client, address),
       )
     }
-    return this.#cachedUser(key, cached, sentUsername, password, client, address)
+    return this.#cachedUser(key, cached, sentUsername, password, client, address, read)
   }
 
   /** The user of a cache hit, while the stored hash is still the one verified. */
-  #cachedUser(key: string, cached: VerifiedPassword, sentUsername: string, password: string, client: ClientInfo, address: string): Awaitable<Authentication> {
-    return andThen(this.#store.getUser(cached.userId), (user) => {
+  #cachedUser(key: string, cached: VerifiedPassword, sentUsername: string, password: string, client: ClientInfo, address: string, read: TokenLookup | undefined): Awaitable<Authentication> {
+    return andThen(this.#userOf(cached.userId, read), (user) => {
       if (user !== undefined && user.passwordHash === cached.passwordHash) return { user, method: 'password', apiKeyId: null, token: null }
       this.#verified.forget(key)
       return this.#verifyPasswordCold(key, sentUsername, password, client, address)

@@ -10,6 +10,7 @@
  * `andThen` (which takes a closure made per call); `andThen` serves the paths that read the
  * store anyway. The bench in bench/ measures this path.
  */
+import { LRUCache } from 'lru-cache'
 import { extractAppToken, isPlausibleAppToken } from './app-token.js'
 import type { ApplicationCache } from './application-cache.js'
 import { toGateUser, type Authentication, type Authenticator, type TokenLookup } from './authenticate.js'
@@ -17,7 +18,7 @@ import type { ClearTextRevocation } from './clear-text.js'
 import { Clients, type ClientConfig } from './client.js'
 import type { GateContext, GateOutcome } from './context.js'
 import type { CheckedRoute, RouteTable } from './routes.js'
-import type { Throttle, ThrottlePass } from './throttle.js'
+import type { Throttle, ThrottlePass, ThrottlePlan } from './throttle.js'
 import { readCredentials, type Credentials } from '../http/authorization-header.js'
 import { assertMethodEnabled } from './enabled-methods.js'
 import type { GateUsage } from '../usage/usage.js'
@@ -32,7 +33,8 @@ import { PlatformError } from '../errors.js'
 import type { Emit } from '../events.js'
 import type { ResolvedConfig } from '../config/options.js'
 import { sha256 } from '../secrets/tokens.js'
-import type { AccessTokenRecord, ApplicationRecord, Awaitable, GateStore } from '../store/store.js'
+import type { AccessTokenRecord, ApplicationRecord, Awaitable, CredentialLookup, GateStore, RequestLookup, RequestLookupResult } from '../store/store.js'
+import { API_KEY_ID } from '../management/users.js'
 
 /** The options the decision reads. */
 export type PipelineConfig = ClientConfig &
@@ -82,11 +84,23 @@ export class Pipeline {
   readonly #services: PipelineServices
   readonly #clients: Clients
   readonly #applicationViews = new WeakMap<ApplicationRecord, Application>()
+  /**
+   * The store takes a request's rate step and reads its credential's records in one round
+   * trip (`lookupRequest`), and holds the rate counters too: see {@link #inOneTrip}.
+   */
+  readonly #oneTrip: boolean
+  /**
+   * The application of each access token seen, by token hash: a token's application never
+   * changes, so this copy needs no invalidation (whether the token is live is read on every
+   * request). It names the budget of a token sent without an app token before the token is read.
+   */
+  readonly #tokenApps = new LRUCache<string, string>({ max: 10_000 })
 
   constructor(config: PipelineConfig, services: PipelineServices) {
     this.#config = config
     this.#services = services
     this.#clients = new Clients(config)
+    this.#oneTrip = services.store.lookupRequest !== undefined && services.throttle.countsIn(services.store)
   }
 
   /**
@@ -199,15 +213,100 @@ export class Pipeline {
       throw new PlatformError('app_token_required', 'Requests authenticated with HTTP Basic must include an application token in the X-App-Token header')
     }
     if (credentials.kind === 'token' && (state.application !== null || this.#config.oauthTokenBudget === 'application')) {
-      // One hash and one read serve both the budget and the verification after the throttle.
-      return andThen(this.#services.store.getAccessToken(sha256(credentials.token)), (record) =>
-        andThen(this.#tokenApplication(record, state.application), (budget) => {
-          state.application = budget
-          return this.#throttleThenVerify(state, credentials, { record })
-        }),
-      )
+      const tokenHash = sha256(credentials.token)
+      const oneTrip = this.#oneTrip ? this.#tokenBudgetInOneTrip(state, credentials, tokenHash) : undefined
+      return oneTrip ?? this.#tokenBudget(state, credentials, tokenHash)
     }
-    return this.#throttleThenVerify(state, credentials, undefined)
+    const oneTrip = this.#oneTrip ? this.#fixedBudgetInOneTrip(state, credentials) : undefined
+    return oneTrip ?? this.#throttleThenVerify(state, credentials, undefined)
+  }
+
+  /** An access token counted against its application: one hash and one read serve both the budget and the verification after the throttle. */
+  #tokenBudget(state: RequestState, credentials: Credentials, tokenHash: string): Awaitable<GateOutcome> {
+    return andThen(this.#services.store.getAccessToken(tokenHash), (record) => {
+      if (record !== undefined && this.#oneTrip) this.#tokenApps.set(tokenHash, record.appToken)
+      return andThen(this.#tokenApplication(record, state.application), (budget) => {
+        state.application = budget
+        return this.#throttleThenVerify(state, credentials, { record })
+      })
+    })
+  }
+
+  /**
+   * {@link #tokenBudget} in one store round trip: the token read, the step on the budget it
+   * decides (its application's while it is live, else the one the request came with) and
+   * its user, by `lookupRequest`. `undefined` when that cannot be planned ahead (a token
+   * not seen before by this process and sent without an app token, a throttle without a
+   * policy for it, a key this process knows is over its limit): then the separate calls.
+   */
+  #tokenBudgetInOneTrip(state: RequestState, credentials: Credentials, tokenHash: string): Awaitable<GateOutcome> | undefined {
+    const sent = state.application
+    let budget = sent
+    if (budget === null) {
+      const appToken = this.#tokenApps.get(tokenHash)
+      if (appToken === undefined) return undefined
+      const found = this.#services.applications.get(appToken)
+      if (found === undefined || isPromiseLike(found)) return undefined
+      budget = found
+    }
+    const throttle = this.#services.throttle
+    const rate = throttle.plan(budget, state.client)
+    const otherwise = sent === null ? throttle.plan(null, state.client) : rate
+    if (rate === undefined || otherwise === undefined) return undefined
+    const lookup: RequestLookup = { credential: { kind: 'accessToken', tokenHash, now: Date.now() }, budget: 'token', rate, otherwise, appToken: budget.appToken }
+    return this.#inOneTrip(lookup, state, credentials, tokenHash, (found) => {
+      // No step: a live token of another application than the one sent (403), or one this
+      // process cannot place; the separate calls decide it as they always did.
+      if (found.stepped === null) {
+        this.#tokenApplication(found.accessToken, sent)
+        return this.#tokenBudget(state, credentials, tokenHash)
+      }
+      return this.#settled(state, credentials, found.stepped === 'rate' ? rate : otherwise, found)
+    })
+  }
+
+  /** {@link #throttleThenVerify} in one store round trip, when the budget is known before any read. */
+  #fixedBudgetInOneTrip(state: RequestState, credentials: Credentials): Awaitable<GateOutcome> | undefined {
+    let credential: CredentialLookup
+    if (credentials.kind === 'token') credential = { kind: 'accessToken', tokenHash: sha256(credentials.token), now: Date.now() }
+    else if (API_KEY_ID.test(credentials.user)) credential = { kind: 'apiKey', keyId: credentials.user }
+    else {
+      // A password only while it is in the cache of verified ones: a cold one runs scrypt, and the store's round trips do not count beside it.
+      const userId = this.#services.auth.cachedPasswordUser(credentials.user, credentials.password)
+      if (userId === undefined) return undefined
+      credential = { kind: 'user', userId }
+    }
+    const rate = this.#services.throttle.plan(state.application, state.client)
+    if (rate === undefined) return undefined
+    return this.#inOneTrip({ credential, budget: 'fixed', rate }, state, credentials, undefined, (found) => this.#settled(state, credentials, rate, found))
+  }
+
+  /**
+   * Sends a request's lookup; if the store fails, the separate calls run instead, so the
+   * request meets the configured store-failure mode exactly as it would have without the
+   * lookup (a throttle that counts in this process's memory, a 503 for a record).
+   */
+  #inOneTrip(lookup: RequestLookup, state: RequestState, credentials: Credentials, tokenHash: string | undefined, then: (found: RequestLookupResult) => Awaitable<GateOutcome>): Awaitable<GateOutcome> {
+    const separately = (): Awaitable<GateOutcome> => (tokenHash === undefined ? this.#throttleThenVerify(state, credentials, undefined) : this.#tokenBudget(state, credentials, tokenHash))
+    let pending: Awaitable<RequestLookupResult>
+    try {
+      pending = (this.#services.store.lookupRequest as NonNullable<GateStore['lookupRequest']>)(lookup)
+    } catch {
+      return separately()
+    }
+    if (!isPromiseLike(pending)) return then(pending)
+    return Promise.resolve(pending).then(then, separately)
+  }
+
+  /** The throttle's verdict on the step the store took, then verification with the records it read. */
+  #settled(state: RequestState, credentials: Credentials, plan: ThrottlePlan, found: RequestLookupResult): Awaitable<GateOutcome> {
+    state.application = plan.application
+    const pass = this.#services.throttle.settle(plan, state.client, found.result as NonNullable<RequestLookupResult['result']>)
+    const read: { record?: AccessTokenRecord | undefined; apiKey?: RequestLookupResult['apiKey']; user?: RequestLookupResult['user'] } = {}
+    if ('accessToken' in found) read.record = found.accessToken
+    if ('apiKey' in found) read.apiKey = found.apiKey
+    if ('user' in found) read.user = found.user
+    return andThen(this.#services.auth.verify(credentials, state.client, read), (authentication) => this.#outcome(state, pass, authentication))
   }
 
   #throttleThenVerify(state: RequestState, credentials: Credentials, token: TokenLookup | undefined): Awaitable<GateOutcome> {

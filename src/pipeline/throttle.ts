@@ -50,6 +50,20 @@ export interface ThrottlePass {
 
 const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>
 
+/**
+ * The step {@link Throttle.check} would take for a request, made ahead so that the store
+ * can take it in the same round trip as the request's records ({@link Throttle.settle}).
+ */
+export interface ThrottlePlan {
+  readonly key: string
+  /** Always 1: a request. */
+  readonly cost: number
+  readonly limit: number
+  readonly windowMs: number
+  readonly policy: ResolvedPolicy
+  readonly application: ApplicationRecord | null
+}
+
 /** The options the throttle reads: the resolved `throttle` section. */
 export type ThrottleConfig = Pick<ResolvedConfig, 'application' | 'anonymous' | 'legacyHeaders' | 'onStoreError'>
 
@@ -105,6 +119,41 @@ export class Throttle {
     const result = this.consume(key, limit, policy.windowMs, 1)
     if (isPromiseLike(result)) return Promise.resolve(result).then((settled) => this.#verdict(settled, chosen, limit, application, client))
     return this.#verdict(result, chosen, limit, application, client)
+  }
+
+  /** Whether the throttle counts in `store` (not in a separate `rateStore`). */
+  countsIn(store: object): boolean {
+    return this.#store === store
+  }
+
+  /**
+   * The step {@link check} would take, or `undefined` when it would take none in the store:
+   * no policy applies, or this process knows the key is over its limit (then `check`
+   * refuses without a store call).
+   */
+  plan(application: ApplicationRecord | null, client: ClientInfo): ThrottlePlan | undefined {
+    let policy: ResolvedPolicy | null
+    let key: string
+    let limit: number
+    if (application !== null) {
+      policy = this.#config.application
+      if (policy === null) return undefined
+      key = applicationRateKey(application.appToken)
+      limit = application.limit ?? policy.limit
+    } else {
+      const anonymous = this.#config.anonymous
+      if (anonymous === null) return undefined
+      policy = anonymous
+      key = anonymousRateKey(anonymous.scope, client.ip, anonymous.ipv6Subnet)
+      limit = anonymous.limit
+    }
+    if (this.isBlocked(key)) return undefined
+    return { key, cost: 1, limit, windowMs: policy.windowMs, policy, application }
+  }
+
+  /** The verdict on a planned step the store took (as {@link check} gives it). */
+  settle(plan: ThrottlePlan, client: ClientInfo, result: RateResult): ThrottlePass | null {
+    return this.#verdict(this.#remember(plan.key, result), plan.policy, plan.limit, plan.application, client)
   }
 
   #verdict(result: CountedRate | null, policy: ResolvedPolicy, limit: number, application: ApplicationRecord | null, client: ClientInfo): ThrottlePass | null {

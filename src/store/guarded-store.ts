@@ -31,7 +31,7 @@ export const STORE_METHODS = [
 ] as const satisfies readonly Method[]
 
 /** Methods a store may leave out; the gate says so when it needs one the store lacks. */
-export const OPTIONAL_STORE_METHODS = ['listUsers', 'getUserBySkeleton', 'addUsage', 'getUsage', 'topUsage'] as const satisfies readonly Method[]
+export const OPTIONAL_STORE_METHODS = ['listUsers', 'getUserBySkeleton', 'addUsage', 'getUsage', 'topUsage', 'lookupRequest'] as const satisfies readonly Method[]
 
 // Adding a method to GateStore without guarding it fails to compile here.
 type Unguarded = Exclude<Method, (typeof STORE_METHODS)[number] | (typeof OPTIONAL_STORE_METHODS)[number] | 'attach' | 'close'>

@@ -40,6 +40,7 @@ import type { ApiKeyStore } from './contract/api-keys.js'
 import type { ApplicationStore } from './contract/applications.js'
 import type { OAuthStore } from './contract/oauth.js'
 import type { RateStore } from './contract/rates.js'
+import type { RequestLookupStore } from './contract/request-lookup.js'
 import type { UserStore } from './contract/users.js'
 import type { UsageStore } from './usage-contract.js'
 
@@ -49,11 +50,13 @@ export type { UserRecord, UserPatch, UserStore } from './contract/users.js'
 export type { ApiKeyRecord, ApiKeyPatch, ApiKeyLimits, ApiKeyInsertResult, ApiKeySortField, ApiKeyQuery, ApiKeyStore } from './contract/api-keys.js'
 export type { AccessTokenRecord, AuthorizationCodeRecord, SessionRecord, AccessTokenFilter, GrantRecord, OAuthStore } from './contract/oauth.js'
 export type { RateStore } from './contract/rates.js'
+export type { CredentialLookup, RateStep, RequestLookup, RequestLookupResult, RequestLookupStore } from './contract/request-lookup.js'
 
 /**
  * What the gate needs from a backend that serves every feature: the intersection of the
  * slices. Usage (`addUsage`, `getUsage`, `topUsage`) is an optional slice: see
- * {@link UsageStore}; without it the gate counts nothing.
+ * {@link UsageStore}; without it the gate counts nothing. `lookupRequest` is an optional
+ * capability (see {@link RequestLookupStore}): a request's store work in one round trip.
  *
  * @example
  * class MyStore implements GateStore {
@@ -62,7 +65,7 @@ export type { RateStore } from './contract/rates.js'
  * }
  * const gate = createGate({ store: new MyStore() })
  */
-export interface GateStore extends ApplicationStore, RateStore, UserStore, ApiKeyStore, OAuthStore, Partial<UsageStore> {}
+export interface GateStore extends ApplicationStore, RateStore, UserStore, ApiKeyStore, OAuthStore, Partial<UsageStore>, RequestLookupStore {}
 
 /**
  * A store of some slices: always applications, and whichever others the gate's features

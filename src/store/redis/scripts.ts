@@ -474,3 +474,78 @@ local first, last = string.match(current, '^(%d+):(%d+)$')
 if tonumber(ARGV[2]) > tonumber(last) then redis.call('HSET', KEYS[1], ARGV[1], first .. ':' .. ARGV[2]) end
 return 1`,
 )
+
+/**
+ * The store work of one authenticated request in one round trip (`lookupRequest`): a GCRA
+ * step (the arithmetic of {@link GCRA}) and the credential's records, in the order
+ * `RequestLookup` describes. Single-node Redis only: it reads the user (and an API key's
+ * hash) under keys it builds from what it read, which Cluster may keep on another node.
+ *
+ * KEYS[1] the credential's key (`token:{hash}`, `keyowner:{keyId}` or the user's hash),
+ * KEYS[2] the rate key of the step, KEYS[3] the rate key of a token that is not live (or KEYS[2] again).
+ * ARGV kind ('t' token, 'k' API key, 'u' user), budget ('token' | 'fixed'), the key prefix,
+ * now (ms, the gate's clock: a token's expiry is the gate's decision), the app token a live
+ * token must have ('' for any), the key id, then limit, windowMs, cost of the step and of
+ * the other step ('' for none).
+ * Returns {stepped 0|1|2, {allowed, remaining, resetMs, retryAfterMs} or {}, record read 0|1,
+ * the record's flat hash, user read 0|1, the user's flat hash}.
+ */
+export const LOOKUP_REQUEST = script(
+  3,
+  `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local function ms(us) if us <= 0 then return 0 end return math.ceil(us / 1000) end
+local function step(key, limitArg, windowArg, costArg)
+  local limit = tonumber(limitArg)
+  local cost = tonumber(costArg)
+  local interval = math.ceil(tonumber(windowArg) * 1000 / limit)
+  local stored = redis.call('GET', key)
+  local tat = now
+  if stored then
+    local s = tonumber(stored)
+    if s and s > now then tat = s end
+  end
+  local newTat = tat + cost * interval
+  local allowAt = newTat - interval * limit
+  if now < allowAt then return {0, 0, ms(tat - now), ms(allowAt - now)} end
+  local remaining = math.floor((now - allowAt) / interval)
+  local retry = 0
+  if remaining <= 0 then retry = ms(allowAt + interval - now) end
+  if cost > 0 then redis.call('SET', key, string.format('%.0f', newTat), 'PX', math.ceil((newTat - now) / 1000)) end
+  return {1, remaining, ms(newTat - now), retry}
+end
+local P = ARGV[3]
+local function field(raw, name)
+  for i = 1, #raw, 2 do if raw[i] == name then return raw[i + 1] end end
+  return nil
+end
+local function user(id) return redis.call('HGETALL', P .. '{users}:user:' .. id) end
+local function liveToken(raw)
+  return #raw > 0 and not field(raw, 'revokedAt') and tonumber(field(raw, 'expiresAt')) > tonumber(ARGV[4])
+end
+local kind = ARGV[1]
+if ARGV[2] == 'token' then
+  local raw = redis.call('HGETALL', KEYS[1])
+  if liveToken(raw) then
+    if ARGV[5] ~= '' and field(raw, 'appToken') ~= ARGV[5] then return {0, {}, 1, raw, 0, {}} end
+    local r = step(KEYS[2], ARGV[7], ARGV[8], ARGV[9])
+    if r[1] == 0 then return {1, r, 1, raw, 0, {}} end
+    return {1, r, 1, raw, 1, user(field(raw, 'userId'))}
+  end
+  if ARGV[10] == '' then return {0, {}, 1, raw, 0, {}} end
+  return {2, step(KEYS[3], ARGV[10], ARGV[11], ARGV[12]), 1, raw, 0, {}}
+end
+local r = step(KEYS[2], ARGV[7], ARGV[8], ARGV[9])
+if r[1] == 0 then return {1, r, 0, {}, 0, {}} end
+if kind == 'u' then return {1, r, 0, {}, 1, redis.call('HGETALL', KEYS[1])} end
+if kind == 't' then
+  local raw = redis.call('HGETALL', KEYS[1])
+  if liveToken(raw) then return {1, r, 1, raw, 1, user(field(raw, 'userId'))} end
+  return {1, r, 1, raw, 0, {}}
+end
+local owner = redis.call('GET', KEYS[1])
+if not owner then return {1, r, 1, {}, 0, {}} end
+local raw = redis.call('HGETALL', P .. '{u:' .. owner .. '}:key:' .. ARGV[6])
+if #raw > 0 and not field(raw, 'revokedAt') then return {1, r, 1, raw, 1, user(field(raw, 'userId'))} end
+return {1, r, 1, raw, 0, {}}`,
+)

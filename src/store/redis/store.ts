@@ -42,6 +42,7 @@ import {
   LIST_API_KEYS,
   INDEX_SKELETON,
   LIST_INDEXED,
+  LOOKUP_REQUEST,
   PATCH,
   PATCH_API_KEY,
   RECORD_GRANT,
@@ -73,6 +74,7 @@ import type {
   UserPatch,
   UserRecord,
 } from '../store.js'
+import type { RequestLookup, RequestLookupResult } from '../contract/request-lookup.js'
 import type { UsageBatch, UsageBucket, UsageGranularity, UsageStore, UsageTopQuery, UsageTotal } from '../usage-contract.js'
 import { RedisUsage } from './usage.js'
 
@@ -148,6 +150,12 @@ export class RedisStore implements GateStore, UsageStore {
   readonly #readyWaitMs: number
   #closed = false
   #usage: RedisUsage | undefined
+  /**
+   * A request's rate step and records in one `EVALSHA` (`LOOKUP_REQUEST`): present on a
+   * single Redis server, absent on Cluster, where the token, its user and the application's
+   * rate key are in three slots and the gate makes the separate calls.
+   */
+  readonly lookupRequest?: (lookup: RequestLookup) => Promise<RequestLookupResult>
 
   constructor(options: RedisStoreOptions) {
     if (options === null || typeof options !== 'object') throw new TypeError('open-data-gate: RedisStore needs { url } or { client }')
@@ -180,6 +188,7 @@ export class RedisStore implements GateStore, UsageStore {
     } else {
       throw new TypeError('open-data-gate: RedisStore needs { url } or { client }')
     }
+    if (!('isCluster' in this.#client && this.#client.isCluster)) this.lookupRequest = (lookup) => this.#lookupRequest(lookup)
     this.#everReady = this.#client.status === 'ready'
     if (!this.#everReady) this.#client.once('ready', () => (this.#everReady = true))
   }
@@ -575,6 +584,33 @@ export class RedisStore implements GateStore, UsageStore {
     return { allowed: reply[0] === 1, remaining: reply[1] as number, resetMs: reply[2] as number, retryAfterMs: reply[3] as number }
   }
 
+  #lookupRequest(lookup: RequestLookup): Promise<RequestLookupResult> {
+    const { credential, rate } = lookup
+    const other = lookup.otherwise ?? null
+    let kind: string
+    let recordKey: string
+    let now: number | string = ''
+    let keyId = ''
+    if (credential.kind === 'accessToken') {
+      kind = 't'
+      recordKey = this.#tokenKey(credential.tokenHash)
+      now = credential.now
+    } else if (credential.kind === 'apiKey') {
+      kind = 'k'
+      recordKey = this.#keyOwner(credential.keyId)
+      keyId = credential.keyId
+    } else {
+      kind = 'u'
+      recordKey = this.#userKey(credential.userId)
+    }
+    const rateKey = `${this.#p}rate:{${rate.key}}`
+    const keys = [recordKey, rateKey, other === null ? rateKey : `${this.#p}rate:{${other.key}}`]
+    const args: Array<string | number> = [kind, lookup.budget, this.#p, now, lookup.appToken ?? '', keyId, rate.limit, rate.windowMs, rate.cost]
+    if (other === null) args.push('', '', '')
+    else args.push(other.limit, other.windowMs, other.cost)
+    return this.#run(LOOKUP_REQUEST, keys, args).then((reply) => lookedUp(kind, reply as LookupReply))
+  }
+
   async resetRate(key: string): Promise<void> {
     await this.#call((c) => c.del(`${this.#p}rate:{${key}}`))
   }
@@ -593,6 +629,20 @@ export class RedisStore implements GateStore, UsageStore {
   topUsage(query: UsageTopQuery): Promise<UsageTotal[]> {
     return this.#usageSlice().top(query)
   }
+}
+
+/** What `LOOKUP_REQUEST` answers: stepped, the step, record read, the record, user read, the user. */
+type LookupReply = [number, number[], number, string[], number, string[]]
+
+function lookedUp(kind: string, [stepped, step, recordRead, record, userRead, user]: LookupReply): RequestLookupResult {
+  const result = stepped === 0 ? null : { allowed: step[0] === 1, remaining: step[1] as number, resetMs: step[2] as number, retryAfterMs: step[3] as number }
+  const out: { -readonly [K in keyof RequestLookupResult]: RequestLookupResult[K] } = { stepped: stepped === 0 ? null : stepped === 1 ? 'rate' : 'otherwise', result }
+  if (recordRead === 1) {
+    if (kind === 't') out.accessToken = decode(ACCESS_TOKEN, record)
+    else out.apiKey = decode(API_KEY, record)
+  }
+  if (userRead === 1) out.user = decode(USER, user)
+  return out
 }
 
 /** The sorted set of each order; with `a` appended, the active keys' one. */
