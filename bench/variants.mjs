@@ -520,7 +520,7 @@ variants.push(
       return { listener: await koaApp(koaGate(gate)), headers }
     },
   },
-  ...['node', 'express', 'koa'].flatMap((fw) => authVariants(fw, `${fw}-bare`, ['oauth'], {}, true)),
+  ...['node', 'express', 'koa'].flatMap((fw) => authVariants(fw, `${fw}-bare`, fw === 'node' ? ['oauth', 'api-key', 'password'] : ['oauth'], {}, true)),
   {
     // express + rate-limiter-flexible's RateLimiterRedis, keyed by the app token, on an
     // ioredis client with the fail-fast settings its docs recommend, with the same two
@@ -550,6 +550,50 @@ variants.push(
         )
       })
       return { listener: app, headers: { 'x-app-token': 'tok1234567890abcdefghij' } }
+    },
+  },
+  {
+    // The off-the-shelf stack doing the gate's OAuth job on the same Redis: express +
+    // rate-limiter-flexible's RateLimiterRedis (keyed by the app token, the two RateLimit
+    // headers), then passport-http-bearer looking the token up in Redis (a GET of the
+    // token's user). Two commands per request; no expiry, revocation or user check.
+    name: 'express-rlflex-redis-passport-bearer', framework: 'express', baseline: 'express-bare', path: PATH, redis: true,
+    expectHeaders: { 'ratelimit-policy': /q=1000000000;/, ratelimit: /r=/ },
+    create: async () => {
+      const { Redis } = await import('ioredis')
+      const { RateLimiterRedis } = await import('rate-limiter-flexible')
+      const { default: passport } = await import('passport')
+      const { Strategy } = await import('passport-http-bearer')
+      const client = new Redis(process.env.BENCH_REDIS_URL, { enableOfflineQueue: false })
+      await new Promise((resolve) => client.once('ready', resolve))
+      const tokenKey = (token) => `rlflx-tokens:${process.pid}:${token}`
+      const token = 'bench-token-0123456789abcdefghijklmnopq'
+      await client.set(tokenKey(token), JSON.stringify({ username: 'ada' }))
+      countRedisCommands(client)
+      const limiter = new RateLimiterRedis({ storeClient: client, keyPrefix: `rlflx:${process.pid}`, points: HUGE.limit, duration: HUGE.windowMs / 1000 })
+      passport.use(new Strategy((sent, done) => {
+        client.get(tokenKey(sent)).then((user) => done(null, user === null ? false : JSON.parse(user)), done)
+      }))
+      const app = await expressApp(
+        (req, res, next) => {
+          limiter.consume(req.headers['x-app-token'] ?? req.ip).then(
+            (r) => {
+              res.setHeader('ratelimit-policy', `"app";q=${HUGE.limit};w=${HUGE.windowMs / 1000}`)
+              res.setHeader('ratelimit', `"app";r=${r.remainingPoints};t=${Math.ceil(r.msBeforeNext / 1000)}`)
+              next()
+            },
+            (r) => {
+              if (r instanceof Error) return next(r)
+              res.setHeader('retry-after', String(Math.ceil(r.msBeforeNext / 1000)))
+              res.status(429).end()
+            },
+          )
+        },
+        passport.initialize(),
+        passport.authenticate('bearer', { session: false }),
+      )
+      app.get(PATH, (req, res) => (req.user?.username === 'ada' ? res.json({ ok: true }) : res.sendStatus(401)))
+      return { listener: app, headers: { 'x-app-token': 'tok1234567890abcdefghij', authorization: `Bearer ${token}` } }
     },
   },
 )
