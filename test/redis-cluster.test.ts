@@ -1,5 +1,6 @@
 import { Cluster } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createGate } from '../src/index.js'
 import { RedisStore, redisClientDefaults } from '../src/store/redis/store.js'
 import { describeStore } from '../src/testing/index.js'
 import { pagesOf, userWithManyKeys } from './redis/key-pages.js'
@@ -34,6 +35,31 @@ describe.skipIf(!available)('RedisStore on a three-node Redis Cluster', () => {
   describeStore('RedisStore (Cluster)', () => new RedisStore({ client, prefix }), { describe, it, after: afterAll, cleanup: (store) => store.close() })
 
   describeSameAsMemoryStore('RedisStore (Cluster)', () => new RedisStore({ client, prefix }))
+
+  it('authenticates tokens and keys with one call per record, where a request\'s keys live in several slots, and refuses revoked ones', async () => {
+    const store = new RedisStore({ client, prefix })
+    // Its token, user and rate keys are on several nodes: no one-script lookup.
+    expect(store.lookupRequest).toBeUndefined()
+    const gate = createGate({ store, trustProxy: 'loopback' })
+    try {
+      const { appToken } = await gate.applications.register({ name: 'cluster' })
+      const user = await gate.users.create({ username: `cluster-${Date.now()}`, displayName: 'C', email: 'c@example.org' })
+      const { accessToken } = await gate.tokens.issue({ userId: user.id, appToken })
+      const { keyId, keySecret } = await gate.apiKeys.create(user.id, { name: 'cluster' })
+      const ask = async (authorization: string, app?: string) => {
+        const headers: Record<string, string> = { 'x-forwarded-proto': 'https', authorization, ...(app === undefined ? {} : { 'x-app-token': app }) }
+        const outcome = await gate.handle({ method: 'GET', url: '/x', headers, peerAddress: '127.0.0.1', tls: false })
+        return outcome.type === 'next' ? outcome.context.auth : outcome.response.status
+      }
+      const key = `Basic ${Buffer.from(`${keyId}:${keySecret}`).toString('base64')}`
+      for (let i = 0; i < 2; i++) expect([await ask(`Bearer ${accessToken}`), await ask(`OAuth ${accessToken}`, appToken), await ask(key, appToken)]).toEqual(['oauth', 'oauth', 'api-key'])
+      await gate.tokens.revoke(accessToken)
+      await gate.apiKeys.revoke(keyId)
+      expect([await ask(`Bearer ${accessToken}`), await ask(key, appToken)]).toEqual([401, 401])
+    } finally {
+      await gate.close()
+    }
+  })
 
   it("reads a page of 20 of a user's 5,000 keys with a bounded number of commands, counted by INFO commandstats", async () => {
     const store = new RedisStore({ client, prefix })

@@ -138,6 +138,58 @@ describe.skipIf(!available)('RedisStore', () => {
     }
   })
 
+  it('answers a request lookup as the separate calls would: a token that is not live takes the other step, a refused step reads nothing', async () => {
+    const store = new RedisStore({ url: REDIS_URL, prefix })
+    try {
+      const lookup = store.lookupRequest
+      if (lookup === undefined) throw new Error('a single Redis server has lookupRequest')
+      const now = Date.now()
+      const userId = `lookup-${now}`
+      await store.insertUser({ id: userId, username: userId, usernameSkeleton: null, screenName: 'L', displayName: 'L', email: 'l@example.org', rights: [], passwordHash: null, createdAt: now, updatedAt: now })
+      const token = (tokenHash: string, extra: object = {}) => ({ tokenHash, userId, appToken: 'appA', codeHash: null, createdAt: now, expiresAt: now + 60_000, revokedAt: null, ...extra })
+      await store.insertAccessToken(token(`live-${now}`))
+      await store.insertAccessToken(token(`revoked-${now}`, { revokedAt: now }))
+      await store.insertAccessToken(token(`expired-${now}`, { expiresAt: now + 1 }))
+      const user = await store.getUser(userId)
+      const rate = (key: string, limit = 10) => ({ key: `${key}-${now}`, limit, windowMs: 60_000, cost: 1 })
+      const byToken = (tokenHash: string, appToken: string) =>
+        lookup({ credential: { kind: 'accessToken', tokenHash, now: now + 2 }, budget: 'token', rate: rate('a'), otherwise: rate('b'), appToken })
+
+      const live = await byToken(`live-${now}`, 'appA')
+      expect(live).toMatchObject({ stepped: 'rate', result: { allowed: true, remaining: 9 }, accessToken: await store.getAccessToken(`live-${now}`), user })
+      for (const hash of [`revoked-${now}`, `expired-${now}`, `unknown-${now}`]) {
+        const other = await byToken(hash, 'appA')
+        expect(other).toMatchObject({ stepped: 'otherwise', result: { allowed: true } })
+        expect(other.accessToken).toEqual(await store.getAccessToken(hash))
+        expect('user' in other).toBe(false)
+      }
+      // A live token of another application: no step at all (the gate refuses the request).
+      expect(await byToken(`live-${now}`, 'appB')).toMatchObject({ stepped: null, result: null })
+      expect(await store.consumeRate(`a-${now}`, 10, 60_000, 0)).toMatchObject({ remaining: 9 })
+      expect(await store.consumeRate(`b-${now}`, 10, 60_000, 0)).toMatchObject({ remaining: 7 })
+
+      // A fixed budget: the step first, the records only when it is allowed.
+      const key = { keyId: `k${String(now).padStart(24, '0')}`.slice(0, 25), userId, name: 'k', secretHash: 'h', createdAt: now, lastUsedAt: null, revokedAt: null }
+      await store.insertApiKey(key)
+      const byKey = (keyId: string, limit: number, budget = 'c') => lookup({ credential: { kind: 'apiKey', keyId }, budget: 'fixed', rate: rate(budget, limit) })
+      expect(await byKey(key.keyId, 1)).toMatchObject({ stepped: 'rate', result: { allowed: true }, apiKey: await store.getApiKey(key.keyId), user })
+      const refused = await byKey(key.keyId, 1)
+      expect(refused).toMatchObject({ stepped: 'rate', result: { allowed: false } })
+      expect(['apiKey' in refused, 'user' in refused]).toEqual([false, false])
+      const unknown = await byKey('k'.padEnd(25, 'x'), 10, 'e')
+      expect(['apiKey' in unknown, unknown.apiKey, 'user' in unknown]).toEqual([true, undefined, false])
+      await store.revokeApiKey(key.keyId, now, now + 60_000)
+      const revoked = await byKey(key.keyId, 10, 'e')
+      expect(revoked.apiKey).toEqual(await store.getApiKey(key.keyId))
+      expect('user' in revoked).toBe(false)
+      expect(await lookup({ credential: { kind: 'user', userId }, budget: 'fixed', rate: rate('d') })).toMatchObject({ stepped: 'rate', user })
+      const gone = await lookup({ credential: { kind: 'user', userId: 'nobody' }, budget: 'fixed', rate: rate('d') })
+      expect(['user' in gone, gone.user]).toEqual([true, undefined])
+    } finally {
+      await store.close()
+    }
+  })
+
   it('refuses a token, key or user revoked through another instance on the very next request, in its one round trip', async () => {
     const other = createGate({ store: new RedisStore({ url: REDIS_URL, prefix }) })
     const gate = createGate({ store: new RedisStore({ url: REDIS_URL, prefix }), trustProxy: 'loopback' })
