@@ -102,7 +102,7 @@ describe.skipIf(!available)('RedisStore', () => {
   it('sends Redis one command per request, whatever the credential, once the application and the password are known', async () => {
     const store = new RedisStore({ url: REDIS_URL, prefix })
     const counter = countCommands(store)
-    const gate = createGate({ store, trustProxy: 'loopback', throttle: { application: { limit: 1000, windowMs: 60_000 }, anonymous: { limit: 1000, windowMs: 60_000 } } })
+    const gate = createGate({ store, trustProxy: 'loopback', usage: false, throttle: { application: { limit: 1000, windowMs: 60_000 }, anonymous: { limit: 1000, windowMs: 60_000 } } })
     const http = await listen(nodeGate(gate, (req, res) => res.end(req.gate.auth)))
     try {
       const { appToken } = await gate.applications.register({ name: 'commands' })
@@ -187,6 +187,36 @@ describe.skipIf(!available)('RedisStore', () => {
       expect(['user' in gone, gone.user]).toEqual([true, undefined])
     } finally {
       await store.close()
+    }
+  })
+
+  it('costs Redis one read per made-up app token, and serves a token registered later on another instance at once', async () => {
+    const own = randomPrefix('unknown')
+    const storeA = new RedisStore({ url: REDIS_URL, prefix: own })
+    const storeB = new RedisStore({ url: REDIS_URL, prefix: own })
+    const counter = countCommands(storeB)
+    // Usage off: its flushes would be commands too.
+    const a = createGate({ store: storeA, usage: false })
+    const b = createGate({ store: storeB, usage: false })
+    const http = await listen(nodeGate(b, (_req, res) => res.end('ok')))
+    try {
+      // Both instances listen for changes before anything changes.
+      while (((await admin.pubsub('NUMSUB', `${own}application-changed`)) as [string, number])[1] < 2) await sleep(20)
+      const status = async (token: string) => (await fetch(`${http.url}/x`, { headers: { 'x-app-token': token } })).status
+      const before = counter.sent
+      for (let i = 0; i < 20; i++) expect(await status(`madeUp${i}abcdefghijklmnop`)).toBe(403)
+      expect((counter.sent - before) / 20).toBe(1)
+      // The same made-up token again: remembered, no read.
+      const again = counter.sent
+      expect(await status('madeUp0abcdefghijklmnop')).toBe(403)
+      expect(counter.sent - again).toBe(0)
+      await a.applications.register({ name: 'later', appToken: 'madeUp0abcdefghijklmnop' })
+      expect(await status('madeUp0abcdefghijklmnop')).toBe(200)
+    } finally {
+      await http.close()
+      await a.close()
+      await b.close()
+      await deletePrefix(admin, own)
     }
   })
 
