@@ -9,7 +9,7 @@ import { AccessTokens } from './management/access-tokens.js'
 import { ApplicationCache } from './pipeline/application-cache.js'
 import { ApiKeyEndpoints } from './endpoints/api-keys.js'
 import { ApiKeys } from './management/api-keys.js'
-import { Applications } from './management/applications.js'
+import { Applications, registrationBudget } from './management/applications.js'
 import { Authenticator } from './pipeline/authenticate.js'
 import { ClearTextRevocation } from './pipeline/clear-text.js'
 import type { GateOutcome } from './pipeline/context.js'
@@ -80,9 +80,10 @@ export class Gate extends TypedEmitter<GateEvents> {
     }
     config.store.attach?.(sink)
     if (separateRates) config.rateStore.attach?.(sink)
-    this.applications = new Applications(this.store, (appToken) => this.#applicationCache.forget(appToken), config.oauth.allowLoopbackCallbacks)
     this.usage = new GateUsage(config.usage, config.store, config.storeTimeoutMs, emit)
     const throttle = new Throttle(config, rateStore, emit, this.usage)
+    const applicationRules = { ...config.applications, spendRegistration: registrationBudget(config.applications.registrations, throttle) }
+    this.applications = new Applications(this.store, (appToken) => this.#applicationCache.forget(appToken), config.oauth.allowLoopbackCallbacks, applicationRules)
     const auth = new Authenticator(config.basic, config.realm, this.store, throttle, emit)
     const clearText = new ClearTextRevocation(this.store, config.deletedKeyRetentionMs, config, emit)
     this.users = new Users(this.store, config.basic.scrypt, (username, password, client) => auth.signIn(username, password, client))

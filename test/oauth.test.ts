@@ -4,7 +4,7 @@
  * browser.
  */
 import request from 'supertest'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { nodeGate } from '../adapters/node.js'
 import { createGate, MemoryStore, type CodeReplayedEvent, type GateOptions } from '../src/index.js'
 import { headerValue } from '../src/http/request.js'
@@ -29,6 +29,7 @@ class CodeFailingStore extends MemoryStore {
 
 const running: RunningServer[] = []
 afterEach(async () => {
+  vi.useRealTimers()
   await Promise.all(running.splice(0).map((s) => s.close()))
 })
 
@@ -514,6 +515,21 @@ describe('token endpoint', () => {
     const { exchange } = await start()
     expect((await exchange({ grant_type: 'password', code: 'x' }).expect(400)).body.error).toBe('unsupported_grant_type')
     expect((await exchange({ grant_type: '', code: 'x' }).expect(400)).body.error).toBe('invalid_request')
+  })
+
+  it('exchanges a code with the secret a rotation replaced while its grace lasts, and refuses that secret once it is over', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const start0 = Date.now()
+    const { gate, app, approve, exchange, authorizeUrl } = await start({ applications: { secretGraceMs: 3_600_000 } })
+    const next = await gate.applications.rotateSecret(app.appToken)
+    const code = (await approve(authorizeUrl())).searchParams.get('code')!
+    const withOld = await exchange({ code }).expect(200)
+    expect(withOld.body.access_token).toEqual(expect.any(String))
+    vi.setSystemTime(start0 + 3_600_000 + 1)
+    const refused = await exchange({ code: 'x' }).expect(401)
+    expect(refused.body.error).toBe('invalid_client')
+    // The new secret authenticates (the unknown code is then the only problem).
+    expect((await exchange({ code: 'x', client_secret: next }).expect(400)).body.error).toBe('invalid_grant')
   })
 
   it('answers bad client credentials with 401 invalid_client and a Basic challenge', async () => {

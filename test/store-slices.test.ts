@@ -12,9 +12,9 @@ import { coreRequest } from './support/requests.js'
 class SmallStore implements ApplicationStore, RateStore {
   readonly #inner = new MemoryStore()
   readonly calls: string[] = []
-  insertApplication: ApplicationStore['insertApplication'] = (record) => this.#call('insertApplication', () => this.#inner.insertApplication(record))
+  insertApplication: ApplicationStore['insertApplication'] = (record, limits) => this.#call('insertApplication', () => this.#inner.insertApplication(record, limits))
   getApplication: ApplicationStore['getApplication'] = (appToken) => this.#call('getApplication', () => this.#inner.getApplication(appToken))
-  listApplications: ApplicationStore['listApplications'] = () => this.#call('listApplications', () => this.#inner.listApplications())
+  listApplications: ApplicationStore['listApplications'] = (filter) => this.#call('listApplications', () => this.#inner.listApplications(filter))
   updateApplication: ApplicationStore['updateApplication'] = (appToken, patch) => this.#call('updateApplication', () => this.#inner.updateApplication(appToken, patch))
   deleteApplication: ApplicationStore['deleteApplication'] = (appToken) => this.#call('deleteApplication', () => this.#inner.deleteApplication(appToken))
   consumeRate: RateStore['consumeRate'] = (key, limit, windowMs, cost) => this.#call('consumeRate', () => this.#inner.consumeRate(key, limit, windowMs, cost))
