@@ -8,6 +8,7 @@ import { TypedEmitter } from 'tiny-typed-emitter'
 import { AccessTokens } from './management/access-tokens.js'
 import { ApplicationCache } from './pipeline/application-cache.js'
 import { ApiKeyEndpoints } from './endpoints/api-keys.js'
+import { ApplicationEndpoints } from './endpoints/applications.js'
 import { ApiKeys } from './management/api-keys.js'
 import { Applications, registrationBudget } from './management/applications.js'
 import { Authenticator } from './pipeline/authenticate.js'
@@ -93,7 +94,8 @@ export class Gate extends TypedEmitter<GateEvents> {
     const sessions = new LoginSessions(this.store, config.oauth.sessionTtlMs, config.oauth.maxSessionsPerUser)
     const oauth = new OAuthServer(config, this.store, throttle, auth, clearText, this.tokens, this.grants, sessions, emit, (error, request) => this.#report(error, request))
     const keyLimits = { maxActiveKeys: config.apiKeyEndpoints?.maxActiveKeys ?? 0, maxKeys: config.apiKeyEndpoints?.maxKeys ?? 0, deletedKeyRetentionMs: config.deletedKeyRetentionMs }
-    const selfService = new SelfService(config, this.store, sessions, new ApiKeyEndpoints(this.store, keyLimits, config.bodyTimeoutMs), this.grants)
+    const ownApplications = new ApplicationEndpoints(this.applications, this.usage, config.bodyTimeoutMs)
+    const selfService = new SelfService(config, this.store, sessions, new ApiKeyEndpoints(this.store, keyLimits, config.bodyTimeoutMs), this.grants, ownApplications)
     const routes = new RouteTable(config, selfService)
     this.#pipeline = new Pipeline(config, { store: this.store, applications: this.#applicationCache, routes, throttle, auth, clearText, oauth, selfService, usage: this.usage, emit })
     if (config.oauth.allowLoopbackCallbacks) {
