@@ -390,6 +390,21 @@ describe('the login and consent pages', () => {
     expect(forged.status).toBe(403)
   })
 
+  it('says on the consent page who registered the application: a user by display name and username, escaped and isolated, or the portal\'s operators', async () => {
+    const { gate, get, authorizeUrl, ada } = await start({ oauth: { pages: { siteName: 'City <Open> Data' } } })
+    const mallory = await gate.users.create({ username: 'mallory', password: PASSWORD, displayName: 'City <Open> Data \u202eteam', email: 'm@example.org' })
+    const lookalike = await gate.applications.register({ name: 'City Open Data', callbackPrefix: PREFIX, ownerId: mallory.id })
+    const theirs = await get(authorizeUrl({ client_id: lookalike.appToken })).set('x-signed-in', ada.id).expect(200)
+    expect(theirs.text).toContain(
+      '<p class="registered-by">Registered by <strong><bdi>City &lt;Open&gt; Data \u202eteam</bdi></strong> (<bdi>mallory</bdi>), a user of City &lt;Open&gt; Data, not by City &lt;Open&gt; Data itself.</p>',
+    )
+    const operators = await get(authorizeUrl()).set('x-signed-in', ada.id).expect(200)
+    expect(operators.text).toContain('<p class="registered-by">Registered by the operators of City &lt;Open&gt; Data.</p>')
+    await gate.users.delete(mallory.id)
+    const orphan = await get(authorizeUrl({ client_id: lookalike.appToken })).set('x-signed-in', ada.id).expect(200)
+    expect(orphan.text).toContain('Registered by a user of City &lt;Open&gt; Data whose account no longer exists')
+  })
+
   it('shows the portal\'s name (oauth.pages.siteName) in the title and heading of every page', async () => {
     const { server, authorizeUrl, get, ada } = await start({ oauth: { pages: { siteName: 'City <Open> Data' } } })
     const login = await new Browser().get(`${server.url}${authorizeUrl()}`)
