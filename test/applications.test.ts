@@ -1,7 +1,17 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createGate, MemoryStore, NotFoundError } from '../src/index.js'
+import { timingSafeEqual } from 'node:crypto'
+import type * as Crypto from 'node:crypto'
 import { sha256 } from '../src/secrets/tokens.js'
+import { applicationSecretMatches } from '../src/management/applications.js'
+import { application } from '../src/testing/fixtures.js'
 import { captureWarnings } from './support/warnings.js'
+
+// A pass-through spy on timingSafeEqual, to see which comparisons the secret check makes.
+vi.mock('node:crypto', async (original) => {
+  const actual = await original<typeof Crypto>()
+  return { ...actual, timingSafeEqual: vi.fn(actual.timingSafeEqual) }
+})
 
 afterEach(() => {
   vi.useRealTimers()
@@ -54,6 +64,23 @@ describe('applications', () => {
     expect(await gate.applications.verifySecret(appToken, first)).toBe(false)
     expect(await gate.applications.verifySecret(appToken, second)).toBe(true)
     expect(await gate.applications.verifySecret(appToken, third)).toBe(true)
+  })
+
+  it('compares a secret with timingSafeEqual against both the current and the previous hash within the grace, whichever matches', async () => {
+    const record = {
+      ...application('app', { secretHash: sha256('current-secret-0123456789') }),
+      previousSecretHash: sha256('previous-secret-0123456789'),
+      previousSecretExpiresAt: Date.now() + 60_000,
+    }
+    const compare = vi.mocked(timingSafeEqual)
+    for (const [secret, matches] of [['current-secret-0123456789', true], ['previous-secret-0123456789', true], ['wrong-secret-0123456789', false]] as const) {
+      compare.mockClear()
+      expect(applicationSecretMatches(record, secret)).toBe(matches)
+      expect(compare).toHaveBeenCalledTimes(2)
+    }
+    compare.mockClear()
+    expect(applicationSecretMatches({ ...record, previousSecretExpiresAt: Date.now() - 1 }, 'previous-secret-0123456789')).toBe(false)
+    expect(compare).toHaveBeenCalledTimes(1)
   })
 
   it('takes the grace from applications.secretGraceMs, and refuses a grace that is not a whole number of ms', async () => {

@@ -288,6 +288,10 @@ describe('open-data-gate command line', () => {
     const gate = createGate({ store })
     expect(await gate.applications.verifySecret(app.appToken, app.secretToken)).toBe(false)
     expect(await gate.applications.verifySecret(app.appToken, rotatedApp.secretToken)).toBe(true)
+    // With --grace-ms the secret it replaces keeps working for that long.
+    const graced = await json(['apps', 'rotate-secret', app.appToken, '--grace-ms', '3600000'])
+    expect(await gate.applications.verifySecret(app.appToken, rotatedApp.secretToken)).toBe(true)
+    expect(await gate.applications.verifySecret(app.appToken, graced.secretToken)).toBe(true)
 
     await gate.tokens.issue({ userId: user.id, appToken: app.appToken })
     await gate.tokens.issue({ userId: user.id, appToken: app.appToken })
