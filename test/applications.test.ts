@@ -111,6 +111,7 @@ describe('applications', () => {
     expect((await gate.applications.list()).map((x) => x.name)).toEqual(['Portal', "Ada's", "Bob's"])
     await expect(gate.applications.register({ name: 'x', ownerId: 'no-such-user' })).rejects.toBeInstanceOf(NotFoundError)
     await expect(gate.applications.register({ name: 'x', ownerId: '' })).rejects.toThrow(/ownerId must be a user id/)
+    await expect(gate.applications.registerOwn({ name: 'x', ownerId: 'no-such-user' })).rejects.toBeInstanceOf(NotFoundError)
   })
 
   it('holds a user\'s own registrations to the cap and the registration budget; an operator registering for them is not held', async () => {

@@ -101,6 +101,9 @@ describe('a store of applications and rates', () => {
     expect(() => createGate({ basic: false, apiKeyEndpoints: { maxActiveKeys: 5 } })).toThrow(/apiKeyEndpoints needs basic, which is off/)
     expect(() => createGate({ oauth: false, connectedApps: { path: '/grants' } })).toThrow(/connectedApps needs oauth, which is off/)
     expect(() => createGate({ basic: false, oauth: false, currentUser: {} })).toThrow(/currentUser needs basic or oauth, which is off \(basic: false and oauth: false\)/)
+    expect(() => createGate({ basic: false, oauth: false, applications: { maxPerUser: 5 } })).toThrow(/applications needs basic or oauth, which is off/)
+    // The grace of a rotated secret is no request for the endpoints: it serves gate.applications too.
+    expect(() => createGate({ basic: false, oauth: false, applications: { secretGraceMs: 0 } })).not.toThrow()
   })
 
   it('says which slice an operator call needs when the store lacks it', async () => {

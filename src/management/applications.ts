@@ -208,6 +208,7 @@ export class Applications {
    * (default 20). What `POST /api/applications` does; a host's own developer page calls
    * this rather than {@link register}, so the same bounds hold there.
    * @throws {TypeError} for a missing name or a bad callback prefix, as {@link register}
+   * @throws {NotFoundError} `not_found` when no user has the `ownerId`
    * @throws {PlatformError} `too_many_requests` (with `retry-after`) when the budget is spent,
    *   `application_limit_reached` when the user is at the cap
    * @example
@@ -219,6 +220,7 @@ export class Applications {
     const ownerId = checkOwnerId(input.ownerId)
     if (ownerId === null) throw new TypeError('open-data-gate: registerOwn() needs the ownerId of the user registering')
     const fields = { name: checkName(input.name), callbackPrefix: checkCallbackPrefix(input.callbackPrefix ?? null, this.#allowLoopback), limit: null }
+    if (hasSlice(this.#store, 'users') && (await this.#store.getUser(ownerId)) === undefined) throw noSuchUser(ownerId)
     const waitMs = await this.#rules.spendRegistration(ownerId)
     if (waitMs > 0) throw new ThrottledError(`Too many applications registered lately; retry in ${retryAfterSeconds(waitMs)} seconds`, waitMs)
     const secretToken = randomToken(32)
@@ -334,11 +336,11 @@ function newRecord(appToken: string, secretToken: string, fields: Pick<Applicati
   return { appToken, ...fields, secretHash: sha256(secretToken), previousSecretHash: null, previousSecretExpiresAt: null, createdAt: now, updatedAt: now }
 }
 
-/** A user id as the stores keep them: a non-empty string, at most 255 characters, storable. */
+/** A user id as the stores keep them: a non-empty string, at most 255 characters (the SQL stores' column), storable. */
 function checkOwnerId(ownerId: unknown): string | null {
   if (ownerId === null) return null
-  if (typeof ownerId !== 'string' || ownerId === '' || ownerId.length > 255 || /[{}\s]/.test(ownerId)) {
-    throw new TypeError('open-data-gate: ownerId must be a user id (a non-empty string of at most 255 characters, without spaces or braces) or null')
+  if (typeof ownerId !== 'string' || ownerId === '' || ownerId.length > 255) {
+    throw new TypeError('open-data-gate: ownerId must be a user id (a non-empty string of at most 255 characters) or null')
   }
   assertStorable('ownerId', ownerId)
   return ownerId
