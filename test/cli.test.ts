@@ -292,6 +292,9 @@ describe('open-data-gate command line', () => {
     const graced = await json(['apps', 'rotate-secret', app.appToken, '--grace-ms', '3600000'])
     expect(await gate.applications.verifySecret(app.appToken, rotatedApp.secretToken)).toBe(true)
     expect(await gate.applications.verifySecret(app.appToken, graced.secretToken)).toBe(true)
+    const shown = await exec(['apps', 'show', app.appToken, ...S])
+    expect(shown.stdout).toMatch(/owner: +- \(an operator's\)/)
+    expect(shown.stdout).toMatch(/previous secret until/)
 
     await gate.tokens.issue({ userId: user.id, appToken: app.appToken })
     await gate.tokens.issue({ userId: user.id, appToken: app.appToken })

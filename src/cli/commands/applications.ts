@@ -106,6 +106,8 @@ function applicationFields(app: Application): Array<[string, string]> {
     ['name', app.name],
     ['callback prefix', orDash(app.callbackPrefix)],
     ['limit', app.limit === null ? 'default' : String(app.limit)],
+    ['owner', app.ownerId ?? '- (an operator\'s)'],
+    ...(app.previousSecretExpiresAt !== null && app.previousSecretExpiresAt > Date.now() ? [['previous secret until', time(app.previousSecretExpiresAt)] as [string, string]] : []),
     ['created', time(app.createdAt)],
     ['updated', time(app.updatedAt)],
   ]
