@@ -201,11 +201,16 @@ ${registered}${problem === '' ? '' : `<p class="problem" role="alert">${escape(p
     const name = field(req, 'name') ?? ''
     const prefix = (field(req, 'callbackPrefix') ?? '').trim()
     try {
-      const app = await gate.applications.register({ name, callbackPrefix: prefix === '' ? null : prefix })
+      // registerOwn: the application is the user's (listed and managed on /api/applications), within their cap and registration budget.
+      const app = await gate.applications.registerOwn({ ownerId: session.userId, name, callbackPrefix: prefix === '' ? null : prefix })
       const shown = `<div class="secret" id="registered" role="status"><p>Registered <strong>${escape(app.application.name)}</strong>. Copy the secret token now: it is shown this once, and only its hash is kept.</p>
 <dl><dt>App token</dt><dd><code id="app-token">${escape(app.appToken)}</code></dd><dt>Secret token</dt><dd><code id="secret-token">${escape(app.secretToken)}</code></dd></dl></div>`
       settings(res, session, 201, shown)
     } catch (error) {
+      if (error instanceof GateError && (error.code === 'application_limit_reached' || error.code === 'too_many_requests')) {
+        if (error.headers?.['retry-after'] !== undefined) res.setHeader('retry-after', error.headers['retry-after'])
+        return settings(res, session, error.status, '', error.message, name, prefix)
+      }
       if (!(error instanceof TypeError)) throw error
       settings(res, session, 400, '', error.message.replace(/^open-data-gate: /, ''), name, prefix)
     }

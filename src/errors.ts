@@ -41,6 +41,8 @@ export const PLATFORM_ERROR_STATUS = {
   method_not_allowed: 405,
   /** A record that must be unique already exists (a taken username). */
   conflict: 409,
+  /** The user has registered as many applications as `applications.maxPerUser` allows; delete one first. */
+  application_limit_reached: 409,
   /** A request body that did not arrive within `bodyTimeoutMs`; the connection is closed. */
   request_timeout: 408,
   payload_too_large: 413,

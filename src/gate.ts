@@ -8,8 +8,9 @@ import { TypedEmitter } from 'tiny-typed-emitter'
 import { AccessTokens } from './management/access-tokens.js'
 import { ApplicationCache } from './pipeline/application-cache.js'
 import { ApiKeyEndpoints } from './endpoints/api-keys.js'
+import { ApplicationEndpoints } from './endpoints/applications.js'
 import { ApiKeys } from './management/api-keys.js'
-import { Applications } from './management/applications.js'
+import { Applications, registrationBudget } from './management/applications.js'
 import { Authenticator } from './pipeline/authenticate.js'
 import { ClearTextRevocation } from './pipeline/clear-text.js'
 import type { GateOutcome } from './pipeline/context.js'
@@ -80,9 +81,10 @@ export class Gate extends TypedEmitter<GateEvents> {
     }
     config.store.attach?.(sink)
     if (separateRates) config.rateStore.attach?.(sink)
-    this.applications = new Applications(this.store, (appToken) => this.#applicationCache.forget(appToken), config.oauth.allowLoopbackCallbacks)
     this.usage = new GateUsage(config.usage, config.store, config.storeTimeoutMs, emit)
     const throttle = new Throttle(config, rateStore, emit, this.usage)
+    const applicationRules = { ...config.applications, spendRegistration: registrationBudget(config.applications.registrations, throttle) }
+    this.applications = new Applications(this.store, (appToken) => this.#applicationCache.forget(appToken), config.oauth.allowLoopbackCallbacks, applicationRules)
     const auth = new Authenticator(config.basic, config.realm, this.store, throttle, emit)
     const clearText = new ClearTextRevocation(this.store, config.deletedKeyRetentionMs, config, emit)
     this.users = new Users(this.store, config.basic.scrypt, (username, password, client) => auth.signIn(username, password, client))
@@ -92,7 +94,8 @@ export class Gate extends TypedEmitter<GateEvents> {
     const sessions = new LoginSessions(this.store, config.oauth.sessionTtlMs, config.oauth.maxSessionsPerUser)
     const oauth = new OAuthServer(config, this.store, throttle, auth, clearText, this.tokens, this.grants, sessions, emit, (error, request) => this.#report(error, request))
     const keyLimits = { maxActiveKeys: config.apiKeyEndpoints?.maxActiveKeys ?? 0, maxKeys: config.apiKeyEndpoints?.maxKeys ?? 0, deletedKeyRetentionMs: config.deletedKeyRetentionMs }
-    const selfService = new SelfService(config, this.store, sessions, new ApiKeyEndpoints(this.store, keyLimits, config.bodyTimeoutMs), this.grants)
+    const ownApplications = new ApplicationEndpoints(this.applications, this.usage, config.bodyTimeoutMs)
+    const selfService = new SelfService(config, this.store, sessions, new ApiKeyEndpoints(this.store, keyLimits, config.bodyTimeoutMs), this.grants, ownApplications)
     const routes = new RouteTable(config, selfService)
     this.#pipeline = new Pipeline(config, { store: this.store, applications: this.#applicationCache, routes, throttle, auth, clearText, oauth, selfService, usage: this.usage, emit })
     if (config.oauth.allowLoopbackCallbacks) {

@@ -17,8 +17,8 @@ export type { ConnectedApp, Grants } from './management/grants.js'
 export type { ApiKeyJson } from './endpoints/api-keys.js'
 export type { AuthMethod, GateUser } from './pipeline/authenticate.js'
 export type { GuardRule, Guard } from './pipeline/guard.js'
-export type { BasicOptions, OAuthOptions, OAuthPaths, CurrentUserOptions, ApiKeyEndpointOptions, ConnectedAppsOptions } from './config/options.js'
-export type { OAuthPages, LoginView, ConsentView, ErrorView } from './oauth/pages.js'
+export type { BasicOptions, OAuthOptions, OAuthPaths, CurrentUserOptions, ApiKeyEndpointOptions, ConnectedAppsOptions, ApplicationOptions } from './config/options.js'
+export type { OAuthPages, LoginView, ConsentView, ErrorView, RegisteredBy } from './oauth/pages.js'
 export type { ScryptParams } from './secrets/passwords.js'
 export type { HashQueueLimits } from './secrets/hash-queue.js'
 export type { ThrottleInfo } from './pipeline/throttle.js'
@@ -66,6 +66,9 @@ export type {
   StoreLifecycle,
   ApplicationRecord,
   ApplicationPatch,
+  ApplicationLimits,
+  ApplicationInsertResult,
+  ApplicationFilter,
   UserRecord,
   UserPatch,
   ApiKeyRecord,

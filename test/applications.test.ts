@@ -1,7 +1,21 @@
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createGate, MemoryStore, NotFoundError } from '../src/index.js'
+import { timingSafeEqual } from 'node:crypto'
+import type * as Crypto from 'node:crypto'
 import { sha256 } from '../src/secrets/tokens.js'
+import { applicationSecretMatches } from '../src/management/applications.js'
+import { application } from '../src/testing/fixtures.js'
 import { captureWarnings } from './support/warnings.js'
+
+// A pass-through spy on timingSafeEqual, to see which comparisons the secret check makes.
+vi.mock('node:crypto', async (original) => {
+  const actual = await original<typeof Crypto>()
+  return { ...actual, timingSafeEqual: vi.fn(actual.timingSafeEqual) }
+})
+
+afterEach(() => {
+  vi.useRealTimers()
+})
 
 describe('applications', () => {
   it('registers an application and shows its secret token once, storing only a hash', async () => {
@@ -17,15 +31,109 @@ describe('applications', () => {
     expect(await gate.applications.find(registered.appToken)).toEqual(registered.application)
   })
 
-  it('verifies the secret token, and rotating it retires the old one', async () => {
+  it('verifies the secret token, and rotating it with no grace retires the old one at once', async () => {
     const gate = createGate()
     const { appToken, secretToken } = await gate.applications.register({ name: 'a' })
     expect(await gate.applications.verifySecret(appToken, secretToken)).toBe(true)
     expect(await gate.applications.verifySecret(appToken, `${secretToken}x`)).toBe(false)
-    const next = await gate.applications.rotateSecret(appToken)
-    expect(next).toBeDefined()
+    const next = await gate.applications.rotateSecret(appToken, { graceMs: 0 })
+    expect(next).toMatch(/^[A-Za-z0-9_-]{43}$/)
     expect(await gate.applications.verifySecret(appToken, secretToken)).toBe(false)
-    expect(await gate.applications.verifySecret(appToken, next as string)).toBe(true)
+    expect(await gate.applications.verifySecret(appToken, next)).toBe(true)
+  })
+
+  it('keeps the replaced secret working for 24 hours by default, then refuses it; a second rotation retires the first secret at once', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    vi.setSystemTime(Date.UTC(2026, 0, 1))
+    const store = new MemoryStore()
+    const gate = createGate({ store })
+    const { appToken, secretToken: first } = await gate.applications.register({ name: 'a' })
+    const second = await gate.applications.rotateSecret(appToken)
+    expect(await gate.applications.verifySecret(appToken, first)).toBe(true)
+    expect(await gate.applications.verifySecret(appToken, second)).toBe(true)
+    expect((await gate.applications.find(appToken))?.previousSecretExpiresAt).toBe(Date.UTC(2026, 0, 2))
+    // Only hashes are kept, the previous one included.
+    expect(JSON.stringify(store.getApplication(appToken))).not.toContain(first)
+    expect(store.getApplication(appToken)?.previousSecretHash).toBe(sha256(first))
+    vi.setSystemTime(Date.UTC(2026, 0, 2) - 1)
+    expect(await gate.applications.verifySecret(appToken, first)).toBe(true)
+    vi.setSystemTime(Date.UTC(2026, 0, 2))
+    expect(await gate.applications.verifySecret(appToken, first)).toBe(false)
+    expect(await gate.applications.verifySecret(appToken, second)).toBe(true)
+    const third = await gate.applications.rotateSecret(appToken, { graceMs: 60_000 })
+    expect(await gate.applications.verifySecret(appToken, first)).toBe(false)
+    expect(await gate.applications.verifySecret(appToken, second)).toBe(true)
+    expect(await gate.applications.verifySecret(appToken, third)).toBe(true)
+  })
+
+  it('compares a secret with timingSafeEqual against both the current and the previous hash within the grace, whichever matches', async () => {
+    const record = {
+      ...application('app', { secretHash: sha256('current-secret-0123456789') }),
+      previousSecretHash: sha256('previous-secret-0123456789'),
+      previousSecretExpiresAt: Date.now() + 60_000,
+    }
+    const compare = vi.mocked(timingSafeEqual)
+    for (const [secret, matches] of [['current-secret-0123456789', true], ['previous-secret-0123456789', true], ['wrong-secret-0123456789', false]] as const) {
+      compare.mockClear()
+      expect(applicationSecretMatches(record, secret)).toBe(matches)
+      expect(compare).toHaveBeenCalledTimes(2)
+    }
+    compare.mockClear()
+    expect(applicationSecretMatches({ ...record, previousSecretExpiresAt: Date.now() - 1 }, 'previous-secret-0123456789')).toBe(false)
+    expect(compare).toHaveBeenCalledTimes(1)
+  })
+
+  it('takes the grace from applications.secretGraceMs, and refuses a grace that is not a whole number of ms', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    vi.setSystemTime(Date.UTC(2026, 0, 1))
+    const gate = createGate({ applications: { secretGraceMs: 1000 } })
+    const { appToken, secretToken } = await gate.applications.register({ name: 'a' })
+    await gate.applications.rotateSecret(appToken)
+    vi.setSystemTime(Date.UTC(2026, 0, 1) + 999)
+    expect(await gate.applications.verifySecret(appToken, secretToken)).toBe(true)
+    vi.setSystemTime(Date.UTC(2026, 0, 1) + 1000)
+    expect(await gate.applications.verifySecret(appToken, secretToken)).toBe(false)
+    await expect(gate.applications.rotateSecret(appToken, { graceMs: -1 })).rejects.toThrow(/graceMs must be 0 or a positive integer/)
+    expect(() => createGate({ applications: { secretGraceMs: 1.5 } })).toThrow(/applications.secretGraceMs/)
+    await expect(gate.applications.rotateSecret('no-such-app')).rejects.toBeInstanceOf(NotFoundError)
+  })
+
+  it('records who registered an application and lists one owner\'s only; an operator\'s has no owner', async () => {
+    const gate = createGate({ basic: { scrypt: { logN: 10 } } })
+    const ada = await gate.users.create({ username: 'ada', password: 'correct horse battery', displayName: 'Ada', email: 'ada@example.org' })
+    const bob = await gate.users.create({ username: 'bob', password: 'correct horse battery', displayName: 'Bob', email: 'bob@example.org' })
+    const operator = await gate.applications.register({ name: 'Portal' })
+    const a = await gate.applications.register({ name: 'Ada\'s', ownerId: ada.id })
+    await gate.applications.register({ name: 'Bob\'s', ownerId: bob.id })
+    expect(operator.application.ownerId).toBeNull()
+    expect(a.application.ownerId).toBe(ada.id)
+    expect((await gate.applications.list({ ownerId: ada.id })).map((x) => x.name)).toEqual(["Ada's"])
+    expect((await gate.applications.list()).map((x) => x.name)).toEqual(['Portal', "Ada's", "Bob's"])
+    await expect(gate.applications.register({ name: 'x', ownerId: 'no-such-user' })).rejects.toBeInstanceOf(NotFoundError)
+    await expect(gate.applications.register({ name: 'x', ownerId: '' })).rejects.toThrow(/ownerId must be a user id/)
+    await expect(gate.applications.registerOwn({ name: 'x', ownerId: 'no-such-user' })).rejects.toBeInstanceOf(NotFoundError)
+  })
+
+  it('holds a user\'s own registrations to the cap and the registration budget; an operator registering for them is not held', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    vi.setSystemTime(Date.UTC(2026, 0, 1))
+    const gate = createGate({ basic: { scrypt: { logN: 10 } }, applications: { maxPerUser: 3, registrations: { limit: 4, windowMs: 3_600_000 } } })
+    const ada = await gate.users.create({ username: 'ada', password: 'correct horse battery', displayName: 'Ada', email: 'ada@example.org' })
+    for (let i = 0; i < 3; i++) await gate.applications.registerOwn({ ownerId: ada.id, name: `app ${i}` })
+    await expect(gate.applications.registerOwn({ ownerId: ada.id, name: 'one more' })).rejects.toMatchObject({ code: 'application_limit_reached', status: 409 })
+    const [first] = await gate.applications.list({ ownerId: ada.id })
+    await gate.applications.delete(first!.appToken)
+    // The fourth registration of the hour was the refused one: the budget of 4 is spent.
+    const spent = await gate.applications.registerOwn({ ownerId: ada.id, name: 'after delete' }).catch((error: unknown) => error)
+    expect(spent).toMatchObject({ code: 'too_many_requests', status: 429 })
+    expect(Number((spent as { headers: Record<string, string> }).headers['retry-after'])).toBeGreaterThan(0)
+    vi.setSystemTime(Date.UTC(2026, 0, 1) + 3_600_000)
+    await gate.applications.registerOwn({ ownerId: ada.id, name: 'an hour later' })
+    expect(await gate.applications.list({ ownerId: ada.id })).toHaveLength(3)
+    // A bad name spends nothing, and an operator is held to neither bound.
+    await expect(gate.applications.registerOwn({ ownerId: ada.id, name: '' })).rejects.toThrow(TypeError)
+    await gate.applications.register({ name: 'by the operator', ownerId: ada.id })
+    expect(await gate.applications.list({ ownerId: ada.id })).toHaveLength(4)
   })
 
   it('lists, updates and deletes applications', async () => {

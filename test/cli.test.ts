@@ -288,6 +288,13 @@ describe('open-data-gate command line', () => {
     const gate = createGate({ store })
     expect(await gate.applications.verifySecret(app.appToken, app.secretToken)).toBe(false)
     expect(await gate.applications.verifySecret(app.appToken, rotatedApp.secretToken)).toBe(true)
+    // With --grace-ms the secret it replaces keeps working for that long.
+    const graced = await json(['apps', 'rotate-secret', app.appToken, '--grace-ms', '3600000'])
+    expect(await gate.applications.verifySecret(app.appToken, rotatedApp.secretToken)).toBe(true)
+    expect(await gate.applications.verifySecret(app.appToken, graced.secretToken)).toBe(true)
+    const shown = await exec(['apps', 'show', app.appToken, ...S])
+    expect(shown.stdout).toMatch(/owner: +- \(an operator's\)/)
+    expect(shown.stdout).toMatch(/previous secret until/)
 
     await gate.tokens.issue({ userId: user.id, appToken: app.appToken })
     await gate.tokens.issue({ userId: user.id, appToken: app.appToken })

@@ -4,7 +4,7 @@
  * browser.
  */
 import request from 'supertest'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { nodeGate } from '../adapters/node.js'
 import { createGate, MemoryStore, type CodeReplayedEvent, type GateOptions } from '../src/index.js'
 import { headerValue } from '../src/http/request.js'
@@ -29,6 +29,7 @@ class CodeFailingStore extends MemoryStore {
 
 const running: RunningServer[] = []
 afterEach(async () => {
+  vi.useRealTimers()
   await Promise.all(running.splice(0).map((s) => s.close()))
 })
 
@@ -389,6 +390,21 @@ describe('the login and consent pages', () => {
     expect(forged.status).toBe(403)
   })
 
+  it('says on the consent page who registered the application: a user by display name and username, escaped and isolated, or the portal\'s operators', async () => {
+    const { gate, get, authorizeUrl, ada } = await start({ oauth: { pages: { siteName: 'City <Open> Data' } } })
+    const mallory = await gate.users.create({ username: 'mallory', password: PASSWORD, displayName: 'City <Open> Data \u202eteam', email: 'm@example.org' })
+    const lookalike = await gate.applications.register({ name: 'City Open Data', callbackPrefix: PREFIX, ownerId: mallory.id })
+    const theirs = await get(authorizeUrl({ client_id: lookalike.appToken })).set('x-signed-in', ada.id).expect(200)
+    expect(theirs.text).toContain(
+      '<p class="registered-by">Registered by <strong><bdi>City &lt;Open&gt; Data \u202eteam</bdi></strong> (<bdi>mallory</bdi>), a user of City &lt;Open&gt; Data, not by City &lt;Open&gt; Data itself.</p>',
+    )
+    const operators = await get(authorizeUrl()).set('x-signed-in', ada.id).expect(200)
+    expect(operators.text).toContain('<p class="registered-by">Registered by the operators of City &lt;Open&gt; Data.</p>')
+    await gate.users.delete(mallory.id)
+    const orphan = await get(authorizeUrl({ client_id: lookalike.appToken })).set('x-signed-in', ada.id).expect(200)
+    expect(orphan.text).toContain('Registered by a user of City &lt;Open&gt; Data whose account no longer exists')
+  })
+
   it('shows the portal\'s name (oauth.pages.siteName) in the title and heading of every page', async () => {
     const { server, authorizeUrl, get, ada } = await start({ oauth: { pages: { siteName: 'City <Open> Data' } } })
     const login = await new Browser().get(`${server.url}${authorizeUrl()}`)
@@ -514,6 +530,21 @@ describe('token endpoint', () => {
     const { exchange } = await start()
     expect((await exchange({ grant_type: 'password', code: 'x' }).expect(400)).body.error).toBe('unsupported_grant_type')
     expect((await exchange({ grant_type: '', code: 'x' }).expect(400)).body.error).toBe('invalid_request')
+  })
+
+  it('exchanges a code with the secret a rotation replaced while its grace lasts, and refuses that secret once it is over', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const start0 = Date.now()
+    const { gate, app, approve, exchange, authorizeUrl } = await start({ applications: { secretGraceMs: 3_600_000 } })
+    const next = await gate.applications.rotateSecret(app.appToken)
+    const code = (await approve(authorizeUrl())).searchParams.get('code')!
+    const withOld = await exchange({ code }).expect(200)
+    expect(withOld.body.access_token).toEqual(expect.any(String))
+    vi.setSystemTime(start0 + 3_600_000 + 1)
+    const refused = await exchange({ code: 'x' }).expect(401)
+    expect(refused.body.error).toBe('invalid_client')
+    // The new secret authenticates (the unknown code is then the only problem).
+    expect((await exchange({ code: 'x', client_secret: next }).expect(400)).body.error).toBe('invalid_grant')
   })
 
   it('answers bad client credentials with 401 invalid_client and a Basic challenge', async () => {

@@ -63,10 +63,10 @@ describe.skipIf(!available)('PostgresStore', () => {
       const store = new PostgresStore({ pool, schema: fresh, sweepIntervalMs: 0 })
       try {
         expect(await store.version()).toBe(0)
-        expect(await store.migrate()).toEqual({ from: 0, to: PostgresStore.schemaVersion, applied: [1, 2, 3, 4, 5] })
-        expect(await store.version()).toBe(5)
+        expect(await store.migrate()).toEqual({ from: 0, to: PostgresStore.schemaVersion, applied: [1, 2, 3, 4, 5, 6] })
+        expect(await store.version()).toBe(6)
         const { rows } = await pool.query(`SELECT version, description FROM ${pg.escapeIdentifier(fresh)}.schema_version ORDER BY version`)
-        expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5])
+        expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6])
       } finally {
         await store.close()
         await dropSchema(fresh)
@@ -77,7 +77,7 @@ describe.skipIf(!available)('PostgresStore', () => {
       const before = await catalog(schema)
       expect(before.length).toBeGreaterThan(10)
       const store = new PostgresStore({ pool, schema, sweepIntervalMs: 0 })
-      expect(await store.migrate()).toEqual({ from: 5, to: 5, applied: [] })
+      expect(await store.migrate()).toEqual({ from: 6, to: 6, applied: [] })
       expect(await catalog(schema)).toEqual(before)
       await store.close()
     })
@@ -93,7 +93,7 @@ describe.skipIf(!available)('PostgresStore', () => {
         await pool.query(`INSERT INTO ${q}.schema_version (version, description) VALUES (1, 'v1')`)
         await pool.query(`INSERT INTO ${q}.sessions VALUES ('s1', 'u1', 'stamp', 1, ${Date.now() + 60_000})`)
         const store = new PostgresStore({ pool, schema: old, sweepIntervalMs: 0 })
-        expect(await store.migrate()).toEqual({ from: 1, to: 5, applied: [2, 3, 4, 5] })
+        expect(await store.migrate()).toEqual({ from: 1, to: 6, applied: [2, 3, 4, 5, 6] })
         expect(await store.getSession('s1')).toMatchObject({ userId: 'u1' })
         await store.recordGrant('u1', 'app', 5)
         expect(await store.listGrants('u1')).toEqual([{ userId: 'u1', appToken: 'app', firstAuthorizedAt: 5, lastUsedAt: 5 }])
@@ -120,7 +120,7 @@ describe.skipIf(!available)('PostgresStore', () => {
           await pool.query(`INSERT INTO ${q}.users (id, username, screen_name, display_name, email, rights, password_hash, created_at, updated_at) VALUES ($1, $2, 'Ada', 'Ada', 'a@example.org', '{}', $3, 1, 1)`, [id, username, hash])
         }
         const store = new PostgresStore({ pool, schema: old, sweepIntervalMs: 0 })
-        expect(await store.migrate()).toEqual({ from: 3, to: 5, applied: [4, 5] })
+        expect(await store.migrate()).toEqual({ from: 3, to: 6, applied: [4, 5, 6] })
         const { rows } = await pool.query(`SELECT id, username_skeleton FROM ${q}.users ORDER BY id`)
         expect(rows).toEqual([
           { id: 'aaaa-0001', username_skeleton: 'ada' },
@@ -147,10 +147,10 @@ describe.skipIf(!available)('PostgresStore', () => {
           [1, 2, 3].map(() => run(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, DATABASE_URL, SCHEMA: fresh } })),
         )
         const outcomes = results.map((r) => JSON.parse(r.stdout) as { from: number; applied: number[] })
-        expect(outcomes.filter((o) => o.applied.length > 0)).toEqual([{ from: 0, to: 5, applied: [1, 2, 3, 4, 5] }])
+        expect(outcomes.filter((o) => o.applied.length > 0)).toEqual([{ from: 0, to: 6, applied: [1, 2, 3, 4, 5, 6] }])
         expect(outcomes.filter((o) => o.applied.length === 0)).toHaveLength(2)
         const { rows } = await pool.query(`SELECT version FROM ${pg.escapeIdentifier(fresh)}.schema_version ORDER BY version`)
-        expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5])
+        expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6])
       } finally {
         await dropSchema(fresh)
       }
@@ -332,7 +332,7 @@ describe.skipIf(!available)('PostgresStore', () => {
           .poll(async () => (await pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'LISTEN %open_data_gate:${schema}%'`)).rows[0].n, { timeout: 5000 })
           .toBe(2)
         const token = `notify${Date.now()}`
-        await a.insertApplication({ appToken: token, name: 'n', secretHash: 'x', callbackPrefix: null, limit: null, createdAt: 1, updatedAt: 1 })
+        await a.insertApplication({ appToken: token, name: 'n', secretHash: 'x', callbackPrefix: null, limit: null, ownerId: null, previousSecretHash: null, previousSecretExpiresAt: null, createdAt: 1, updatedAt: 1 })
         await expect.poll(() => [...seen].sort(), { timeout: 3000 }).toEqual([`a1:${token}`, `a2:${token}`, `b:${token}`])
         seen.length = 0
         await b.updateApplication(token, { limit: 7 })
@@ -354,7 +354,7 @@ describe.skipIf(!available)('PostgresStore', () => {
       store.attach({ rateKeyEvicted: () => {}, applicationChanged: (token) => heard.push(token) })
       const token = `own${Date.now()}`
       try {
-        await store.insertApplication({ appToken: token, name: 'n', secretHash: 'x', callbackPrefix: null, limit: null, createdAt: 1, updatedAt: 1 })
+        await store.insertApplication({ appToken: token, name: 'n', secretHash: 'x', callbackPrefix: null, limit: null, ownerId: null, previousSecretHash: null, previousSecretExpiresAt: null, createdAt: 1, updatedAt: 1 })
         await expect.poll(() => heard, { timeout: 2000 }).toEqual([token])
       } finally {
         await store.deleteApplication(token)

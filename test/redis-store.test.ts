@@ -278,7 +278,7 @@ describe.skipIf(!available)('RedisStore', () => {
     b.attach({ rateKeyEvicted: () => {}, applicationChanged: (t: string) => heardByB2.push(t) })
     try {
       await sleep(200) // the subscribers connect
-      const record = { appToken: `pubsub${Date.now()}`, name: 'x', secretHash: 'a'.repeat(64), callbackPrefix: null, limit: null, createdAt: 1, updatedAt: 1 }
+      const record = { appToken: `pubsub${Date.now()}`, name: 'x', secretHash: 'a'.repeat(64), callbackPrefix: null, limit: null, ownerId: null, previousSecretHash: null, previousSecretExpiresAt: null, createdAt: 1, updatedAt: 1 }
       await a.insertApplication(record)
       await a.updateApplication(record.appToken, { limit: 5 })
       await a.deleteApplication(record.appToken)

@@ -12,9 +12,9 @@ import { coreRequest } from './support/requests.js'
 class SmallStore implements ApplicationStore, RateStore {
   readonly #inner = new MemoryStore()
   readonly calls: string[] = []
-  insertApplication: ApplicationStore['insertApplication'] = (record) => this.#call('insertApplication', () => this.#inner.insertApplication(record))
+  insertApplication: ApplicationStore['insertApplication'] = (record, limits) => this.#call('insertApplication', () => this.#inner.insertApplication(record, limits))
   getApplication: ApplicationStore['getApplication'] = (appToken) => this.#call('getApplication', () => this.#inner.getApplication(appToken))
-  listApplications: ApplicationStore['listApplications'] = () => this.#call('listApplications', () => this.#inner.listApplications())
+  listApplications: ApplicationStore['listApplications'] = (filter) => this.#call('listApplications', () => this.#inner.listApplications(filter))
   updateApplication: ApplicationStore['updateApplication'] = (appToken, patch) => this.#call('updateApplication', () => this.#inner.updateApplication(appToken, patch))
   deleteApplication: ApplicationStore['deleteApplication'] = (appToken) => this.#call('deleteApplication', () => this.#inner.deleteApplication(appToken))
   consumeRate: RateStore['consumeRate'] = (key, limit, windowMs, cost) => this.#call('consumeRate', () => this.#inner.consumeRate(key, limit, windowMs, cost))
@@ -101,6 +101,9 @@ describe('a store of applications and rates', () => {
     expect(() => createGate({ basic: false, apiKeyEndpoints: { maxActiveKeys: 5 } })).toThrow(/apiKeyEndpoints needs basic, which is off/)
     expect(() => createGate({ oauth: false, connectedApps: { path: '/grants' } })).toThrow(/connectedApps needs oauth, which is off/)
     expect(() => createGate({ basic: false, oauth: false, currentUser: {} })).toThrow(/currentUser needs basic or oauth, which is off \(basic: false and oauth: false\)/)
+    expect(() => createGate({ basic: false, oauth: false, applications: { maxPerUser: 5 } })).toThrow(/applications needs basic or oauth, which is off/)
+    // The grace of a rotated secret is no request for the endpoints: it serves gate.applications too.
+    expect(() => createGate({ basic: false, oauth: false, applications: { secretGraceMs: 0 } })).not.toThrow()
   })
 
   it('says which slice an operator call needs when the store lacks it', async () => {

@@ -62,6 +62,7 @@ describe('checkStore', () => {
     expect(await failedNames(patchDropsFields())).toEqual([
       'applications: applies a patch and returns the new record, leaving other fields alone; undefined for an unknown token',
       'applications: applies concurrent patches of different fields without losing any',
+      "applications: keeps a rotated secret's previous hash and its expiry, and clears them",
     ])
   })
 
@@ -92,9 +93,13 @@ describe('checkStore', () => {
   it('fails a check whose store never answers, after the time limit, and goes on with the rest', async () => {
     const hanging = asyncStore(new MemoryStore(), { listApplications: () => new Promise(() => {}) })
     const report = await checkStore(() => hanging, { timeoutMs: 1_000 })
-    expect(report.failed.map((f) => f.name)).toEqual(['applications: lists saved applications, oldest first'])
+    expect(report.failed.map((f) => f.name)).toEqual([
+      'applications: lists saved applications, oldest first',
+      "applications: keeps who registered an application, and lists an owner's applications only, oldest first",
+      'applications: keeps the per-owner cap when 30 registrations race: 15 registered and a cap of 20 leave exactly 20',
+    ])
     expect(report.failed[0]?.error).toMatch(/did not finish within 1000 ms/)
-    expect(report.passed).toHaveLength(storeCheckNames.length - 1)
+    expect(report.passed).toHaveLength(storeCheckNames.length - 3)
   })
 
   it('calls cleanup even when the factory made a store that fails every check', async () => {

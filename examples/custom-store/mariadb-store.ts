@@ -14,7 +14,8 @@
  *   answer.
  * - Patches `UPDATE` only the fields given.
  * - A user's API key is created under a named lock of that user (`GET_LOCK`): the count,
- *   the name check and the insert run one user's creates one after the other.
+ *   the name check and the insert run one user's creates one after the other. A user's
+ *   own application is registered the same way, under another lock of theirs.
  * - MariaDB has no change notifications: the gate's application cache expires on its own.
  * - Usage (the optional `UsageStore` slice): a batch is one transaction that claims the
  *   writer's sequence and upserts every bucket; a replayed batch claims nothing and adds
@@ -22,7 +23,7 @@
  *   is then rolled back whole and tried again.
  */
 import { randomUUID } from 'node:crypto'
-import { emissionInterval, gcraStep, type UsageBatch, type UsageBucket, type UsageGranularity, type UsageStore, type UsageTopQuery, type UsageTotal, type AccessTokenFilter, type AccessTokenRecord, type ApiKeyInsertResult, type ApiKeyLimits, type ApiKeyPatch, type ApiKeyQuery, type ApiKeyRecord, type GrantRecord, type ApplicationPatch, type ApplicationRecord, type AuthorizationCodeRecord, type GateStore, type RateResult, type SessionRecord, type UserPatch, type UserRecord } from 'open-data-gate'
+import { emissionInterval, gcraStep, type UsageBatch, type UsageBucket, type UsageGranularity, type UsageStore, type UsageTopQuery, type UsageTotal, type AccessTokenFilter, type AccessTokenRecord, type ApiKeyInsertResult, type ApiKeyLimits, type ApiKeyPatch, type ApiKeyQuery, type ApiKeyRecord, type GrantRecord, type ApplicationFilter, type ApplicationInsertResult, type ApplicationLimits, type ApplicationPatch, type ApplicationRecord, type AuthorizationCodeRecord, type GateStore, type RateResult, type SessionRecord, type UserPatch, type UserRecord } from 'open-data-gate'
 import type { Pool, RowDataPacket } from 'mysql2/promise'
 
 type Row = RowDataPacket & Record<string, unknown>
@@ -44,7 +45,7 @@ export class MariaDbStore implements GateStore, UsageStore {
     const p = this.#p
     const opts = 'ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin'
     for (const ddl of [
-      `applications (app_token VARCHAR(255) PRIMARY KEY, name TEXT NOT NULL, secret_hash VARCHAR(255) NOT NULL, callback_prefix TEXT NULL, rate_limit INT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)`,
+      `applications (app_token VARCHAR(255) PRIMARY KEY, name TEXT NOT NULL, secret_hash VARCHAR(255) NOT NULL, callback_prefix TEXT NULL, rate_limit INT NULL, owner_id VARCHAR(255) NULL, previous_secret_hash VARCHAR(255) NULL, previous_secret_expires_at BIGINT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, INDEX (owner_id, created_at))`,
       `users (id VARCHAR(255) PRIMARY KEY, username VARCHAR(255) NOT NULL UNIQUE, username_skeleton VARCHAR(1024) NULL, screen_name TEXT NOT NULL, display_name TEXT NOT NULL, email TEXT NOT NULL, rights TEXT NOT NULL, password_hash TEXT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)`,
       `api_keys (key_id VARCHAR(255) PRIMARY KEY, user_id VARCHAR(255) NOT NULL, name VARCHAR(255) NOT NULL, secret_hash VARCHAR(255) NOT NULL, created_at BIGINT NOT NULL, last_used_at BIGINT NULL, revoked_at BIGINT NULL, purge_at BIGINT NULL, INDEX (user_id, created_at), INDEX (purge_at))`,
       `access_tokens (token_hash VARCHAR(255) PRIMARY KEY, user_id VARCHAR(255) NOT NULL, app_token VARCHAR(255) NOT NULL, code_hash VARCHAR(255) NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, revoked_at BIGINT NULL, INDEX (user_id, app_token), INDEX (app_token), INDEX (code_hash))`,
@@ -61,6 +62,11 @@ export class MariaDbStore implements GateStore, UsageStore {
     // are not compared; the gate refuses look-alikes of the users it creates from now on).
     await this.#db.query(`ALTER TABLE ${p}users ADD COLUMN IF NOT EXISTS username_skeleton VARCHAR(1024) NULL`)
     await this.#db.query(`CREATE INDEX IF NOT EXISTS ${p}users_by_skeleton ON ${p}users (username_skeleton(191))`)
+    // Tables made before applications had owners and a rotation grace get those columns.
+    await this.#db.query(
+      `ALTER TABLE ${p}applications ADD COLUMN IF NOT EXISTS owner_id VARCHAR(255) NULL, ADD COLUMN IF NOT EXISTS previous_secret_hash VARCHAR(255) NULL, ADD COLUMN IF NOT EXISTS previous_secret_expires_at BIGINT NULL`,
+    )
+    await this.#db.query(`CREATE INDEX IF NOT EXISTS ${p}applications_by_owner ON ${p}applications (owner_id, created_at)`)
   }
 
   /** Drops this store's tables. */
@@ -95,17 +101,40 @@ export class MariaDbStore implements GateStore, UsageStore {
     return read()
   }
 
-  insertApplication(r: ApplicationRecord) {
-    return this.#insert('applications', { app_token: r.appToken, name: r.name, secret_hash: r.secretHash, callback_prefix: r.callbackPrefix, rate_limit: r.limit, created_at: r.createdAt, updated_at: r.updatedAt })
+  /** With limits and an owner: under the owner's named lock, count the owner's applications, insert. */
+  async insertApplication(r: ApplicationRecord, limits?: ApplicationLimits): Promise<ApplicationInsertResult> {
+    const row = { app_token: r.appToken, name: r.name, secret_hash: r.secretHash, callback_prefix: r.callbackPrefix, rate_limit: r.limit, owner_id: r.ownerId, previous_secret_hash: r.previousSecretHash, previous_secret_expires_at: r.previousSecretExpiresAt, created_at: r.createdAt, updated_at: r.updatedAt }
+    if (limits === undefined || r.ownerId === null) {
+      await this.#insert('applications', row)
+      return 'created'
+    }
+    const db = await this.#db.getConnection()
+    const lock = `SHA1(CONCAT(?, ':apps:', ?))`
+    try {
+      const [[locked]] = await db.query<Row[]>(`SELECT GET_LOCK(${lock}, 10) AS got`, [this.#p, r.ownerId])
+      if (Number(locked?.got) !== 1) throw new Error(`could not lock the applications of user ${r.ownerId}`)
+      try {
+        const [[mine]] = await db.execute<Row[]>(`SELECT COUNT(*) AS n FROM ${this.#p}applications WHERE owner_id = ?`, [r.ownerId])
+        if (Number(mine?.n) >= limits.maxPerOwner) return 'owner-limit'
+        const columns = Object.keys(row)
+        await db.execute(`INSERT INTO ${this.#p}applications (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`, Object.values(row) as never[])
+        return 'created'
+      } finally {
+        await db.query(`SELECT RELEASE_LOCK(${lock})`, [this.#p, r.ownerId])
+      }
+    } finally {
+      db.release()
+    }
   }
   async getApplication(appToken: string) {
     return (await this.#rows(`SELECT * FROM ${this.#p}applications WHERE app_token = ?`, [appToken])).map(toApplication)[0]
   }
-  async listApplications() {
+  async listApplications(filter?: ApplicationFilter) {
+    if (filter !== undefined) return (await this.#rows(`SELECT * FROM ${this.#p}applications WHERE owner_id = ? ORDER BY created_at, app_token`, [filter.ownerId])).map(toApplication)
     return (await this.#rows(`SELECT * FROM ${this.#p}applications ORDER BY created_at, app_token`)).map(toApplication)
   }
   updateApplication(appToken: string, patch: ApplicationPatch) {
-    const columns = { name: 'name', secretHash: 'secret_hash', callbackPrefix: 'callback_prefix', limit: 'rate_limit', updatedAt: 'updated_at' }
+    const columns = { name: 'name', secretHash: 'secret_hash', previousSecretHash: 'previous_secret_hash', previousSecretExpiresAt: 'previous_secret_expires_at', callbackPrefix: 'callback_prefix', limit: 'rate_limit', updatedAt: 'updated_at' }
     return this.#patch('applications', 'app_token', appToken, patch, columns, () => this.getApplication(appToken))
   }
   async deleteApplication(appToken: string) {
@@ -378,7 +407,7 @@ function result(step: RateResult): RateResult {
 // Rows to records: BIGINT columns come back as numbers or strings depending on the driver's settings.
 
 function toApplication(r: Row): ApplicationRecord {
-  return { appToken: r.app_token as string, name: r.name as string, secretHash: r.secret_hash as string, callbackPrefix: r.callback_prefix as string | null, limit: num(r.rate_limit), createdAt: Number(r.created_at), updatedAt: Number(r.updated_at) }
+  return { appToken: r.app_token as string, name: r.name as string, secretHash: r.secret_hash as string, callbackPrefix: r.callback_prefix as string | null, limit: num(r.rate_limit), ownerId: r.owner_id as string | null, previousSecretHash: r.previous_secret_hash as string | null, previousSecretExpiresAt: num(r.previous_secret_expires_at), createdAt: Number(r.created_at), updatedAt: Number(r.updated_at) }
 }
 function toUser(r: Row): UserRecord {
   return { id: r.id as string, username: r.username as string, usernameSkeleton: r.username_skeleton as string | null, screenName: r.screen_name as string, displayName: r.display_name as string, email: r.email as string, rights: JSON.parse(r.rights as string) as string[], passwordHash: r.password_hash as string | null, createdAt: Number(r.created_at), updatedAt: Number(r.updated_at) }

@@ -34,6 +34,7 @@ export const OPTIONS = {
   'callback-prefix': { type: 'string' },
   limit: { type: 'string' },
   'window-ms': { type: 'string' },
+  'grace-ms': { type: 'string' },
   user: { type: 'string' },
   app: { type: 'string' },
   username: { type: 'string' },

@@ -105,5 +105,17 @@ export const DEFAULT_DELETED_KEY_RETENTION_MS = 30 * 86_400_000
 /** Where the connected-apps JSON endpoints and page live. */
 export const DEFAULT_CONNECTED_APPS_PATHS = { path: '/api/oauth/grants', page: '/oauth/grants' } as const
 
+/** Where the self-service application endpoints live. */
+export const DEFAULT_APPLICATIONS_PATH = '/api/applications'
+
+/** Applications one user may register themselves. */
+export const DEFAULT_MAX_APPLICATIONS_PER_USER = 20
+
+/** Registrations one user may make: 10 per hour. */
+export const DEFAULT_REGISTRATIONS = { limit: 10, windowMs: 3_600_000 } as const
+
+/** How long a rotated secret token keeps working: 24 hours. */
+export const DEFAULT_SECRET_GRACE_MS = 86_400_000
+
 /** The realm named in `WWW-Authenticate` challenges. */
 export const DEFAULT_REALM = 'api'

@@ -194,6 +194,36 @@ export interface ApiKeyEndpointOptions {
   deletedKeyRetentionMs?: number
 }
 
+/**
+ * Applications developers register and manage themselves: the self-service endpoints
+ * (`GET`/`POST <path>`, `PATCH`/`DELETE <path>/<appToken>`, `POST <path>/<appToken>/secret`,
+ * `GET <path>/<appToken>/usage`), their bounds, and the grace of a rotated secret.
+ * @see docs/guides/applications.md
+ */
+export interface ApplicationOptions {
+  /** Where the self-service endpoints live; `false` turns them off (the grace still applies). Default `/api/applications`. */
+  path?: string | false
+  /**
+   * How many applications one user may have registered themselves (the endpoints, and a
+   * host's page through `gate.applications.registerOwn`); one more is
+   * `application_limit_reached` (409). Checked by the store in the same step as the insert.
+   * Default 20.
+   */
+  maxPerUser?: number
+  /**
+   * The registration budget per user: at most `limit` registrations per `windowMs` (GCRA,
+   * on the rate store, like the other budgets); one more is `too_many_requests` (429) with
+   * `Retry-After`. Default 10 per hour; `false` turns it off.
+   */
+  registrations?: RatePolicyOptions | false
+  /**
+   * How long a secret token replaced by `rotateSecret` (or `POST <path>/<appToken>/secret`)
+   * keeps working at the token and revocation endpoints, in ms, so that a deployed client
+   * can be updated without an outage. 0 retires it at once. Default 24 hours.
+   */
+  secretGraceMs?: number
+}
+
 /** Where the signed-in user sees and revokes the applications they authorized; `false` turns one off. */
 export interface ConnectedAppsOptions {
   /** The JSON endpoints: `GET <path>`, `DELETE <path>/<appToken>`. Default `/api/oauth/grants`. */
@@ -268,6 +298,12 @@ export interface GateOptions {
   apiKeyEndpoints?: ApiKeyEndpointOptions | false
   /** Connected apps, as JSON and as a page; `false` turns both off. Off by default with `oauth: false`. */
   connectedApps?: ConnectedAppsOptions | false
+  /**
+   * Applications developers own: the self-service endpoints, the cap and budget per user,
+   * the grace of a rotated secret. `false` turns the endpoints off (the grace keeps its
+   * default). The endpoints are off by default with both `basic` and `oauth` off (no one could sign in).
+   */
+  applications?: ApplicationOptions | false
   /** The realm named in `WWW-Authenticate` challenges. Default `'api'`. */
   realm?: string
   /** Usage counting per application (docs/guides/usage.md); on by default, `false` turns it off. */
@@ -336,6 +372,13 @@ export interface ResolvedConfig {
   /** How long deleted API keys are kept, endpoints on or off. */
   readonly deletedKeyRetentionMs: number
   readonly connectedApps: { readonly path: string | null; readonly page: string | null }
+  readonly applications: {
+    /** `null` with the endpoints off. */
+    readonly path: string | null
+    readonly maxPerUser: number
+    readonly registrations: RatePolicyOptions | null
+    readonly secretGraceMs: number
+  }
   readonly realm: string
   readonly usage: ResolvedUsage | null
 }

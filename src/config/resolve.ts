@@ -16,6 +16,10 @@ import {
   DEFAULT_ANONYMOUS_LIMIT,
   DEFAULT_ANONYMOUS_SCOPE,
   DEFAULT_API_KEY_PATH,
+  DEFAULT_APPLICATIONS_PATH,
+  DEFAULT_MAX_APPLICATIONS_PER_USER,
+  DEFAULT_REGISTRATIONS,
+  DEFAULT_SECRET_GRACE_MS,
   DEFAULT_APPLICATION_CACHE_MS,
   DEFAULT_APPLICATION_LIMIT,
   DEFAULT_BODY_TIMEOUT_MS,
@@ -44,6 +48,7 @@ import {
 import type {
   AnonymousPolicyOptions,
   ApiKeyEndpointOptions,
+  ApplicationOptions,
   BasicOptions,
   ConnectedAppsOptions,
   CurrentUserOptions,
@@ -62,7 +67,7 @@ import { booleanOption, optionNames, optionsObject, paths, positiveInteger, reje
 
 /** Every top-level option of `createGate`. */
 export const GATE_OPTION_NAMES = optionNames<GateOptions>({
-  store: true, rateStore: true, applicationCacheMs: true, apiKeyEndpoints: true, connectedApps: true, throttle: true, trustProxy: true, proxyHeaders: true, legacyAppTokenParam: true, storeTimeoutMs: true, bodyTimeoutMs: true,
+  store: true, rateStore: true, applicationCacheMs: true, apiKeyEndpoints: true, connectedApps: true, applications: true, throttle: true, trustProxy: true, proxyHeaders: true, legacyAppTokenParam: true, storeTimeoutMs: true, bodyTimeoutMs: true,
   basic: true, oauth: true, currentUser: true, realm: true, usage: true,
 })
 const THROTTLE_OPTION_NAMES = optionNames<ThrottleOptions>({ application: true, anonymous: true, legacyHeaders: true, onStoreError: true, oauthTokenBudget: true })
@@ -117,6 +122,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
     apiKeyEndpoints,
     deletedKeyRetentionMs: resolveDeletedKeyRetention(options.apiKeyEndpoints),
     connectedApps,
+    applications: resolveApplications(options.applications, options.basic !== false || options.oauth !== false),
     realm,
     usage: resolveUsage(options.usage),
   }
@@ -340,6 +346,30 @@ function resolveConnectedApps(input: ConnectedAppsOptions | false | undefined): 
     return value === undefined ? DEFAULT_CONNECTED_APPS_PATHS[name] : singlePath(`connectedApps.${name}`, value)
   }
   return { path: one('path'), page: one('page') }
+}
+
+/**
+ * `applications`: the self-service endpoints (off by default when no user can sign in), the
+ * cap and registration budget per user, and the grace of a rotated secret (which applies
+ * to `gate.applications.rotateSecret` with the endpoints off too).
+ */
+function resolveApplications(input: ApplicationOptions | false | undefined, signInPossible: boolean): ResolvedConfig['applications'] {
+  if (input !== undefined && input !== false && (typeof input !== 'object' || input === null)) {
+    throw new TypeError('open-data-gate: applications must be { path, maxPerUser, registrations, secretGraceMs } or false')
+  }
+  const given = input === false ? undefined : input
+  if (given !== undefined) rejectUnknownKeys('applications', given, optionNames<ApplicationOptions>({ path: true, maxPerUser: true, registrations: true, secretGraceMs: true }))
+  // The grace alone is no request for the endpoints: it serves gate.applications.rotateSecret too.
+  const asksForEndpoints = given !== undefined && (given.path !== undefined || given.maxPerUser !== undefined || given.registrations !== undefined)
+  const endpoints = dependentOption('applications', input === false || given?.path === false ? false : asksForEndpoints ? given : undefined, signInPossible, 'basic or oauth')
+  const path = endpoints === false ? null : given?.path === undefined ? DEFAULT_APPLICATIONS_PATH : singlePath('applications.path', given.path)
+  const maxPerUser = given?.maxPerUser ?? DEFAULT_MAX_APPLICATIONS_PER_USER
+  positiveInteger('applications.maxPerUser', maxPerUser)
+  const secretGraceMs = given?.secretGraceMs ?? DEFAULT_SECRET_GRACE_MS
+  if (!Number.isSafeInteger(secretGraceMs) || secretGraceMs < 0) {
+    throw new TypeError(`open-data-gate: applications.secretGraceMs must be 0 or a positive integer, got ${JSON.stringify(secretGraceMs)}`)
+  }
+  return { path, maxPerUser, registrations: budget(resolvePolicy('applications.registrations', given?.registrations, DEFAULT_REGISTRATIONS, 'app')), secretGraceMs }
 }
 
 /** One budget option (`{ limit, windowMs }` or `false`), its defaults filled in. */

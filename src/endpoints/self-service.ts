@@ -1,6 +1,7 @@
 /**
  * The endpoints where users manage their own account: the platform's API key endpoints
- * (`/api/api_keys`) and connected apps (`/api/oauth/grants`). Served by the gate after its
+ * (`/api/api_keys`), their own applications (`/api/applications`, `./applications.ts`) and
+ * connected apps (`/api/oauth/grants`). Served by the gate after its
  * usual checks (app token, throttle, credentials), like the current user.
  *
  * They answer only to the user's own sign-in, never to a credential the user handed to
@@ -27,6 +28,7 @@
  * @see docs/guides/api-key-endpoints.md "Where the platform is silent, the gate decides", and docs/security.md
  */
 import type { ApiKeyEndpoints } from './api-keys.js'
+import type { ApplicationEndpoints } from './applications.js'
 import { isPlausibleAppToken } from '../pipeline/app-token.js'
 import { toGateUser, type AuthMethod, type GateUser } from '../pipeline/authenticate.js'
 import { PlatformError } from '../errors.js'
@@ -38,10 +40,12 @@ import type { ResolvedConfig } from '../config/options.js'
 import { csrfToken, csrfValid, type LoginSessions } from './sign-in-session.js'
 import type { GateStore } from '../store/store.js'
 
-/** Which of these endpoints a path is: a collection (`id` null) or one item. */
+/** Which of these endpoints a path is: a collection (`id` null), one item, or a part of one (`/secret`, `/usage`). */
 export interface SelfServiceRoute {
-  readonly kind: 'api-keys' | 'grants'
+  readonly kind: 'api-keys' | 'grants' | 'applications'
   readonly id: string | null
+  /** The part of an application: `POST .../secret`, `GET .../usage`. */
+  readonly part?: 'secret' | 'usage'
 }
 
 /** The user of a request to these endpoints, and how they were recognised. */
@@ -58,7 +62,9 @@ interface Caller {
 const PRIVATE = { 'cache-control': 'private, no-store', vary: 'Authorization, Cookie' }
 
 /** The options these endpoints read: where they are, and the host's own sign-in. */
-export type SelfServiceConfig = Pick<ResolvedConfig, 'apiKeyEndpoints' | 'connectedApps'> & { readonly oauth: Pick<ResolvedConfig['oauth'], 'authenticateUser' | 'enabled'> }
+export type SelfServiceConfig = Pick<ResolvedConfig, 'apiKeyEndpoints' | 'connectedApps'> & {
+  readonly applications: Pick<ResolvedConfig['applications'], 'path'>
+} & { readonly oauth: Pick<ResolvedConfig['oauth'], 'authenticateUser' | 'enabled'> }
 
 /** Routes and answers the API key and connected-apps endpoints for the gate. */
 export class SelfService {
@@ -67,18 +73,21 @@ export class SelfService {
   readonly #sessions: LoginSessions
   readonly #apiKeys: ApiKeyEndpoints
   readonly #grants: Grants
+  readonly #applications: ApplicationEndpoints
   /** Collection paths with a trailing `/`, to recognise item paths by prefix. */
   readonly #prefixes: ReadonlyArray<readonly [string, SelfServiceRoute['kind']]>
 
-  constructor(config: SelfServiceConfig, store: GateStore, sessions: LoginSessions, apiKeys: ApiKeyEndpoints, grants: Grants) {
+  constructor(config: SelfServiceConfig, store: GateStore, sessions: LoginSessions, apiKeys: ApiKeyEndpoints, grants: Grants, applications: ApplicationEndpoints) {
     this.#config = config
     this.#store = store
     this.#sessions = sessions
     this.#apiKeys = apiKeys
     this.#grants = grants
+    this.#applications = applications
     const prefixes: Array<readonly [string, SelfServiceRoute['kind']]> = []
     if (config.apiKeyEndpoints !== null) prefixes.push([`${config.apiKeyEndpoints.path}/`, 'api-keys'])
     if (config.connectedApps.path !== null) prefixes.push([`${config.connectedApps.path}/`, 'grants'])
+    if (config.applications.path !== null) prefixes.push([`${config.applications.path}/`, 'applications'])
     this.#prefixes = prefixes
   }
 
@@ -87,22 +96,33 @@ export class SelfService {
     const routes: Array<[string, SelfServiceRoute]> = []
     if (this.#config.apiKeyEndpoints !== null) routes.push([this.#config.apiKeyEndpoints.path, { kind: 'api-keys', id: null }])
     if (this.#config.connectedApps.path !== null) routes.push([this.#config.connectedApps.path, { kind: 'grants', id: null }])
+    if (this.#config.applications.path !== null) routes.push([this.#config.applications.path, { kind: 'applications', id: null }])
     return routes
   }
 
-  /** An item path (`/api/api_keys/<keyId>`, `/api/oauth/grants/<appToken>`), or `undefined`. */
+  /** An item path (`/api/api_keys/<keyId>`, `/api/oauth/grants/<appToken>`, `/api/applications/<appToken>[/secret|/usage]`), or `undefined`. */
   match(path: string): SelfServiceRoute | undefined {
     for (const [prefix, kind] of this.#prefixes) {
       if (path.length <= prefix.length || !path.startsWith(prefix)) continue
-      const segment = path.slice(prefix.length)
-      if (segment.includes('/')) return undefined
+      let segment = path.slice(prefix.length)
+      let part: SelfServiceRoute['part']
+      if (kind === 'applications') {
+        const slash = segment.indexOf('/')
+        if (slash !== -1) {
+          const rest = segment.slice(slash + 1)
+          if (rest !== 'secret' && rest !== 'usage') return undefined
+          part = rest
+          segment = segment.slice(0, slash)
+        }
+      }
+      if (segment.includes('/') || segment === '') return undefined
       let id: string
       try {
         id = decodeURIComponent(segment)
       } catch {
         id = ''
       }
-      return { kind, id }
+      return part === undefined ? { kind, id } : { kind, id, part }
     }
     return undefined
   }
@@ -130,11 +150,21 @@ export class SelfService {
   }
 
   #dispatch(route: SelfServiceRoute, method: string, request: GateRequest, user: GateUser): Promise<GateResponse> {
+    if (route.kind === 'applications') return this.#dispatchApplications(route, method, request, user)
     if (route.kind === 'api-keys') {
       if (route.id === null) return method === 'GET' ? this.#apiKeys.list(user, request) : this.#apiKeys.create(user, request)
       return method === 'GET' ? this.#apiKeys.get(user, route.id) : this.#apiKeys.delete(user, route.id)
     }
     return route.id === null ? this.#listGrants(user) : this.#revokeGrant(user, route.id)
+  }
+
+  #dispatchApplications(route: SelfServiceRoute, method: string, request: GateRequest, user: GateUser): Promise<GateResponse> {
+    const endpoints = this.#applications
+    if (route.id === null) return method === 'GET' ? endpoints.list(user) : endpoints.register(user, request)
+    if (route.part === 'secret') return endpoints.rotateSecret(user, route.id)
+    if (route.part === 'usage') return endpoints.usage(user, route.id, request)
+    if (method === 'GET') return endpoints.get(user, route.id)
+    return method === 'PATCH' ? endpoints.update(user, route.id, request) : endpoints.delete(user, route.id)
   }
 
   async #listGrants(user: GateUser): Promise<GateResponse> {
@@ -176,11 +206,15 @@ function notFirstParty(via: 'oauth' | 'api-key'): PlatformError {
   const held = via === 'oauth' ? 'An OAuth access token belongs to an application' : 'An API key belongs to a script'
   return new PlatformError(
     'first_party_credentials_required',
-    `${held}, and cannot read or manage the account's API keys and connected apps; sign in with your password or on the portal`,
+    `${held}, and cannot read or manage the account's API keys, applications and connected apps; sign in with your password or on the portal`,
   )
 }
 
 function allowedMethods(route: SelfServiceRoute): readonly string[] {
+  if (route.kind === 'applications') {
+    if (route.id === null) return ['GET', 'POST']
+    return route.part === 'secret' ? ['POST'] : route.part === 'usage' ? ['GET'] : ['GET', 'PATCH', 'DELETE']
+  }
   if (route.kind === 'api-keys') return route.id === null ? ['GET', 'POST'] : ['GET', 'DELETE']
   return route.id === null ? ['GET'] : ['DELETE']
 }

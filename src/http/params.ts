@@ -23,6 +23,11 @@ export class Params {
     return value === '' ? undefined : value
   }
 
+  /** Whether `name` was sent at all, empty or not. */
+  has(name: string): boolean {
+    return this.#values.has(name)
+  }
+
   /** Whether `name` was sent more than once. */
   isDuplicated(name: string): boolean {
     return this.#duplicated.has(name)

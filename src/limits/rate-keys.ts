@@ -69,6 +69,11 @@ export function clientFailuresRateKey(clientId: string, ip: string): string {
   return `client:${clientId}:${addressKey(ip, ABUSE_PREFIX_BITS)}`
 }
 
+/** `registrations:<user id>`: applications one user registered on the self-service endpoints or a developer page. */
+export function registrationsRateKey(userId: string): string {
+  return `registrations:${userId}`
+}
+
 /** What a rate key counts, as {@link parseRateKey} reads it. */
 export type RateKey =
   | { readonly kind: 'application'; readonly appToken: string }
@@ -79,6 +84,7 @@ export type RateKey =
   | { readonly kind: 'oauth-address'; readonly address: string }
   | { readonly kind: 'oauth-client'; readonly appToken: string }
   | { readonly kind: 'client-failures'; readonly appToken: string; readonly address: string }
+  | { readonly kind: 'registrations'; readonly userId: string }
 
 /**
  * What a rate key counts, read back from its text; `undefined` for a key the gate does
@@ -104,6 +110,8 @@ export function parseRateKey(key: string): RateKey | undefined {
       return { kind: 'oauth-address', address: subject }
     case 'oauth-client':
       return { kind: 'oauth-client', appToken: subject }
+    case 'registrations':
+      return { kind: 'registrations', userId: subject }
     case 'client': {
       const split = subject.indexOf(':')
       return split === -1 ? undefined : { kind: 'client-failures', appToken: subject.slice(0, split), address: subject.slice(split + 1) }

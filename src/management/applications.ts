@@ -6,20 +6,28 @@
  * @see docs/platform-rules.md "Resources and their fields", "OAuth 2.0" step 1
  */
 import { isPlausibleAppToken, MAX_APP_TOKEN_LENGTH } from '../pipeline/app-token.js'
-import { NotFoundError, PlatformError } from '../errors.js'
+import { NotFoundError, PlatformError, retryAfterSeconds, ThrottledError } from '../errors.js'
+import { noSuchUser } from './users.js'
+import type { RatePolicyOptions } from '../config/options.js'
+import { registrationsRateKey } from '../limits/rate-keys.js'
+import type { Throttle } from '../pipeline/throttle.js'
 import { optionsObject, positiveInteger } from '../config/validate.js'
 import { randomToken, secretMatches, sha256 } from '../secrets/tokens.js'
 import { assertStorable, unstorableCharacter } from '../store/storable.js'
 import type { ApplicationRecord, GateStore } from '../store/store.js'
 import { hasSlice } from '../store/slices.js'
 
-/** An application as the gate shows it: everything but the secret's hash. */
+/** An application as the gate shows it: everything but the secrets' hashes. */
 export interface Application {
   readonly appToken: string
   readonly name: string
   readonly callbackPrefix: string | null
   /** This application's own throttle limit, or `null` for the configured one. */
   readonly limit: number | null
+  /** The user who registered it themselves, or `null` for an application an operator registered. */
+  readonly ownerId: string | null
+  /** Until when the secret token before the last rotation is accepted (epoch ms; a past time once its grace is over), or `null` when there is none. */
+  readonly previousSecretExpiresAt: number | null
   readonly createdAt: number
   readonly updatedAt: number
 }
@@ -31,6 +39,12 @@ export interface RegisterApplication {
   callbackPrefix?: string | null
   /** A per-application throttle limit (requests per the application window). */
   limit?: number | null
+  /**
+   * The user who owns it: listed by `list({ ownerId })` and managed by that user on the
+   * self-service endpoints. Default `null`: an operator's application, which no user
+   * manages. Registering for a user here skips the user's cap and budget; see {@link Applications.registerOwn}.
+   */
+  ownerId?: string | null
   /**
    * Import: keep an app token the application already uses (moving from another portal).
    * 1 to 128 letters, digits, `-` or `_`, not taken. Default: a new random token.
@@ -57,6 +71,56 @@ export interface RegisteredApplication {
   readonly application: Application
 }
 
+/** What {@link Applications.registerOwn} takes: a user's own registration. */
+export interface RegisterOwnApplication {
+  /** The signed-in user registering it. */
+  ownerId: string
+  name: string
+  callbackPrefix?: string | null
+}
+
+/** What {@link Applications.list} takes. */
+export interface ListApplications {
+  /** Only the applications this user registered. */
+  ownerId?: string
+}
+
+/** What {@link Applications.rotateSecret} takes. */
+export interface RotateSecretOptions {
+  /**
+   * How long the replaced secret keeps working, in ms; 0 retires it at once. Default
+   * `applications.secretGraceMs` (24 hours).
+   */
+  graceMs?: number
+}
+
+/** The bounds on users' own registrations and the grace of a rotated secret: the gate's `applications` options. */
+export interface ApplicationRules {
+  readonly maxPerUser: number
+  readonly secretGraceMs: number
+  /**
+   * Spends one registration of the user's budget; resolves to the milliseconds to wait
+   * when it is spent, or `0` when the registration may go ahead.
+   */
+  readonly spendRegistration: (userId: string) => Promise<number>
+}
+
+/**
+ * The `spendRegistration` of {@link ApplicationRules}: one unit of the user's
+ * `applications.registrations` budget (`registrations:<user id>`, GCRA on the rate store).
+ * A store that fails while the throttle runs `fail-open` lets the registration through;
+ * otherwise its error is thrown.
+ */
+export function registrationBudget(policy: RatePolicyOptions | null, throttle: Throttle): (userId: string) => Promise<number> {
+  if (policy === null) return async () => 0
+  return async (userId) => {
+    const spent = await throttle.consume(registrationsRateKey(userId), policy.limit, policy.windowMs, 1)
+    return spent === null || spent.allowed ? 0 : Math.max(1, spent.retryAfterMs)
+  }
+}
+
+const NO_RULES: ApplicationRules = { maxPerUser: 20, secretGraceMs: 86_400_000, spendRegistration: async () => 0 }
+
 /** The public view of a stored application. */
 export function toApplication(record: ApplicationRecord): Application {
   return {
@@ -64,9 +128,27 @@ export function toApplication(record: ApplicationRecord): Application {
     name: record.name,
     callbackPrefix: record.callbackPrefix,
     limit: record.limit,
+    ownerId: record.ownerId ?? null,
+    previousSecretExpiresAt: record.previousSecretHash === null || record.previousSecretHash === undefined ? null : (record.previousSecretExpiresAt ?? null),
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
   }
+}
+
+/** Until when the previous secret is accepted, or `null` when there is none or its grace is over. */
+function graceUntil(record: ApplicationRecord, now: number): number | null {
+  const until = record.previousSecretExpiresAt ?? null
+  return record.previousSecretHash !== null && record.previousSecretHash !== undefined && until !== null && until > now ? until : null
+}
+
+/**
+ * Whether `secret` is the application's secret token, or its previous one within the
+ * grace of the last rotation. Both hashes are compared in constant time, whichever matches.
+ */
+export function applicationSecretMatches(record: ApplicationRecord, secret: string, now = Date.now()): boolean {
+  const current = secretMatches(secret, record.secretHash)
+  const previous = graceUntil(record, now) !== null && secretMatches(secret, record.previousSecretHash!)
+  return current || previous
 }
 
 /** `gate.applications`: register and manage applications. */
@@ -75,12 +157,17 @@ export class Applications {
   /** Tells the gate's per-process cache that a record changed. */
   readonly #changed: (appToken: string) => void
   readonly #allowLoopback: boolean
+  readonly #rules: ApplicationRules
 
-  /** @param allowLoopback `oauth.allowLoopbackCallbacks`: also accept http loopback Callback Prefixes */
-  constructor(store: GateStore, changed: (appToken: string) => void = () => {}, allowLoopback = false) {
+  /**
+   * @param allowLoopback `oauth.allowLoopbackCallbacks`: also accept http loopback Callback Prefixes
+   * @param rules the `applications` options, and the budget of users' registrations
+   */
+  constructor(store: GateStore, changed: (appToken: string) => void = () => {}, allowLoopback = false, rules: ApplicationRules = NO_RULES) {
     this.#store = store
     this.#changed = changed
     this.#allowLoopback = allowLoopback
+    this.#rules = rules
   }
 
   /**
@@ -96,25 +183,53 @@ export class Applications {
    * await gate.applications.register({ name: 'Transit dashboard', appToken: 'aB3dE5fG7hJ9kL1mN3pQ5rS7t', secretToken: process.env.TRANSIT_SECRET })
    */
   async register(input: RegisterApplication): Promise<RegisteredApplication> {
-    if (typeof input !== 'object' || input === null) throw new TypeError('open-data-gate: register() takes { name, callbackPrefix?, limit? }')
+    if (typeof input !== 'object' || input === null) throw new TypeError('open-data-gate: register() takes { name, callbackPrefix?, limit?, ownerId? }')
     optionsObject('register()', input, REGISTER_FIELDS)
-    const now = Date.now()
     const secretToken = input.secretToken === undefined ? randomToken(32) : checkImportedSecret('secretToken', input.secretToken)
     const appToken = input.appToken === undefined ? randomToken(18) : checkImportedAppToken(input.appToken)
     const fields = { name: checkName(input.name), callbackPrefix: checkCallbackPrefix(input.callbackPrefix ?? null, this.#allowLoopback), limit: checkLimit(input.limit ?? null) }
+    const ownerId = checkOwnerId(input.ownerId ?? null)
+    if (ownerId !== null && hasSlice(this.#store, 'users') && (await this.#store.getUser(ownerId)) === undefined) throw noSuchUser(ownerId)
     if (input.appToken !== undefined && (await this.#store.getApplication(appToken)) !== undefined) {
       throw new PlatformError('conflict', `An application with the app token ${appToken} exists`)
     }
-    const record: ApplicationRecord = {
-      appToken,
-      name: fields.name,
-      secretHash: sha256(secretToken),
-      callbackPrefix: fields.callbackPrefix,
-      limit: fields.limit,
-      createdAt: now,
-      updatedAt: now,
+    const record = newRecord(appToken, secretToken, { ...fields, ownerId })
+    const result = await this.#store.insertApplication(record)
+    this.#changed(record.appToken)
+    if (result !== 'created') throw new TypeError(`open-data-gate: the store's insertApplication must answer 'created' to an insert without limits, got ${String(result)}`)
+    return { appToken: record.appToken, secretToken, application: toApplication(record) }
+  }
+
+  /**
+   * Registers an application for the signed-in user who asks for it, within the bounds of
+   * the `applications` options: one registration of the user's budget
+   * (`applications.registrations`, default 10 per hour) is spent, and the store refuses
+   * it, in the same step as the insert, when the user has `applications.maxPerUser`
+   * (default 20). What `POST /api/applications` does; a host's own developer page calls
+   * this rather than {@link register}, so the same bounds hold there.
+   * @throws {TypeError} for a missing name or a bad callback prefix, as {@link register}
+   * @throws {NotFoundError} `not_found` when no user has the `ownerId`
+   * @throws {PlatformError} `too_many_requests` (with `retry-after`) when the budget is spent,
+   *   `application_limit_reached` when the user is at the cap
+   * @example
+   * const { appToken, secretToken } = await gate.applications.registerOwn({ ownerId: session.userId, name, callbackPrefix })
+   */
+  async registerOwn(input: RegisterOwnApplication): Promise<RegisteredApplication> {
+    if (typeof input !== 'object' || input === null) throw new TypeError('open-data-gate: registerOwn() takes { ownerId, name, callbackPrefix? }')
+    optionsObject('registerOwn()', input, ['ownerId', 'name', 'callbackPrefix'])
+    const ownerId = checkOwnerId(input.ownerId)
+    if (ownerId === null) throw new TypeError('open-data-gate: registerOwn() needs the ownerId of the user registering')
+    const fields = { name: checkName(input.name), callbackPrefix: checkCallbackPrefix(input.callbackPrefix ?? null, this.#allowLoopback), limit: null }
+    if (hasSlice(this.#store, 'users') && (await this.#store.getUser(ownerId)) === undefined) throw noSuchUser(ownerId)
+    const waitMs = await this.#rules.spendRegistration(ownerId)
+    if (waitMs > 0) throw new ThrottledError(`Too many applications registered lately; retry in ${retryAfterSeconds(waitMs)} seconds`, waitMs)
+    const secretToken = randomToken(32)
+    const record = newRecord(randomToken(18), secretToken, { ...fields, ownerId })
+    const result = await this.#store.insertApplication(record, { maxPerOwner: this.#rules.maxPerUser })
+    if (result === 'owner-limit') {
+      throw new PlatformError('application_limit_reached', `You have ${this.#rules.maxPerUser} applications, the most allowed; delete one first`)
     }
-    await this.#store.insertApplication(record)
+    if (result !== 'created') throw new TypeError(`open-data-gate: the store's insertApplication must answer 'created' or 'owner-limit', got ${String(result)}`)
     this.#changed(record.appToken)
     return { appToken: record.appToken, secretToken, application: toApplication(record) }
   }
@@ -125,9 +240,17 @@ export class Applications {
     return record === undefined ? undefined : toApplication(record)
   }
 
-  /** Every application. */
-  async list(): Promise<Application[]> {
-    return (await this.#store.listApplications()).map(toApplication)
+  /**
+   * Every application, oldest first; with `ownerId`, only that user's.
+   * @example
+   * const mine = await gate.applications.list({ ownerId: user.id })
+   */
+  async list(filter: ListApplications = {}): Promise<Application[]> {
+    optionsObject('applications.list() filter', filter, ['ownerId'])
+    if (filter.ownerId === undefined) return (await this.#store.listApplications()).map(toApplication)
+    const ownerId = checkOwnerId(filter.ownerId)
+    if (ownerId === null) throw new TypeError('open-data-gate: list({ ownerId }) needs a user id; list() lists every application')
+    return (await this.#store.listApplications({ ownerId })).map(toApplication)
   }
 
   /**
@@ -149,22 +272,47 @@ export class Applications {
   }
 
   /**
-   * Issues a new secret token; the old one stops working at once.
-   * @returns the new secret
+   * Issues a new secret token. The one it replaces keeps working at the token and
+   * revocation endpoints for `graceMs` (default `applications.secretGraceMs`, 24 hours), so
+   * a deployed client can be updated without an outage; the one before it stops at once.
+   * @returns the new secret, shown this once
    * @throws {NotFoundError} `not_found` when no application has this token
+   * @throws {PlatformError} `conflict` when another rotation of the same application
+   *   overtook this one (its secret was never saved; the other's is the one that works)
+   * @example
+   * const secret = await gate.applications.rotateSecret(appToken, { graceMs: 3_600_000 })
    */
-  async rotateSecret(appToken: string): Promise<string> {
+  async rotateSecret(appToken: string, options: RotateSecretOptions = {}): Promise<string> {
+    optionsObject('rotateSecret() options', options, ['graceMs'])
+    const graceMs = options.graceMs ?? this.#rules.secretGraceMs
+    if (!Number.isSafeInteger(graceMs) || graceMs < 0) throw new TypeError(`open-data-gate: graceMs must be 0 or a positive integer, got ${JSON.stringify(graceMs)}`)
+    const current = await this.#store.getApplication(appToken)
+    if (current === undefined) throw noSuchApplication(appToken)
     const secretToken = randomToken(32)
-    const record = await this.#store.updateApplication(appToken, { secretHash: sha256(secretToken), updatedAt: Date.now() })
+    const secretHash = sha256(secretToken)
+    const now = Date.now()
+    const record = await this.#store.updateApplication(appToken, {
+      secretHash,
+      previousSecretHash: graceMs === 0 ? null : current.secretHash,
+      previousSecretExpiresAt: graceMs === 0 ? null : now + graceMs,
+      updatedAt: now,
+    })
     this.#changed(appToken)
     if (record === undefined) throw noSuchApplication(appToken)
+    // Two rotations at once both read the same secret; the last write wins. The caller
+    // whose secret was overwritten must not be handed a secret that never works.
+    const after = await this.#store.getApplication(appToken)
+    if (after !== undefined && after.secretHash !== secretHash) throw new PlatformError('conflict', 'The secret token was rotated again at the same time; use the secret that rotation gave')
     return secretToken
   }
 
-  /** Whether `secretToken` is this application's secret, compared in constant time. */
+  /**
+   * Whether `secretToken` is this application's secret, or the one before the last
+   * rotation within its grace, compared in constant time.
+   */
   async verifySecret(appToken: string, secretToken: string): Promise<boolean> {
     const record = await this.#store.getApplication(appToken)
-    return record !== undefined && secretMatches(secretToken, record.secretHash)
+    return record !== undefined && applicationSecretMatches(record, secretToken)
   }
 
   /**
@@ -180,8 +328,23 @@ export class Applications {
 }
 
 const APPLICATION_FIELDS = ['name', 'callbackPrefix', 'limit']
-/** Registration also takes credentials to import. */
-const REGISTER_FIELDS = [...APPLICATION_FIELDS, 'appToken', 'secretToken']
+/** Registration also takes the owner, and credentials to import. */
+const REGISTER_FIELDS = [...APPLICATION_FIELDS, 'ownerId', 'appToken', 'secretToken']
+
+function newRecord(appToken: string, secretToken: string, fields: Pick<ApplicationRecord, 'name' | 'callbackPrefix' | 'limit' | 'ownerId'>): ApplicationRecord {
+  const now = Date.now()
+  return { appToken, ...fields, secretHash: sha256(secretToken), previousSecretHash: null, previousSecretExpiresAt: null, createdAt: now, updatedAt: now }
+}
+
+/** A user id as the stores keep them: a non-empty string, at most 255 characters (the SQL stores' column), storable. */
+function checkOwnerId(ownerId: unknown): string | null {
+  if (ownerId === null) return null
+  if (typeof ownerId !== 'string' || ownerId === '' || ownerId.length > 255) {
+    throw new TypeError('open-data-gate: ownerId must be a user id (a non-empty string of at most 255 characters) or null')
+  }
+  assertStorable('ownerId', ownerId)
+  return ownerId
+}
 
 function noSuchApplication(appToken: string): NotFoundError {
   return new NotFoundError(`No application has the app token ${JSON.stringify(appToken.slice(0, 40))}`)

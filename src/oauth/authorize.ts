@@ -24,7 +24,7 @@ import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, queryParams, type Params } f
 import type { ClientInfo } from '../http/proxy.js'
 import { randomToken, sha256 } from '../secrets/tokens.js'
 import type { ApplicationRecord, GateStore, UserRecord } from '../store/store.js'
-import { consentPage, errorPage, htmlResponse, loginPage, type ErrorView } from './pages.js'
+import { consentPage, errorPage, htmlResponse, loginPage, type ErrorView, type RegisteredBy } from './pages.js'
 import { isS256Challenge } from './pkce.js'
 import { redirectUriProblem, withParams } from './redirect-uri.js'
 import { csrfToken, csrfValid, type LoginSessions } from '../endpoints/sign-in-session.js'
@@ -234,12 +234,12 @@ export class AuthorizeEndpoint {
     }
   }
 
-  #consent(request: GateRequest, application: ApplicationRecord, user: UserRecord, redirectUri: string): GateResponse {
+  async #consent(request: GateRequest, application: ApplicationRecord, user: UserRecord, redirectUri: string): Promise<GateResponse> {
     const csrf = csrfToken(request)
     const redirectOrigin = new URL(redirectUri).origin
     const view = {
       siteName: this.#config.oauth.pages.siteName,
-      application: { name: application.name },
+      application: { name: application.name, registeredBy: await this.#registeredBy(application) },
       user: { displayName: user.displayName, username: user.username },
       csrfToken: csrf.token,
       redirectOrigin,
@@ -250,6 +250,14 @@ export class AuthorizeEndpoint {
       formTargets: [redirectOrigin],
       headers: csrf.setCookie === undefined ? {} : { 'set-cookie': csrf.setCookie },
     })
+  }
+
+  /** Who registered the application: the consent page names a user's, so a look-alike name cannot pass for the portal's. */
+  async #registeredBy(application: ApplicationRecord): Promise<RegisteredBy> {
+    const ownerId = application.ownerId ?? null
+    if (ownerId === null) return { kind: 'operator' }
+    const owner = await this.#store.getUser(ownerId)
+    return owner === undefined ? { kind: 'former-user' } : { kind: 'user', displayName: owner.displayName, username: owner.username }
   }
 
   /**

@@ -3,7 +3,7 @@
  * `Authorization: Basic` with the form-encoded client_id and client_secret
  * (client_secret_basic), or client_id and client_secret as parameters (client_secret_post,
  * and the spec's query form). Exactly one method per request. The secret is compared in
- * constant time against its stored hash; failed attempts spend a budget per client and
+ * constant time against its stored hash (and the previous secret's, within the grace of a rotation); failed attempts spend a budget per client and
  * source address, and once it is spent every attempt from there is refused.
  */
 import { isPlausibleAppToken } from '../pipeline/app-token.js'
@@ -14,7 +14,7 @@ import type { Params } from '../http/params.js'
 import type { GateRequest } from '../http/request.js'
 import type { ClientInfo } from '../http/proxy.js'
 import { clientFailuresRateKey } from '../limits/rate-keys.js'
-import { secretMatches } from '../secrets/tokens.js'
+import { applicationSecretMatches } from '../management/applications.js'
 import { unstorableCharacter } from '../store/storable.js'
 import type { ApplicationRecord, GateStore } from '../store/store.js'
 import type { Throttle } from '../pipeline/throttle.js'
@@ -81,7 +81,8 @@ export async function authenticateClient(request: GateRequest, params: Params, c
     const state = await deps.throttle.consume(failureKey, failures.limit, failures.windowMs, 0)
     if (state !== null && state.remaining === 0) throw locked(state.retryAfterMs)
   }
-  if (!secretMatches(secret, application.secretHash)) {
+  // The previous secret of a rotation is accepted until its grace ends (applications.secretGraceMs).
+  if (!applicationSecretMatches(application, secret)) {
     if (failures !== null) {
       const spent = await deps.throttle.consume(failureKey, failures.limit, failures.windowMs, 1)
       if (spent !== null && !spent.allowed) throw locked(spent.retryAfterMs)

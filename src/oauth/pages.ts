@@ -36,13 +36,24 @@ export interface LoginView {
 export interface ConsentView {
   /** The portal's name (`oauth.pages.siteName`), if one is configured. */
   readonly siteName: string | undefined
-  readonly application: { readonly name: string }
+  readonly application: { readonly name: string; readonly registeredBy: RegisteredBy }
   readonly user: { readonly displayName: string; readonly username: string }
   /** Put in a hidden field named `csrf_token`. */
   readonly csrfToken: string
   /** Where the application will receive the answer (its origin), to show the user. */
   readonly redirectOrigin: string
 }
+
+/**
+ * Who registered the application a consent page asks about, shown so that a look-alike
+ * name cannot pass for the portal's own application: its operators (an application with no
+ * owner), a user of the portal (their display name and username), or a user whose account
+ * has since been deleted.
+ */
+export type RegisteredBy =
+  | { readonly kind: 'operator' }
+  | { readonly kind: 'user'; readonly displayName: string; readonly username: string }
+  | { readonly kind: 'former-user' }
 
 /**
  * What an error page shows. `title` and `message` are for the person in front of the
@@ -181,6 +192,19 @@ ${signInForm(view.csrfToken, view.username, view.error, `
   )
 }
 
+/** Who registered the application, as the consent page says it. */
+function registeredByHtml(by: RegisteredBy, siteName: string | undefined): string {
+  const site = siteName === undefined ? 'this site' : escapeHtml(siteName)
+  switch (by.kind) {
+    case 'operator':
+      return `<p class="registered-by">Registered by the operators of ${site}.</p>`
+    case 'user':
+      return `<p class="registered-by">Registered by <strong><bdi>${escapeHtml(by.displayName)}</bdi></strong> (${usernameHtml(by.username)}), a user of ${site}, not by ${site} itself.</p>`
+    case 'former-user':
+      return `<p class="registered-by">Registered by a user of ${site} whose account no longer exists, not by ${site} itself.</p>`
+  }
+}
+
 /** The gate's consent page: allow, deny, or sign out. */
 export function consentPage(view: ConsentView): string {
   const app = escapeHtml(view.application.name)
@@ -191,6 +215,7 @@ export function consentPage(view: ConsentView): string {
 <input type="hidden" name="csrf_token" value="${escapeHtml(view.csrfToken)}">
 <p>Signed in as <strong>${escapeHtml(view.user.displayName)}</strong> (${usernameHtml(view.user.username)}). <button type="submit" class="link" name="action" value="logout">Not you? Sign out</button></p>
 <p><strong>${app}</strong> will be able to read and change data on your account, as you can, until you revoke its access.</p>
+${registeredByHtml(view.application.registeredBy, view.siteName)}
 <p class="small">You will be sent back to ${escapeHtml(view.redirectOrigin)}.</p>
 <div class="actions">
 <button type="submit" class="secondary" name="action" value="deny">Deny</button>

@@ -198,6 +198,33 @@ export function gateChecks(makeGate: MakeGate = createGate): StoreCheck[] {
 function fullGateChecks(makeGate: MakeGate): StoreCheck[] {
   return group('a gate over the store', STORE_SLICES, [
     [
+      'accepts a rotated secret at the token endpoint while its grace lasts, refuses it after, and gives the store only hashes',
+      async (store) => {
+        const recorded = recordingStore(store)
+        const gate = kitGate(makeGate, recorded.store)
+        const client = new KitClient(gate)
+        // A code nobody issued: a client that authenticates gets invalid_grant (400), one that does not invalid_client (401).
+        const authenticates = async (appToken: string, secret: string) => {
+          const outcome = await exchange(client, appToken, secret, `kit-${randomToken(12)}`)
+          assert.equal(outcome.type, 'respond', 'the token endpoint answers')
+          const { status } = (outcome as Extract<GateOutcome, { type: 'respond' }>).response
+          assert.ok(status === 400 || status === 401, `the token endpoint answers 400 or 401, got ${status}`)
+          return status === 400
+        }
+        const long = await gate.applications.register({ name: 'Kit rotation (long grace)', callbackPrefix: CALLBACK_PREFIX })
+        const longNext = await gate.applications.rotateSecret(long.appToken, { graceMs: 3_600_000 })
+        assert.ok(await authenticates(long.appToken, long.secretToken), 'the previous secret is accepted within its grace')
+        assert.ok(await authenticates(long.appToken, longNext), 'the new secret is accepted')
+        const short = await gate.applications.register({ name: 'Kit rotation (short grace)', callbackPrefix: CALLBACK_PREFIX })
+        const shortNext = await gate.applications.rotateSecret(short.appToken, { graceMs: 1 })
+        await new Promise((resolve) => setTimeout(resolve, 20))
+        assert.ok(!(await authenticates(short.appToken, short.secretToken)), 'the previous secret is refused once its grace is over')
+        assert.ok(await authenticates(short.appToken, shortNext), 'the new secret is still accepted')
+        const leaks = findPlaintexts(recorded.calls, { first: long.secretToken, rotated: longNext, short: short.secretToken, shortRotated: shortNext })
+        assert.deepEqual(leaks, [], 'no secret token reached the store in plaintext')
+      },
+    ],
+    [
       'never hands the store a plaintext password, key secret, client secret, code, access token or session cookie',
       async (store) => {
         const recorded = recordingStore(store)

@@ -199,6 +199,9 @@ async function makeSeed(): Promise<Seed> {
     secretHash: sha256(a.secret),
     callbackPrefix,
     limit,
+    ownerId: null,
+    previousSecretHash: null,
+    previousSecretExpiresAt: null,
     createdAt: now,
     updatedAt: now,
   })

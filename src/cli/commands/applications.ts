@@ -66,13 +66,15 @@ export const APPLICATION_COMMANDS: Record<string, Command> = {
     },
   },
   'apps rotate-secret': {
-    usage: 'apps rotate-secret APP_TOKEN',
-    summary: 'issue a new secret token; the old one stops working at once',
+    usage: 'apps rotate-secret APP_TOKEN [--grace-ms MS]',
+    // An operator usually rotates after a leak: the old secret stops at once unless a grace is asked for.
+    summary: 'issue a new secret token; the old one stops working at once, or after --grace-ms',
     args: ['APP_TOKEN'],
-    options: [],
-    async run({ gate, args }) {
+    options: ['grace-ms'],
+    async run({ gate, args, values }) {
       const appToken = args[0] as string
-      const secretToken = await gate.applications.rotateSecret(appToken)
+      const graceMs = values['grace-ms'] === undefined ? 0 : integer('--grace-ms', values['grace-ms'])
+      const secretToken = await gate.applications.rotateSecret(appToken, { graceMs })
       return { json: { appToken, secretToken }, human: fields([['app token', appToken], ['secret token', secretToken]]) + SHOWN_ONCE + '\n' }
     },
   },
@@ -104,6 +106,8 @@ function applicationFields(app: Application): Array<[string, string]> {
     ['name', app.name],
     ['callback prefix', orDash(app.callbackPrefix)],
     ['limit', app.limit === null ? 'default' : String(app.limit)],
+    ['owner', app.ownerId ?? '- (an operator\'s)'],
+    ...(app.previousSecretExpiresAt !== null && app.previousSecretExpiresAt > Date.now() ? [['previous secret until', time(app.previousSecretExpiresAt)] as [string, string]] : []),
     ['created', time(app.createdAt)],
     ['updated', time(app.updatedAt)],
   ]

@@ -15,24 +15,67 @@ export interface ApplicationRecord {
   readonly callbackPrefix: string | null
   /** Per-application override of the application throttle limit ("higher limits by request"). */
   readonly limit: number | null
+  /**
+   * The id of the user who registered it on the portal (the self-service endpoints, a
+   * developer settings page); `null` for an application an operator registered. Never
+   * changes after registration.
+   */
+  readonly ownerId: string | null
+  /**
+   * SHA-256 (hex) of the secret token before the last rotation, still accepted until
+   * {@link previousSecretExpiresAt} so a deployed client can be updated without an outage;
+   * `null` when there is none.
+   */
+  readonly previousSecretHash: string | null
+  /** When {@link previousSecretHash} stops being accepted (epoch ms); `null` with it. */
+  readonly previousSecretExpiresAt: number | null
   readonly createdAt: number
   readonly updatedAt: number
 }
 
-/** The fields of an application that can change after registration. */
-export type ApplicationPatch = Partial<Pick<ApplicationRecord, 'name' | 'secretHash' | 'callbackPrefix' | 'limit' | 'updatedAt'>>
+/** The fields of an application that can change after registration (its owner cannot). */
+export type ApplicationPatch = Partial<
+  Pick<ApplicationRecord, 'name' | 'secretHash' | 'previousSecretHash' | 'previousSecretExpiresAt' | 'callbackPrefix' | 'limit' | 'updatedAt'>
+>
+
+/**
+ * The bound {@link ApplicationStore.insertApplication} checks for an application a user
+ * registers, in the same atomic step as the insert.
+ */
+export interface ApplicationLimits {
+  /** Refuse (`'owner-limit'`) when the record's owner has this many applications. */
+  readonly maxPerOwner: number
+}
+
+/** What {@link ApplicationStore.insertApplication} did: `'created'`, or `'owner-limit'` (nothing saved). */
+export type ApplicationInsertResult = 'created' | 'owner-limit'
+
+/** Which applications {@link ApplicationStore.listApplications} lists. */
+export interface ApplicationFilter {
+  /** Only the applications this user registered. */
+  readonly ownerId: string
+}
 
 /** The applications slice of the contract. */
 export interface ApplicationStore extends StoreLifecycle {
   /**
-   * Saves a new application.
+   * Saves a new application. With `limits` (a user registering their own), atomically
+   * with the insert: refuses when the record's owner already has `maxPerOwner`
+   * applications. One step (a script, a transaction holding a per-owner lock), never a
+   * count followed by an insert: of 30 concurrent registrations with room for 5, exactly
+   * 5 succeed. Without `limits` (an operator, an import) it only saves.
+   * @returns `'created'`, or why nothing was saved
    * @throws when an application with the same app token exists
    */
-  insertApplication(record: ApplicationRecord): Awaitable<void>
+  insertApplication(record: ApplicationRecord, limits?: ApplicationLimits): Awaitable<ApplicationInsertResult>
   /** The application with this app token, or `undefined`. Called on every request that carries a token. */
   getApplication(appToken: string): Awaitable<ApplicationRecord | undefined>
-  /** Every application, oldest first. */
-  listApplications(): Awaitable<ApplicationRecord[]>
+  /**
+   * Every application, oldest first; with a filter, only the owner's (oldest first), read
+   * through an index of the owner's applications, never a scan of all of them. An owner's
+   * list is bounded by the cap of the self-service endpoints, so it is not paged.
+   */
+  listApplications(filter?: ApplicationFilter): Awaitable<ApplicationRecord[]>
   /** Applies `patch` and returns the new record, or `undefined` when there is no such application. */
   updateApplication(appToken: string, patch: ApplicationPatch): Awaitable<ApplicationRecord | undefined>
   /** Deletes an application; `false` when there was none. */

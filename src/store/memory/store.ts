@@ -20,6 +20,9 @@ import type {
   AuthorizationCodeRecord,
   ApiKeyPatch,
   ApiKeyRecord,
+  ApplicationFilter,
+  ApplicationInsertResult,
+  ApplicationLimits,
   ApplicationPatch,
   ApplicationRecord,
   GateStore,
@@ -53,6 +56,8 @@ export interface MemoryStoreOptions {
  */
 export class MemoryStore implements GateStore, UsageStore {
   readonly #applications = new Map<string, ApplicationRecord>()
+  /** App tokens by owner: an owner's list and cap read that owner's applications only. */
+  readonly #applicationsByOwner = new Map<string, Set<string>>()
   readonly #users = new Map<string, UserRecord>()
   readonly #userIdByUsername = new Map<string, string>()
   /** Users by the skeleton of their username (several legacy users may share one). */
@@ -101,18 +106,29 @@ export class MemoryStore implements GateStore, UsageStore {
     for (const sink of this.#sinks) sink.applicationChanged(appToken)
   }
 
-  insertApplication(record: ApplicationRecord): void {
+  /** Checks the owner's count and inserts in one synchronous step: nothing can run in between. */
+  insertApplication(record: ApplicationRecord, limits?: ApplicationLimits): ApplicationInsertResult {
     if (this.#applications.has(record.appToken)) throw new Error(`an application with this app token exists`)
+    const owner = record.ownerId
+    const mine = owner === null ? undefined : this.#applicationsByOwner.get(owner)
+    if (limits !== undefined && owner !== null && (mine?.size ?? 0) >= limits.maxPerOwner) return 'owner-limit'
     this.#applications.set(record.appToken, record)
+    if (owner !== null) {
+      if (mine === undefined) this.#applicationsByOwner.set(owner, new Set([record.appToken]))
+      else mine.add(record.appToken)
+    }
     this.#applicationChanged(record.appToken)
+    return 'created'
   }
 
   getApplication(appToken: string): ApplicationRecord | undefined {
     return this.#applications.get(appToken)
   }
 
-  listApplications(): ApplicationRecord[] {
-    return [...this.#applications.values()]
+  listApplications(filter?: ApplicationFilter): ApplicationRecord[] {
+    const all = filter === undefined ? [...this.#applications.values()] : [...(this.#applicationsByOwner.get(filter.ownerId) ?? [])].map((token) => this.#applications.get(token)!)
+    // A stable sort: applications made in the same millisecond stay in the order they were saved.
+    return all.sort((a, b) => a.createdAt - b.createdAt)
   }
 
   updateApplication(appToken: string, patch: ApplicationPatch): ApplicationRecord | undefined {
@@ -122,9 +138,16 @@ export class MemoryStore implements GateStore, UsageStore {
   }
 
   deleteApplication(appToken: string): boolean {
-    const deleted = this.#applications.delete(appToken)
-    if (deleted) this.#applicationChanged(appToken)
-    return deleted
+    const current = this.#applications.get(appToken)
+    if (current === undefined) return false
+    this.#applications.delete(appToken)
+    if (current.ownerId !== null) {
+      const mine = this.#applicationsByOwner.get(current.ownerId)
+      mine?.delete(appToken)
+      if (mine?.size === 0) this.#applicationsByOwner.delete(current.ownerId)
+    }
+    this.#applicationChanged(appToken)
+    return true
   }
 
   insertUser(record: UserRecord): void {

@@ -22,6 +22,9 @@ import type {
   ApiKeyPatch,
   ApiKeyQuery,
   ApiKeyRecord,
+  ApplicationFilter,
+  ApplicationInsertResult,
+  ApplicationLimits,
   ApplicationPatch,
   ApplicationRecord,
   AuthorizationCodeRecord,
@@ -107,6 +110,8 @@ const PREFETCH_MS = 100
 const PREFETCH_MAX = 1000
 /** Advisory lock class of a user's API keys while one is created (the second key is a hash of the schema and user). */
 const API_KEY_LOCK_CLASS = 0x0d6a7f
+/** Advisory lock class for an owner's application registrations (the second key is the schema and owner). */
+const APPLICATION_LOCK_CLASS = 0x0d6a80
 
 /**
  * The {@link GateStore} on PostgreSQL (with `pg`, an optional peer dependency).
@@ -235,24 +240,49 @@ export class PostgresStore implements GateStore, UsageStore {
 
   // Applications
 
-  async insertApplication(record: ApplicationRecord): Promise<void> {
+  /**
+   * Without limits (or without an owner), one INSERT. With them, a transaction that takes a
+   * per-owner advisory lock, then one statement that inserts only while the owner has fewer
+   * than the cap: registrations of one owner run one after the other, each seeing the others'.
+   */
+  async insertApplication(record: ApplicationRecord, limits?: ApplicationLimits): Promise<ApplicationInsertResult> {
     await this.#changes.beforeWrite()
-    await this.#statements.run(`INSERT INTO ${this.#q}.applications (${APPLICATION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
+    const values = [
       record.appToken,
       record.name,
       record.secretHash,
       record.callbackPrefix,
       record.limit,
+      record.ownerId,
+      record.previousSecretHash,
+      record.previousSecretExpiresAt,
       record.createdAt,
       record.updatedAt,
-    ])
+    ]
+    if (limits === undefined || record.ownerId === null) {
+      await this.#statements.run(`INSERT INTO ${this.#q}.applications (${APPLICATION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, values)
+      return 'created'
+    }
+    const inserted = await this.#transaction(async (query) => {
+      await query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [APPLICATION_LOCK_CLASS, `${this.schema}:${record.ownerId}`])
+      const { rows } = await query(
+        `INSERT INTO ${this.#q}.applications (${APPLICATION_COLUMNS}) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10
+         WHERE (SELECT count(*) FROM ${this.#q}.applications WHERE owner_id = $6) < $11::bigint RETURNING app_token`,
+        [...values, limits.maxPerOwner],
+      )
+      return rows.length === 1
+    })
+    return inserted ? 'created' : 'owner-limit'
   }
 
   getApplication(appToken: string): Promise<ApplicationRecord | undefined> {
     return this.#one(`SELECT ${APPLICATION_COLUMNS} FROM ${this.#q}.applications WHERE app_token = $1`, [appToken], toApplication)
   }
 
-  listApplications(): Promise<ApplicationRecord[]> {
+  listApplications(filter?: ApplicationFilter): Promise<ApplicationRecord[]> {
+    if (filter !== undefined) {
+      return this.#all(`SELECT ${APPLICATION_COLUMNS} FROM ${this.#q}.applications WHERE owner_id = $1 ORDER BY created_at, app_token`, [filter.ownerId], toApplication)
+    }
     return this.#all(`SELECT ${APPLICATION_COLUMNS} FROM ${this.#q}.applications ORDER BY created_at, app_token`, [], toApplication)
   }
 

@@ -19,6 +19,9 @@ export const APPLICATION: Schema = {
   secretHash: 'string',
   callbackPrefix: 'string?',
   limit: 'number?',
+  ownerId: 'string?',
+  previousSecretHash: 'string?',
+  previousSecretExpiresAt: 'number?',
   createdAt: 'number',
   updatedAt: 'number',
 }

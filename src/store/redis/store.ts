@@ -17,7 +17,7 @@
  * `rate:{key}`, `token:{hash}`, `{c:hash}:code`, `{c:hash}:tokens`, `{u:id}:tokens`,
  * `{a:token}:tokens`, `keyowner:{keyId}`, `{u:id}:key:keyId`, `{u:id}:keys:*` (a user's
  * API keys and their sorted sets, see `CREATE_API_KEY`), `{u:id}:grants`,
- * `{apps}:app:token`, `{apps}:index`, `{users}:user:id`, `{users}:names`, `{users}:skeletons`,
+ * `{apps}:app:token`, `{apps}:index`, `{u:id}:apps` (the applications a user registered, see `./owned-applications.ts`), `{users}:user:id`, `{users}:names`, `{users}:skeletons`,
  * `{sessions}:s:hash`, `{sessions}:u:id`. Applications, users and sessions each live in one
  * slot (they are created rarely and read through caches or on sign-in); rate keys and
  * tokens, the request path, spread over the cluster. A user's API keys share the user's
@@ -34,7 +34,6 @@ import {
   CREATE_INDEXED,
   CREATE_SESSION,
   CREATE_USER,
-  DELETE_INDEXED,
   DELETE_SESSION,
   DELETE_USER,
   GCRA,
@@ -64,6 +63,9 @@ import type {
   ApiKeyPatch,
   ApiKeyQuery,
   ApiKeyRecord,
+  ApplicationFilter,
+  ApplicationInsertResult,
+  ApplicationLimits,
   ApplicationPatch,
   ApplicationRecord,
   AuthorizationCodeRecord,
@@ -77,6 +79,7 @@ import type {
 import type { RequestLookup, RequestLookupResult } from '../contract/request-lookup.js'
 import type { UsageBatch, UsageBucket, UsageGranularity, UsageStore, UsageTopQuery, UsageTotal } from '../usage-contract.js'
 import { RedisUsage } from './usage.js'
+import { CLAIM, DELETE_APPLICATION, ownerAppsKey, STALE_CLAIM_MS } from './owned-applications.js'
 
 export { redisClientDefaults, type RedisClient } from './client.js'
 
@@ -301,17 +304,50 @@ export class RedisStore implements GateStore, UsageStore {
 
   // ---- applications ----
 
-  async insertApplication(record: ApplicationRecord): Promise<void> {
-    const created = await this.#run(CREATE_INDEXED, [this.#appKey(record.appToken), `${this.#p}{apps}:index`], [record.createdAt, record.appToken, ...encode(APPLICATION, record)])
+  /**
+   * An owner's application claims its place in the owner's set first (the cap, atomically),
+   * then is saved; see `./owned-applications.ts`.
+   */
+  async insertApplication(record: ApplicationRecord, limits?: ApplicationLimits): Promise<ApplicationInsertResult> {
+    const owner = record.ownerId
+    if (owner !== null) {
+      const claim = () => this.#run(CLAIM, [ownerAppsKey(this.#p, owner)], [Date.now(), record.appToken, limits?.maxPerOwner ?? ''])
+      if ((await claim()) !== 1 && ((await this.#dropStaleClaims(owner)) === 0 || (await claim()) !== 1)) return 'owner-limit'
+    }
+    let created: unknown
+    try {
+      created = await this.#run(CREATE_INDEXED, [this.#appKey(record.appToken), `${this.#p}{apps}:index`], [record.createdAt, record.appToken, ...encode(APPLICATION, record)])
+    } finally {
+      if (owner !== null && created !== 1) await this.#call((c) => c.zrem(ownerAppsKey(this.#p, owner), record.appToken)).catch(() => {})
+    }
     if (created !== 1) throw new Error('an application with this app token exists')
     await this.#changed(record.appToken)
+    return 'created'
+  }
+
+  /** Drops the places in an owner's set that a crash left without an application; how many. */
+  async #dropStaleClaims(ownerId: string): Promise<number> {
+    const key = ownerAppsKey(this.#p, ownerId)
+    const old = await this.#call((c) => c.zrangebyscore(key, '-inf', String(Date.now() - STALE_CLAIM_MS)))
+    const found = await Promise.all(old.map((token) => this.getApplication(token)))
+    const stale = old.filter((_, i) => found[i] === undefined)
+    if (stale.length > 0) await this.#call((c) => c.zrem(key, ...stale))
+    return stale.length
   }
 
   async getApplication(appToken: string): Promise<ApplicationRecord | undefined> {
     return decode(APPLICATION, await this.#call((c) => c.hgetall(this.#appKey(appToken))))
   }
 
-  async listApplications(): Promise<ApplicationRecord[]> {
+  async listApplications(filter?: ApplicationFilter): Promise<ApplicationRecord[]> {
+    if (filter !== undefined) {
+      // At most the owner's cap of reads, in the {apps} slot; a place without its application is skipped.
+      const tokens = await this.#call((c) => c.zrange(ownerAppsKey(this.#p, filter.ownerId), '0', '-1'))
+      const found = await Promise.all(tokens.map((token) => this.getApplication(token)))
+      return found
+        .filter((r): r is ApplicationRecord => r !== undefined && r.ownerId === filter.ownerId)
+        .sort((a, b) => a.createdAt - b.createdAt || (a.appToken < b.appToken ? -1 : a.appToken > b.appToken ? 1 : 0))
+    }
     const rows = (await this.#run(LIST_INDEXED, [`${this.#p}{apps}:index`], [`${this.#p}{apps}:app:`])) as string[][]
     return rows.map((row) => decode<ApplicationRecord>(APPLICATION, row)).filter((r) => r !== undefined)
   }
@@ -323,7 +359,9 @@ export class RedisStore implements GateStore, UsageStore {
   }
 
   async deleteApplication(appToken: string): Promise<boolean> {
-    const deleted = (await this.#run(DELETE_INDEXED, [this.#appKey(appToken), `${this.#p}{apps}:index`], [appToken])) === 1
+    const [n, owner] = (await this.#run(DELETE_APPLICATION, [this.#appKey(appToken), `${this.#p}{apps}:index`], [appToken])) as [number, string]
+    const deleted = n === 1
+    if (owner !== '') await this.#call((c) => c.zrem(ownerAppsKey(this.#p, owner), appToken))
     if (deleted) await this.#changed(appToken)
     return deleted
   }

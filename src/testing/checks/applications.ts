@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { group, type StoreCheck } from '../check.js'
-import { application, freshAppToken, LATER } from '../fixtures.js'
+import { application, freshAppToken, freshUserId, LATER, T0 } from '../fixtures.js'
 
 export const applicationChecks: readonly StoreCheck[] = group('applications', ['applications'], [
   [
@@ -102,6 +102,67 @@ export const applicationChecks: readonly StoreCheck[] = group('applications', ['
         await act()
         assert.ok(await heardSince(before, 1000), `both sinks hear of the ${change}`)
       }
+    },
+  ],
+  [
+    'keeps who registered an application, and lists an owner\'s applications only, oldest first',
+    async (store) => {
+      const [ada, bob] = [freshUserId(), freshUserId()]
+      const [a1, a2, b1, operator] = [freshAppToken(), freshAppToken(), freshAppToken(), freshAppToken()]
+      await store.insertApplication(application(a2, { ownerId: ada, createdAt: T0 + 1000, updatedAt: T0 + 1000 }))
+      await store.insertApplication(application(a1, { ownerId: ada }))
+      await store.insertApplication(application(b1, { ownerId: bob }))
+      await store.insertApplication(application(operator))
+      assert.deepEqual(await store.getApplication(a1), application(a1, { ownerId: ada }))
+      assert.equal((await store.getApplication(operator))?.ownerId, null, 'an operator\'s application has no owner')
+      assert.deepEqual(
+        (await store.listApplications({ ownerId: ada })).map((r) => r.appToken),
+        [a1, a2],
+      )
+      assert.deepEqual(await store.listApplications({ ownerId: bob }), [application(b1, { ownerId: bob })])
+      assert.deepEqual(await store.listApplications({ ownerId: freshUserId() }), [])
+      await store.deleteApplication(a1)
+      assert.deepEqual(
+        (await store.listApplications({ ownerId: ada })).map((r) => r.appToken),
+        [a2],
+        'a deleted application leaves its owner\'s list',
+      )
+      const everyone = (await store.listApplications()).map((r) => r.appToken)
+      assert.ok([a2, b1, operator].every((token) => everyone.includes(token)), 'the unfiltered list has every owner\'s and the operator\'s')
+    },
+  ],
+  [
+    'keeps the per-owner cap when 30 registrations race: 15 registered and a cap of 20 leave exactly 20',
+    async (store) => {
+      const owner = freshUserId()
+      const limits = { maxPerOwner: 20 }
+      for (let i = 0; i < 15; i++) assert.equal(await store.insertApplication(application(freshAppToken(), { ownerId: owner }), limits), 'created')
+      // Another owner's and the operator's applications count for nothing.
+      await store.insertApplication(application(freshAppToken(), { ownerId: freshUserId() }), limits)
+      await store.insertApplication(application(freshAppToken()))
+      const results = await Promise.all(Array.from({ length: 30 }, () => store.insertApplication(application(freshAppToken(), { ownerId: owner }), limits)))
+      assert.equal(results.filter((r) => r === 'created').length, 5, 'registrations that succeeded')
+      assert.equal(results.filter((r) => r === 'owner-limit').length, 25, 'registrations refused for the cap')
+      assert.equal((await store.listApplications({ ownerId: owner })).length, 20, 'the owner\'s applications after the race')
+      // Deleting one makes room for one.
+      const [first] = await store.listApplications({ ownerId: owner })
+      await store.deleteApplication(first!.appToken)
+      assert.equal(await store.insertApplication(application(freshAppToken(), { ownerId: owner }), limits), 'created')
+      assert.equal(await store.insertApplication(application(freshAppToken(), { ownerId: owner }), limits), 'owner-limit')
+      // Without limits (an operator) the insert only saves.
+      assert.equal(await store.insertApplication(application(freshAppToken(), { ownerId: owner })), 'created')
+    },
+  ],
+  [
+    'keeps a rotated secret\'s previous hash and its expiry, and clears them',
+    async (store) => {
+      const token = freshAppToken()
+      await store.insertApplication(application(token))
+      const rotated = await store.updateApplication(token, { secretHash: 'e'.repeat(64), previousSecretHash: 'a'.repeat(64), previousSecretExpiresAt: LATER })
+      assert.deepEqual(rotated, application(token, { secretHash: 'e'.repeat(64), previousSecretHash: 'a'.repeat(64), previousSecretExpiresAt: LATER }))
+      assert.deepEqual(await store.getApplication(token), rotated)
+      const cleared = await store.updateApplication(token, { previousSecretHash: null, previousSecretExpiresAt: null })
+      assert.deepEqual(cleared, application(token, { secretHash: 'e'.repeat(64) }))
     },
   ],
   [

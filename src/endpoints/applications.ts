@@ -1,0 +1,197 @@
+/**
+ * The self-service application endpoints, for the signed-in user's own applications:
+ * `GET`/`POST /api/applications`, `GET`/`PATCH`/`DELETE /api/applications/{appToken}`,
+ * `POST /api/applications/{appToken}/secret` and
+ * `GET /api/applications/{appToken}/usage`. Who the user is, and whether the credentials
+ * may manage the account at all (only the password or a session, with the CSRF header for
+ * a change), is decided before (`self-service.ts`).
+ *
+ * Another user's application, and an operator's, is answered exactly as one that does not
+ * exist (404 `not_found`): the endpoints never confirm that an app token is registered to
+ * someone else.
+ *
+ * @see docs/guides/applications.md
+ */
+import type { Applications, Application } from '../management/applications.js'
+import { isPlausibleAppToken } from '../pipeline/app-token.js'
+import type { GateUser } from '../pipeline/authenticate.js'
+import { PlatformError } from '../errors.js'
+import type { GateRequest, GateResponse } from '../http/request.js'
+import { jsonResponse } from '../http/responses.js'
+import { bodyParams, queryParams, type Params } from '../http/params.js'
+import type { GateUsage, UsageSeries } from '../usage/usage.js'
+import type { UsageGranularity } from '../store/usage-contract.js'
+import { bodyError } from './api-keys.js'
+
+const BODY_LIMIT = 16 * 1024
+const FIELDS = ['name', 'callbackPrefix']
+const USAGE_PARAMS = ['granularity', 'from', 'to']
+/** Personal data, different for every credential: never cached by anyone but the client. */
+const PRIVATE = { 'cache-control': 'private, no-store', vary: 'Authorization, Cookie' }
+
+/** An application as these endpoints show it to its owner. */
+export interface ApplicationJson {
+  readonly appToken: string
+  readonly name: string
+  readonly callbackPrefix: string | null
+  /** Its own throttle limit (set by an operator), or `null` for the configured one. */
+  readonly limit: number | null
+  /** ISO 8601. */
+  readonly createdAt: string
+  readonly updatedAt: string
+  /** ISO 8601: until when the secret token before the last rotation still works; `null` when none does. */
+  readonly previousSecretExpiresAt: string | null
+  /** Only in the answers to a registration and a rotation: the one time it is shown. */
+  readonly secretToken?: string
+}
+
+/** The JSON of an application; `secretToken` only when given. */
+export function applicationJson(application: Application, secretToken?: string, now = Date.now()): ApplicationJson {
+  const grace = application.previousSecretExpiresAt
+  return {
+    appToken: application.appToken,
+    name: application.name,
+    callbackPrefix: application.callbackPrefix,
+    limit: application.limit,
+    createdAt: new Date(application.createdAt).toISOString(),
+    updatedAt: new Date(application.updatedAt).toISOString(),
+    previousSecretExpiresAt: grace !== null && grace > now ? new Date(grace).toISOString() : null,
+    ...(secretToken === undefined ? {} : { secretToken }),
+  }
+}
+
+/** The endpoints' work, once the user is known and allowed. */
+export class ApplicationEndpoints {
+  readonly #applications: Applications
+  readonly #usage: GateUsage
+  readonly #bodyTimeoutMs: number
+
+  constructor(applications: Applications, usage: GateUsage, bodyTimeoutMs: number) {
+    this.#applications = applications
+    this.#usage = usage
+    this.#bodyTimeoutMs = bodyTimeoutMs
+  }
+
+  /** `GET /api/applications`: the user's applications, oldest first. */
+  async list(user: GateUser): Promise<GateResponse> {
+    const mine = await this.#applications.list({ ownerId: user.id })
+    const now = Date.now()
+    return jsonResponse(200, mine.map((application) => applicationJson(application, undefined, now)), PRIVATE)
+  }
+
+  /**
+   * `POST /api/applications` with `{"name": "...", "callbackPrefix": "https://..."}`: a new
+   * application of the user's, with its secret token this once. The user's budget and cap
+   * apply (`applications.registrations`, `applications.maxPerUser`).
+   */
+  async register(user: GateUser, request: GateRequest): Promise<GateResponse> {
+    const body = await this.#body(request)
+    const name = body.get('name')
+    if (name === undefined || name.trim() === '') throw new PlatformError('invalid_request', 'name is required')
+    const prefix = body.get('callbackPrefix')?.trim()
+    const registered = await invalidAsRequest(() => this.#applications.registerOwn({ ownerId: user.id, name, callbackPrefix: prefix === undefined || prefix === '' ? null : prefix }))
+    return jsonResponse(201, applicationJson(registered.application, registered.secretToken), PRIVATE)
+  }
+
+  /** `GET /api/applications/{appToken}`. */
+  async get(user: GateUser, appToken: string): Promise<GateResponse> {
+    return jsonResponse(200, applicationJson(await this.#own(user, appToken)), PRIVATE)
+  }
+
+  /** `PATCH /api/applications/{appToken}` with `name` and/or `callbackPrefix` (`""` removes it). */
+  async update(user: GateUser, appToken: string, request: GateRequest): Promise<GateResponse> {
+    await this.#own(user, appToken)
+    const body = await this.#body(request)
+    const changes: { name?: string; callbackPrefix?: string | null } = {}
+    if (body.has('name')) {
+      const name = body.get('name')
+      if (name === undefined || name.trim() === '') throw new PlatformError('invalid_request', 'name cannot be empty')
+      changes.name = name
+    }
+    if (body.has('callbackPrefix')) {
+      const prefix = body.get('callbackPrefix')?.trim()
+      changes.callbackPrefix = prefix === undefined || prefix === '' ? null : prefix
+    }
+    if (changes.name === undefined && !('callbackPrefix' in changes)) throw new PlatformError('invalid_request', 'Send name or callbackPrefix to change')
+    const updated = await invalidAsRequest(() => this.#applications.update(appToken, changes))
+    return jsonResponse(200, applicationJson(updated), PRIVATE)
+  }
+
+  /** `DELETE /api/applications/{appToken}`: its app token is refused from now on, and its access tokens stop working. */
+  async delete(user: GateUser, appToken: string): Promise<GateResponse> {
+    await this.#own(user, appToken)
+    if (!(await this.#applications.delete(appToken))) throw notFound()
+    return { status: 204, headers: { 'cache-control': 'no-store' }, body: '' }
+  }
+
+  /**
+   * `POST /api/applications/{appToken}/secret`: a new secret token, shown this once; the
+   * one it replaces keeps working for `applications.secretGraceMs`.
+   */
+  async rotateSecret(user: GateUser, appToken: string): Promise<GateResponse> {
+    await this.#own(user, appToken)
+    const secretToken = await this.#applications.rotateSecret(appToken)
+    const rotated = await this.#applications.find(appToken)
+    if (rotated === undefined) throw notFound()
+    return jsonResponse(200, applicationJson(rotated, secretToken), PRIVATE)
+  }
+
+  /**
+   * `GET /api/applications/{appToken}/usage?granularity=hour&from=...&to=...`: the
+   * application's usage, as `gate.usage.query` gives it (every bucket of the range, empty
+   * ones included). `from` and `to` are epoch milliseconds or ISO 8601 times; default the
+   * last 24 hours, by hour.
+   */
+  async usage(user: GateUser, appToken: string, request: GateRequest): Promise<GateResponse> {
+    await this.#own(user, appToken)
+    const params = queryParams(request.url)
+    const repeated = params.firstDuplicated(USAGE_PARAMS)
+    if (repeated !== undefined) throw new PlatformError('invalid_request', `${repeated} was sent more than once`)
+    const granularity = params.get('granularity') ?? 'hour'
+    if (granularity !== 'minute' && granularity !== 'hour' && granularity !== 'day') throw new PlatformError('invalid_request', 'granularity must be minute, hour or day')
+    const [from, to] = [time(params, 'from'), time(params, 'to')]
+    const query = { appToken, granularity: granularity as UsageGranularity, ...(from === undefined ? {} : { from }), ...(to === undefined ? {} : { to }) }
+    const series: UsageSeries = await invalidAsRequest(() => this.#usage.query(query))
+    return jsonResponse(200, series, PRIVATE)
+  }
+
+  /** The user's application, or `not_found`: the same for another user's or an operator's as for none. */
+  async #own(user: GateUser, appToken: string): Promise<Application> {
+    const application = isPlausibleAppToken(appToken) ? await this.#applications.find(appToken) : undefined
+    if (application === undefined || application.ownerId !== user.id) throw notFound()
+    return application
+  }
+
+  async #body(request: GateRequest): Promise<Params> {
+    const body = await bodyParams(request, BODY_LIMIT, this.#bodyTimeoutMs)
+    if (typeof body === 'string') throw bodyError(body)
+    const repeated = body.firstDuplicated(FIELDS)
+    if (repeated !== undefined) throw new PlatformError('invalid_request', `${repeated} was sent more than once`)
+    const unstorable = body.unstorable(FIELDS, 2048)
+    if (unstorable !== undefined) throw new PlatformError('invalid_request', unstorable)
+    return body
+  }
+}
+
+function notFound(): PlatformError {
+  return new PlatformError('not_found', 'You have no application with this app token')
+}
+
+/** A time parameter: epoch ms, or an ISO 8601 time. @throws {PlatformError} `invalid_request` */
+function time(params: Params, name: string): number | undefined {
+  const text = params.get(name)
+  if (text === undefined) return undefined
+  const ms = /^\d{1,16}$/.test(text) ? Number(text) : /^\d{4}-\d\d-\d\d/.test(text) ? Date.parse(text) : NaN
+  if (!Number.isSafeInteger(ms)) throw new PlatformError('invalid_request', `${name} must be a time in epoch milliseconds or ISO 8601`)
+  return ms
+}
+
+/** The management API's `TypeError`s (a bad Callback Prefix, a bad range) are the client's mistake here: 400 with the reason. */
+async function invalidAsRequest<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work()
+  } catch (error) {
+    if (error instanceof TypeError) throw new PlatformError('invalid_request', error.message.replace(/^open-data-gate: /, ''))
+    throw error
+  }
+}

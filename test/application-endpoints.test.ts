@@ -1,0 +1,267 @@
+/**
+ * The self-service application endpoints through the core (`gate.handle`): a signed-in
+ * developer registers, lists, renames, rotates, reads the usage of and deletes their own
+ * applications; another user's application is a 404; only the user's own sign-in may
+ * manage them; the cap per user holds under racing registrations and the registration
+ * budget refuses with Retry-After.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { createGate, MemoryStore, type GateOptions, type GateResponse } from '../src/index.js'
+import { coreRequest } from './support/requests.js'
+
+interface AppJson {
+  appToken: string
+  name: string
+  callbackPrefix: string | null
+  limit: number | null
+  createdAt: string
+  updatedAt: string
+  previousSecretExpiresAt: string | null
+  secretToken?: string
+}
+
+afterEach(() => {
+  vi.useRealTimers()
+})
+
+const PASSWORD = 'correct horse battery'
+const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
+
+/** A gate with the portal's own application, and Ada and Bob, each sending their password over Basic. */
+async function setUp(options: GateOptions = {}) {
+  const store = new MemoryStore()
+  const gate = createGate({
+    store,
+    throttle: false,
+    basic: { scrypt: { logN: 10 } },
+    usage: { flushIntervalMs: 3_600_000 },
+    ...options,
+    oauth: { authenticateUser: (request) => (typeof request.headers['x-signed-in'] === 'string' ? request.headers['x-signed-in'] : undefined), ...(options.oauth as object) },
+  })
+  const portal = await gate.applications.register({ name: 'Portal' })
+  const ada = await gate.users.create({ username: 'ada', password: PASSWORD, displayName: 'Ada Lovelace', email: 'ada@example.org' })
+  const bob = await gate.users.create({ username: 'bob', password: PASSWORD, displayName: 'Bob', email: 'bob@example.org' })
+  const send = async (method: string, url: string, options: { body?: unknown; headers?: Record<string, string>; as?: string; tls?: boolean } = {}): Promise<GateResponse> => {
+    const authorization = options.as === undefined ? basic('ada', PASSWORD) : options.as
+    const outcome = await gate.handle(
+      coreRequest({
+        method,
+        url,
+        tls: options.tls ?? true,
+        headers: { ...(authorization === '' ? {} : { authorization }), 'x-app-token': portal.appToken, ...options.headers },
+        readBody: async () => ({ kind: 'parsed', value: options.body }),
+      }),
+    )
+    if (outcome.type !== 'respond') throw new Error(`the gate let ${method} ${url} through`)
+    return outcome.response
+  }
+  const json = <T = unknown>(response: GateResponse) => JSON.parse(response.body) as T
+  const register = async (name: string, callbackPrefix?: string, as?: string): Promise<AppJson> => {
+    const response = await send('POST', '/api/applications', { body: { name, ...(callbackPrefix === undefined ? {} : { callbackPrefix }) }, ...(as === undefined ? {} : { as }) })
+    expect(response.status, response.body).toBe(201)
+    return json<AppJson>(response)
+  }
+  return { gate, store, portal, ada, bob, send, json, register, asBob: basic('bob', PASSWORD) }
+}
+
+describe('the application endpoints', () => {
+  it('registers an application of the caller’s, shows its secret token once, and lists only the caller’s', async () => {
+    const { gate, ada, send, json, register, asBob } = await setUp()
+    const created = await register('  Transit dashboard ', 'https://transit.example/oauth/')
+    expect(created).toMatchObject({ name: 'Transit dashboard', callbackPrefix: 'https://transit.example/oauth/', limit: null, previousSecretExpiresAt: null })
+    expect(created.secretToken).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    expect(await gate.applications.verifySecret(created.appToken, created.secretToken!)).toBe(true)
+    expect((await gate.applications.find(created.appToken))?.ownerId).toBe(ada.id)
+    await register('Bob’s app', undefined, asBob)
+
+    const listed = await send('GET', '/api/applications')
+    expect(listed.status).toBe(200)
+    expect(listed.headers['cache-control']).toBe('private, no-store')
+    expect(json(listed)).toEqual([{ ...created, secretToken: undefined }])
+    expect(listed.body).not.toContain('secretToken')
+    const one = await send('GET', `/api/applications/${created.appToken}`)
+    expect(json(one)).toEqual(json<AppJson[]>(listed)[0])
+  })
+
+  it('answers 404 for another user’s application and an operator’s, on every route, and changes nothing', async () => {
+    const { gate, portal, send, json, register, asBob } = await setUp()
+    const bobs = await register('Bob’s app', 'https://bob.example/', asBob)
+    for (const token of [bobs.appToken, portal.appToken, 'no-such-app-token-000000', '%zz']) {
+      const answers = [
+        await send('GET', `/api/applications/${token}`),
+        await send('PATCH', `/api/applications/${token}`, { body: { name: 'mine now' } }),
+        await send('DELETE', `/api/applications/${token}`),
+        await send('POST', `/api/applications/${token}/secret`),
+        await send('GET', `/api/applications/${token}/usage`),
+      ]
+      expect(answers.map((a) => [a.status, json<{ code: string }>(a).code])).toEqual(Array(5).fill([404, 'not_found']))
+    }
+    expect(await gate.applications.find(bobs.appToken)).toMatchObject({ name: 'Bob’s app' })
+    expect(await gate.applications.verifySecret(bobs.appToken, bobs.secretToken!)).toBe(true)
+  })
+
+  it('refuses an OAuth access token and an API key with 403 first_party_credentials_required, and anyone unsigned with 403', async () => {
+    const { gate, ada, portal, send, json, register } = await setUp()
+    const mine = await register('Mine')
+    const token = await gate.tokens.issue({ userId: ada.id, appToken: portal.appToken })
+    const key = await gate.apiKeys.create(ada.id, { name: 'script' })
+    for (const as of [`OAuth ${token.accessToken}`, basic(key.keyId, key.keySecret)]) {
+      const tries = [
+        await send('GET', '/api/applications', { as }),
+        await send('POST', '/api/applications', { as, body: { name: 'sneaky' } }),
+        await send('PATCH', `/api/applications/${mine.appToken}`, { as, body: { name: 'x' } }),
+        await send('POST', `/api/applications/${mine.appToken}/secret`, { as }),
+        await send('DELETE', `/api/applications/${mine.appToken}`, { as }),
+      ]
+      expect(tries.map((r) => [r.status, json<{ code: string }>(r).code])).toEqual(Array(5).fill([403, 'first_party_credentials_required']))
+    }
+    expect(json<{ code: string }>(await send('GET', '/api/applications', { as: '' })).code).toBe('authentication_required')
+    expect(json<{ code: string }>(await send('GET', '/api/applications', { tls: false })).code).toBe('https_required')
+    expect((await gate.applications.list({ ownerId: ada.id })).map((a) => a.name)).toEqual(['Mine'])
+  })
+
+  it('takes the host’s session, and a change on it only with the CSRF header', async () => {
+    const { ada, send, json } = await setUp()
+    const session = { as: '', headers: { 'x-signed-in': ada.id } }
+    const listed = await send('GET', '/api/applications', session)
+    expect(listed.status).toBe(200)
+    const csrf = listed.headers['x-csrf-token'] as string
+    const cookie = String(listed.headers['set-cookie']).split(';')[0]!
+    const forged = await send('POST', '/api/applications', { ...session, headers: { ...session.headers, cookie }, body: { name: 'forged' } })
+    expect([forged.status, json<{ code: string }>(forged).code]).toEqual([403, 'permission_denied'])
+    const made = await send('POST', '/api/applications', { ...session, headers: { ...session.headers, cookie, 'x-csrf-token': csrf }, body: { name: 'from the page' } })
+    expect(made.status).toBe(201)
+  })
+
+  it('renames an application and changes or removes its Callback Prefix; refuses a bad one with 400', async () => {
+    const { send, json, register } = await setUp()
+    const app = await register('Old name', 'https://old.example/')
+    const renamed = await send('PATCH', `/api/applications/${app.appToken}`, { body: { name: 'New name', callbackPrefix: 'https://new.example/cb/' } })
+    expect(json(renamed)).toMatchObject({ name: 'New name', callbackPrefix: 'https://new.example/cb/' })
+    const cleared = await send('PATCH', `/api/applications/${app.appToken}`, { body: { callbackPrefix: '' } })
+    expect(json(cleared)).toMatchObject({ name: 'New name', callbackPrefix: null })
+    const bad = await send('PATCH', `/api/applications/${app.appToken}`, { body: { callbackPrefix: 'http://insecure.example/' } })
+    expect([bad.status, json<{ code: string; message: string }>(bad).code]).toEqual([400, 'invalid_request'])
+    expect(json<{ message: string }>(bad).message).toMatch(/https/)
+    const empty = await send('PATCH', `/api/applications/${app.appToken}`, { body: {} })
+    expect(empty.status).toBe(400)
+    const noName = await send('POST', '/api/applications', { body: { callbackPrefix: 'https://x.example/' } })
+    expect([noName.status, json<{ code: string }>(noName).code]).toEqual([400, 'invalid_request'])
+    const wrongMethod = await send('PUT', `/api/applications/${app.appToken}`)
+    expect([wrongMethod.status, wrongMethod.headers.allow]).toEqual([405, 'GET, PATCH, DELETE, HEAD'])
+  })
+
+  it('deletes an application: its app token is refused from then on', async () => {
+    const { gate, send, register } = await setUp()
+    const app = await register('Short-lived')
+    expect((await send('DELETE', `/api/applications/${app.appToken}`)).status).toBe(204)
+    expect(await gate.applications.find(app.appToken)).toBeUndefined()
+    expect((await send('DELETE', `/api/applications/${app.appToken}`)).status).toBe(404)
+    const outcome = await gate.handle(coreRequest({ headers: { 'x-app-token': app.appToken } }))
+    expect(outcome.type === 'respond' && outcome.response.status).toBe(403)
+  })
+
+  it('rotates the secret token: the new one shown once, the old one accepted until the grace ends', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    vi.setSystemTime(Date.UTC(2026, 0, 1))
+    const { gate, send, json, register } = await setUp({ applications: { secretGraceMs: 3_600_000 } })
+    const app = await register('Rotating')
+    const rotated = await send('POST', `/api/applications/${app.appToken}/secret`)
+    expect(rotated.status).toBe(200)
+    const body = json<AppJson>(rotated)
+    expect(body.secretToken).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    expect(body.previousSecretExpiresAt).toBe('2026-01-01T01:00:00.000Z')
+    expect(await gate.applications.verifySecret(app.appToken, app.secretToken!)).toBe(true)
+    expect(await gate.applications.verifySecret(app.appToken, body.secretToken!)).toBe(true)
+    vi.setSystemTime(Date.UTC(2026, 0, 1, 1))
+    expect(await gate.applications.verifySecret(app.appToken, app.secretToken!)).toBe(false)
+    expect(json<AppJson>(await send('GET', `/api/applications/${app.appToken}`)).previousSecretExpiresAt).toBeNull()
+  })
+
+  it('gives the application’s usage by bucket, empty buckets included, and refuses a bad range with 400', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const hour = Date.UTC(2026, 0, 1, 10)
+    vi.setSystemTime(hour + 60_000)
+    const { gate, send, json, register } = await setUp()
+    const app = await register('Busy')
+    for (let i = 0; i < 3; i++) await gate.handle(coreRequest({ headers: { 'x-app-token': app.appToken } }))
+    await gate.usage.flush()
+    const usage = await send('GET', `/api/applications/${app.appToken}/usage?granularity=hour&from=${hour - 3_600_000}&to=${hour + 3_600_000}`)
+    expect(usage.status).toBe(200)
+    const series = json<{ appToken: string; granularity: string; buckets: Array<{ start: number; requests: number }> }>(usage)
+    expect(series.appToken).toBe(app.appToken)
+    expect(series.granularity).toBe('hour')
+    expect(series.buckets.map((b) => [b.start, b.requests])).toEqual([
+      [hour - 3_600_000, 0],
+      [hour, 3],
+    ])
+    const iso = await send('GET', `/api/applications/${app.appToken}/usage?granularity=minute&from=2026-01-01T10:00:00Z&to=2026-01-01T10:02:00Z`)
+    expect(json<{ buckets: Array<{ requests: number }> }>(iso).buckets.map((b) => b.requests)).toEqual([0, 3])
+    for (const query of ['granularity=week', 'from=yesterday', `from=${hour}&to=${hour - 1}`, 'granularity=minute&from=0', 'to=1&to=2']) {
+      const refused = await send('GET', `/api/applications/${app.appToken}/usage?${query}`)
+      expect([query, refused.status, json<{ code: string }>(refused).code]).toEqual([query, 400, 'invalid_request'])
+    }
+  })
+
+  it('holds 30 racing registrations to the cap: with room for 5, exactly 5 are made', async () => {
+    const { gate, ada, send, json } = await setUp({ applications: { maxPerUser: 8, registrations: false } })
+    for (let i = 0; i < 3; i++) await gate.applications.registerOwn({ ownerId: ada.id, name: `old ${i}` })
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => send('POST', '/api/applications', { body: { name: `racer ${i}` } })))
+    expect(answers.filter((a) => a.status === 201)).toHaveLength(5)
+    const refused = answers.filter((a) => a.status !== 201)
+    expect(new Set(refused.map((a) => `${a.status} ${json<{ code: string }>(a).code}`))).toEqual(new Set(['409 application_limit_reached']))
+    expect(await gate.applications.list({ ownerId: ada.id })).toHaveLength(8)
+  })
+
+  it('refuses registrations past the budget per user with 429 and Retry-After; another user still registers', async () => {
+    const { send, json, register, asBob } = await setUp({ applications: { registrations: { limit: 2, windowMs: 3_600_000 } } })
+    await register('one')
+    await register('two')
+    const third = await send('POST', '/api/applications', { body: { name: 'three' } })
+    expect([third.status, json<{ code: string }>(third).code]).toEqual([429, 'too_many_requests'])
+    expect(Number(third.headers['retry-after'])).toBeGreaterThan(0)
+    await register('Bob’s', undefined, asBob)
+  })
+
+  it('serves nothing with applications: { path: false }, and moves with applications.path', async () => {
+    const off = await setUp({ applications: { path: false } })
+    const outcome = await off.gate.handle(coreRequest({ url: '/api/applications', headers: { authorization: basic('ada', PASSWORD), 'x-app-token': off.portal.appToken } }))
+    expect(outcome.type).toBe('next')
+    const moved = await setUp({ applications: { path: '/developer/apps' } })
+    expect((await moved.send('GET', '/developer/apps')).status).toBe(200)
+  })
+})
+
+describe('the example portal’s developer settings page', () => {
+  /** The page on an Express app of its own, Ada signed in on it; @returns a poster of the registration form. */
+  async function pageSignedIn(options: GateOptions) {
+    const { default: express } = await import('express')
+    const { default: supertest } = await import('supertest')
+    const { developerPages, PortalSessions } = await import('../examples/developer-pages.js')
+    const { gate, ada, portal } = await setUp(options)
+    // As behind a TLS-terminating proxy: the sign-in form is refused over plain http.
+    const app = express().set('trust proxy', 'loopback').use(developerPages({ gate, sessions: new PortalSessions(), portalAppToken: portal.appToken }))
+    const signedIn = await supertest(app).post('/login').set('x-forwarded-proto', 'https').type('form').send({ username: 'ada', password: PASSWORD }).expect(303)
+    const cookie = String(signedIn.headers['set-cookie']).split(';')[0]!
+    const page = await supertest(app).get('/profile/edit/developer_settings').set('cookie', cookie).expect(200)
+    const csrf = /name="csrf" value="([^"]+)"/.exec(page.text)![1]!
+    const post = (name: string) => supertest(app).post('/profile/edit/developer_settings').set('cookie', cookie).type('form').send({ csrf, name, callbackPrefix: '' })
+    return { gate, ada, post }
+  }
+
+  it('registers the application as the signed-in user’s, within their cap', async () => {
+    const { gate, ada, post } = await pageSignedIn({ applications: { maxPerUser: 2 } })
+    await post('Page app 1').expect(201)
+    await post('Page app 2').expect(201)
+    const refused = await post('Page app 3').expect(409)
+    expect(refused.text).toMatch(/the most allowed/)
+    expect((await gate.applications.list({ ownerId: ada.id })).map((a) => a.name)).toEqual(['Page app 1', 'Page app 2'])
+  })
+
+  it('obeys the registration budget, with Retry-After', async () => {
+    const { post } = await pageSignedIn({ applications: { registrations: { limit: 1, windowMs: 3_600_000 } } })
+    await post('Page app').expect(201)
+    const refused = await post('One too many').expect(429)
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0)
+  })
+})
