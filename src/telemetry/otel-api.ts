@@ -1,0 +1,41 @@
+/**
+ * The global meter provider of `@opentelemetry/api`, an optional peer: loaded only when the
+ * gate is given no `metrics.meterProvider`, and only if it is installed. The package is
+ * built as ESM and CommonJS, so the API is loaded with a `require` either way: CommonJS's
+ * own, or one made for this module in ESM (`createRequire`). Synchronous, so that a gate
+ * counts its first request; and the CommonJS build of the API it finds shares its global
+ * state with the ESM one an application imports (the API keeps it on `globalThis`).
+ */
+import { createRequire } from 'node:module'
+import type { MeterLike, MeterProviderLike } from './metrics.js'
+
+/** The part of `@opentelemetry/api` read here. */
+interface OpenTelemetryApi {
+  readonly metrics: { getMeterProvider(): MeterProviderLike }
+  createNoopMeter(): MeterLike
+}
+
+/**
+ * The meter the global provider gives, or `undefined` when `@opentelemetry/api` is not
+ * installed or no SDK registered a provider (the API then hands out its no-op meter, and
+ * recording into it would cost every request something for nothing).
+ */
+export function globalMeter(name: string, version: string): MeterLike | undefined {
+  const api = loadApi()
+  if (api === undefined) return undefined
+  const meter = api.metrics.getMeterProvider().getMeter(name, version)
+  return meter === api.createNoopMeter() ? undefined : meter
+}
+
+function loadApi(): OpenTelemetryApi | undefined {
+  try {
+    // In the CommonJS build `require` is the module's own; in ESM (and under a test
+    // runner) it is not defined, and `import.meta.url` locates this module instead.
+    const load = typeof require === 'function' ? require : createRequire(import.meta.url)
+    const api = load('@opentelemetry/api') as Partial<OpenTelemetryApi>
+    return typeof api.metrics?.getMeterProvider === 'function' && typeof api.createNoopMeter === 'function' ? (api as OpenTelemetryApi) : undefined
+  } catch {
+    // Not installed (MODULE_NOT_FOUND): no metrics, and nothing to say about it.
+    return undefined
+  }
+}
