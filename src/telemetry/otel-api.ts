@@ -1,8 +1,8 @@
 /**
  * The global meter provider of `@opentelemetry/api`, an optional peer: loaded only when the
  * gate is given no `metrics.meterProvider`, and only if it is installed. The package is
- * built as ESM and CommonJS, so the API is loaded with a `require` either way: CommonJS's
- * own, or one made for this module in ESM (`createRequire`). Synchronous, so that a gate
+ * built as ESM and CommonJS, so the API is loaded with a `require` made for this module
+ * (`createRequire`), which works from both. Synchronous, so that a gate
  * counts its first request; and the CommonJS build of the API it finds shares its global
  * state with the ESM one an application imports (the API keeps it on `globalThis`).
  */
@@ -29,10 +29,9 @@ export function globalMeter(name: string, version: string): MeterLike | undefine
 
 function loadApi(): OpenTelemetryApi | undefined {
   try {
-    // In the CommonJS build `require` is the module's own; in ESM (and under a test
-    // runner) it is not defined, and `import.meta.url` locates this module instead.
-    const load = typeof require === 'function' ? require : createRequire(import.meta.url)
-    const api = load('@opentelemetry/api') as Partial<OpenTelemetryApi>
+    // The build gives the CommonJS output an `import.meta.url` of its own file. (Not a bare
+    // `require`: the bundler turns it into a shim that throws in the ESM output.)
+    const api = createRequire(import.meta.url)('@opentelemetry/api') as Partial<OpenTelemetryApi>
     return typeof api.metrics?.getMeterProvider === 'function' && typeof api.createNoopMeter === 'function' ? (api as OpenTelemetryApi) : undefined
   } catch {
     // Not installed (MODULE_NOT_FOUND): no metrics, and nothing to say about it.
