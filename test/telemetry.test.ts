@@ -3,7 +3,9 @@
  * demand), and traces through node:diagnostics_channel, as an instrumentation or an APM
  * agent would subscribe to them.
  */
+import { spawn } from 'node:child_process'
 import diagnosticsChannel from 'node:diagnostics_channel'
+import { fileURLToPath } from 'node:url'
 import { metrics } from '@opentelemetry/api'
 import { AggregationTemporality, DataPointType, MeterProvider, MetricReader, type HistogramMetricData, type MetricData, type SumMetricData } from '@opentelemetry/sdk-metrics'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -325,4 +327,39 @@ describe('traces', () => {
     await send({ 'x-app-token': appToken })
     expect(seen).toEqual([])
   })
+})
+
+describe('the Prometheus example', () => {
+  it('serves the decision counter on /metrics, as Prometheus scrapes it', async () => {
+    const root = fileURLToPath(new URL('..', import.meta.url))
+    const child = spawn(process.execPath, ['--import', 'tsx', 'examples/prometheus/server.ts'], { cwd: root, env: { ...process.env, PORT: '0', METRICS_PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] })
+    let output = ''
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()))
+    try {
+      await expect.poll(() => output, { timeout: 30_000, interval: 100 }).toMatch(/metrics on http:\/\/127\.0\.0\.1:\d+\/metrics/)
+      const api = (output.match(/API on (http:\/\/127\.0\.0\.1:\d+)/) as RegExpMatchArray)[1] as string
+      const scrape = (output.match(/metrics on (http:\S+)/) as RegExpMatchArray)[1] as string
+      const appToken = (output.match(/X-App-Token: (\S+)'/) as RegExpMatchArray)[1] as string
+      expect((await fetch(`${api}/resource/bike-racks.json`, { headers: { 'x-app-token': appToken } })).status).toBe(200)
+      expect((await fetch(`${api}/resource/bike-racks.json`, { headers: { 'x-app-token': appToken } })).status).toBe(200)
+      expect((await fetch(`${api}/resource/bike-racks.json`, { headers: { 'x-app-token': 'made-up-app-token-000' } })).status).toBe(403)
+      const response = await fetch(scrape)
+      expect(response.headers.get('content-type')).toMatch(/^text\/plain/)
+      const lines = (await response.text()).split('\n')
+      const requests = lines.filter((line) => line.startsWith('open_data_gate_requests_total{'))
+      expect(requests).toEqual(
+        expect.arrayContaining([
+          expect.stringMatching(/^open_data_gate_requests_total\{open_data_gate_outcome="allowed",open_data_gate_policy="application",open_data_gate_auth="none",.*\} 2$/),
+          expect.stringMatching(/^open_data_gate_requests_total\{open_data_gate_outcome="refused",open_data_gate_policy="anonymous",open_data_gate_auth="none",.*\} 1$/),
+        ]),
+      )
+      expect(requests).toHaveLength(2)
+      expect(lines).toContain('# TYPE open_data_gate_requests_total counter')
+      expect(lines.some((line) => line.startsWith('open_data_gate_decision_duration_bucket{'))).toBe(true)
+      expect(lines.join('\n')).not.toContain(appToken)
+    } finally {
+      child.kill('SIGTERM')
+    }
+  }, 60_000)
 })
