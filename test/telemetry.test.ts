@@ -151,6 +151,16 @@ describe('metrics', () => {
     expect(await reader.metrics()).toEqual([])
   })
 
+  it('adds up the requests of two gates on one provider', async () => {
+    const { reader, provider } = sdk()
+    const first = createGate({ metrics: { meterProvider: provider } })
+    const second = createGate({ metrics: { meterProvider: provider } })
+    await first.handle(coreRequest())
+    await second.handle(coreRequest())
+    await second.handle(coreRequest())
+    expect(sums(await reader.metrics(), 'open_data_gate.requests')).toEqual({ 'auth=none outcome=allowed policy=anonymous': 3 })
+  })
+
   it('refuses a meterProvider that is not one, naming the option', () => {
     expect(() => createGate({ metrics: { meterProvider: {} as never } })).toThrow(/metrics\.meterProvider must be an OpenTelemetry MeterProvider/)
     expect(() => createGate({ metrics: { meterProvidr: {} } as never })).toThrow(/unknown option `metrics\.meterProvidr`; did you mean `meterProvider`\?/)
