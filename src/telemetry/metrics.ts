@@ -119,9 +119,12 @@ function decisionIndex(outcome: DecisionOutcome, policy: DecisionPolicy, auth: A
  * Counted here and reported by an observable counter when the reader collects: adding to
  * a synchronous counter costs a request microseconds in the SDK (its attributes hashed per
  * call), an increment here nothing. One table and one callback per meter, so that two
- * gates on one provider add up rather than report over each other.
+ * gates on one provider add up rather than report over each other: kept on `globalThis`,
+ * as the ESM and CommonJS builds of the package may both be loaded in one process (the
+ * provider gives both the same meter, and each build's own table would be reported over
+ * the other's).
  */
-const decisionCounts = new WeakMap<MeterLike, number[]>()
+const decisionCounts = ((globalThis as Record<symbol, WeakMap<MeterLike, number[]> | undefined>)[Symbol.for('open-data-gate.decision-counts')] ??= new WeakMap())
 
 function decisionCountsOf(meter: MeterLike): number[] {
   const counts = decisionCounts.get(meter)
