@@ -334,6 +334,22 @@ export const variants = [
       return { listener: nodeGate(gate, nodeHandler), headers }
     },
   },
+  // The gate with its OpenTelemetry metrics on (docs/guides/telemetry.md): the SDK's
+  // MeterProvider with the Prometheus exporter's reader, as the example runs it (nothing
+  // scrapes it here: collecting is the scraper's cost, not the request's). Beside node-gate,
+  // the difference is what recording costs per request; off, it is one test.
+  {
+    name: 'node-gate-metrics', framework: 'node', baseline: 'node-bare', path: PATH,
+    expectHeaders: GATE_HEADERS,
+    create: async () => {
+      const { nodeGate } = await import('../dist/node.js')
+      const { MeterProvider } = await import('@opentelemetry/sdk-metrics')
+      const { PrometheusExporter } = await import('@opentelemetry/exporter-prometheus')
+      const meterProvider = new MeterProvider({ readers: [new PrometheusExporter({ preventServerStart: true })] })
+      const { gate, headers } = await gateWithApp('memory', { metrics: { meterProvider } })
+      return { listener: nodeGate(gate, nodeHandler), headers }
+    },
+  },
   ...authVariants('node', 'node-bare', ['oauth', 'api-key', 'password']),
   {
     name: 'express-bare', framework: 'express', baseline: 'express-bare', path: PATH,

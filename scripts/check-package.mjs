@@ -4,8 +4,8 @@
 // hold every file package.json points at; publint and attw lint it; then it is installed
 // in a scratch project and used from ESM, CommonJS and TypeScript: 5.9 and 7.x, strict,
 // with `nodenext` and with `bundler` resolution, with no `types` list, and without
-// @types/node for the Fetch and Hono adapters. A git install of the same commit must build
-// and run too.
+// @types/node for the Fetch and Hono adapters; all without OpenTelemetry, then the metrics
+// with it. A git install of the same commit must build and run too.
 import { execFileSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -93,6 +93,9 @@ try {
       run('node', [tsc, '-p', config], project)
     }
   }
+  // The smokes and type checks above ran without @opentelemetry/api (an optional peer): with it, the gate records.
+  run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', ...['@opentelemetry/api', '@opentelemetry/sdk-metrics'].map(pinned)], project)
+  run('node', ['metrics.mjs'], project)
   console.log('package: ok')
 } finally {
   rmSync(scratch, { recursive: true, force: true })

@@ -35,6 +35,10 @@ import { Throttle } from './pipeline/throttle.js'
 import { Users } from './management/users.js'
 import { assertStoreServes } from './store/slices.js'
 import { GateUsage } from './usage/usage.js'
+import { DecisionTelemetry, type Decider } from './telemetry/decision-telemetry.js'
+import { gateMeter } from './telemetry/metrics.js'
+import { globalMeter } from './telemetry/otel-api.js'
+import { StoreTelemetry } from './telemetry/store-telemetry.js'
 
 // The types of `req.gate` and of `gate.handle()`'s answer, where the package has always exported them.
 export type { GateContext, GateOutcome } from './pipeline/context.js'
@@ -61,6 +65,9 @@ export class Gate extends TypedEmitter<GateEvents> {
   readonly #config: ResolvedConfig
   readonly #applicationCache: ApplicationCache
   readonly #pipeline: Pipeline
+  /** Metrics and traces (src/telemetry); asked per request whether anyone is listening. */
+  readonly #telemetry: DecisionTelemetry
+  readonly #decider: Decider
 
   constructor(options: GateOptions = {}) {
     super()
@@ -72,8 +79,12 @@ export class Gate extends TypedEmitter<GateEvents> {
     const separateRates = config.rateStore !== config.store
     const outcome = storeFailureOutcome(config.onStoreError)
     const recordsRole: StoreRole = separateRates ? 'records' : 'records+rates'
-    this.store = guardStore(config.store, config.storeTimeoutMs, new StoreHealth(recordsRole, emit, outcome))
-    const rateStore = separateRates ? guardStore(config.rateStore, config.storeTimeoutMs, new StoreHealth('rates', emit, outcome)) : this.store
+    this.#telemetry = new DecisionTelemetry(gateMeter(config.meterProvider, globalMeter))
+    const recordsTelemetry = new StoreTelemetry(config.store, recordsRole, this.#telemetry.storeMetrics)
+    this.store = guardStore(config.store, config.storeTimeoutMs, new StoreHealth(recordsRole, recordsTelemetry.watchOutages(emit), outcome), recordsTelemetry)
+    const ratesTelemetry = separateRates ? new StoreTelemetry(config.rateStore, 'rates', this.#telemetry.storeMetrics) : undefined
+    const rateStore =
+      ratesTelemetry === undefined ? this.store : guardStore(config.rateStore, config.storeTimeoutMs, new StoreHealth('rates', ratesTelemetry.watchOutages(emit), outcome), ratesTelemetry)
     this.#applicationCache = new ApplicationCache(this.store, config.applicationCacheMs, STALE_IF_ERROR_MS)
     const sink: StoreEventSink = {
       rateKeyEvicted: (key) => emit('rateKeyEvicted', { key }),
@@ -98,6 +109,8 @@ export class Gate extends TypedEmitter<GateEvents> {
     const selfService = new SelfService(config, this.store, sessions, new ApiKeyEndpoints(this.store, keyLimits, config.bodyTimeoutMs), this.grants, ownApplications)
     const routes = new RouteTable(config, selfService)
     this.#pipeline = new Pipeline(config, { store: this.store, applications: this.#applicationCache, routes, throttle, auth, clearText, oauth, selfService, usage: this.usage, emit })
+    const pipeline = this.#pipeline
+    this.#decider = { decide: (request, facts) => pipeline.decide(request, facts), refuse: (error, request) => this.#refuse(error, request) }
     if (config.oauth.allowLoopbackCallbacks) {
       process.emitWarning(
         'open-data-gate: oauth.allowLoopbackCallbacks is on, so applications may register http://localhost, http://127.0.0.1 and http://[::1] Callback Prefixes. For local development only: turn it off in production.',
@@ -124,6 +137,7 @@ export class Gate extends TypedEmitter<GateEvents> {
    * @see src/pipeline/decide.ts for the decision itself
    */
   handle(request: GateRequest): Awaitable<GateOutcome> {
+    if (this.#telemetry.active) return this.#telemetry.handle(request, this.#decider)
     try {
       const outcome = this.#pipeline.decide(request)
       return isPromiseLike(outcome) ? Promise.resolve(outcome).catch((error: unknown) => this.#refuse(error, request)) : outcome

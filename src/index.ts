@@ -24,6 +24,8 @@ export type { HashQueueLimits } from './secrets/hash-queue.js'
 export type { ThrottleInfo } from './pipeline/throttle.js'
 export type { TrustProxyOption, ProxyHeadersOption } from './http/proxy.js'
 export type { GateRequest, GateResponse, RequestBody, HeaderValue } from './http/request.js'
+export type { MetricsOptions, MeterProviderLike, MeterLike, CounterLike, HistogramLike, InstrumentOptions, MetricAttributes, DecisionOutcome, DecisionPolicy, StoreKind, StoreErrorType } from './telemetry/metrics.js'
+export { HANDLE_CHANNEL, STORE_CHANNEL, type HandleMessage, type StoreCallMessage, type GateDecision } from './telemetry/tracing.js'
 export type {
   GateEvents,
   ThrottledEvent,

@@ -11,6 +11,7 @@ import type { ScryptParams } from '../secrets/passwords.js'
 import type { ProxyHeadersOption, TrustProxyOption } from '../http/proxy.js'
 import type { Awaitable, GateStore, PartialGateStore, RateStore } from '../store/store.js'
 import type { ResolvedUsage, UsageOptions } from '../usage/options.js'
+import type { MeterProviderLike, MetricsOptions } from '../telemetry/metrics.js'
 
 /** `limit` requests per `windowMs`, with a burst of up to `limit`. */
 export interface RatePolicyOptions {
@@ -308,6 +309,12 @@ export interface GateOptions {
   realm?: string
   /** Usage counting per application (docs/guides/usage.md); on by default, `false` turns it off. */
   usage?: UsageOptions | false
+  /**
+   * OpenTelemetry metrics (docs/guides/telemetry.md). By default the gate records into the
+   * global meter provider of `@opentelemetry/api` when it is installed and an SDK
+   * registered one; `{ meterProvider }` names another; `false` records nothing.
+   */
+  metrics?: MetricsOptions | false
 }
 
 /** A throttle policy after resolution. */
@@ -381,4 +388,6 @@ export interface ResolvedConfig {
   }
   readonly realm: string
   readonly usage: ResolvedUsage | null
+  /** The provider the gate's metrics go to; `'global'`: `@opentelemetry/api`'s, if any; `null`: none. */
+  readonly meterProvider: MeterProviderLike | 'global' | null
 }

@@ -62,6 +62,7 @@ import type {
 } from './options.js'
 import { dependentOption } from './features.js'
 import { resolveUsage } from '../usage/options.js'
+import { resolveMetrics } from '../telemetry/metrics.js'
 import type { GateStore, RateStore } from '../store/store.js'
 import { booleanOption, optionNames, optionsObject, paths, positiveInteger, rejectUnknownKeys, singlePath } from './validate.js'
 
@@ -69,6 +70,7 @@ import { booleanOption, optionNames, optionsObject, paths, positiveInteger, reje
 export const GATE_OPTION_NAMES = optionNames<GateOptions>({
   store: true, rateStore: true, applicationCacheMs: true, apiKeyEndpoints: true, connectedApps: true, applications: true, throttle: true, trustProxy: true, proxyHeaders: true, legacyAppTokenParam: true, storeTimeoutMs: true, bodyTimeoutMs: true,
   basic: true, oauth: true, currentUser: true, realm: true, usage: true,
+  metrics: true,
 })
 const THROTTLE_OPTION_NAMES = optionNames<ThrottleOptions>({ application: true, anonymous: true, legacyHeaders: true, onStoreError: true, oauthTokenBudget: true })
 const BASIC_OPTION_NAMES = optionNames<BasicOptions>({ requireAppToken: true, challenge: true, cacheTtlMs: true, failures: true, addressFailures: true, hashing: true, scrypt: true })
@@ -125,6 +127,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
     applications: resolveApplications(options.applications, options.basic !== false || options.oauth !== false),
     realm,
     usage: resolveUsage(options.usage),
+    meterProvider: resolveMetrics(options.metrics),
   }
 }
 

@@ -13,7 +13,7 @@
 import { LRUCache } from 'lru-cache'
 import { extractAppToken, isPlausibleAppToken } from './app-token.js'
 import type { ApplicationCache } from './application-cache.js'
-import { toGateUser, type Authentication, type Authenticator, type TokenLookup } from './authenticate.js'
+import { toGateUser, type Authentication, type AuthMethod, type Authenticator, type TokenLookup } from './authenticate.js'
 import type { ClearTextRevocation } from './clear-text.js'
 import { Clients, type ClientConfig } from './client.js'
 import type { GateContext, GateOutcome } from './context.js'
@@ -35,6 +35,7 @@ import type { ResolvedConfig } from '../config/options.js'
 import { sha256 } from '../secrets/tokens.js'
 import type { AccessTokenRecord, ApplicationRecord, Awaitable, CredentialLookup, GateStore, RequestLookup, RequestLookupResult } from '../store/store.js'
 import { API_KEY_ID } from '../management/users.js'
+import type { DecisionFacts } from '../telemetry/decision-telemetry.js'
 
 /** The options the decision reads. */
 export type PipelineConfig = ClientConfig &
@@ -72,6 +73,8 @@ interface RequestState {
   application: ApplicationRecord | null
   /** An access token travelled in clear, and the gate revoked what was live of it. */
   revokedInsecureToken: boolean
+  /** How the request authenticated, once it passed (for the metrics of an answer the gate gives itself). */
+  auth: AuthMethod
 }
 
 const INVALID_APP_TOKEN = 'Invalid app_token specified'
@@ -105,9 +108,10 @@ export class Pipeline {
 
   /**
    * The outcome of a request. May throw or reject: the gate turns a failure into the
-   * data API's error response (`Gate.handle`).
+   * data API's error response (`Gate.handle`). `facts`, when the gate measures or traces
+   * the request, is pointed at what the steps learn (src/telemetry).
    */
-  decide(request: GateRequest): Awaitable<GateOutcome> {
+  decide(request: GateRequest, facts?: DecisionFacts): Awaitable<GateOutcome> {
     const client = this.#clients.resolve(request)
     const route = this.#services.routes.find(pathOf(request.url))
     const refusal = this.#clients.untrustedProxyRefusal(request, client, route)
@@ -129,7 +133,8 @@ export class Pipeline {
         (error: unknown) => this.#oauthFailure(endpoint, error, request),
       )
     }
-    const state: RequestState = { request, client, route, application: null, revokedInsecureToken: false }
+    const state: RequestState = { request, client, route, application: null, revokedInsecureToken: false, auth: 'none' }
+    if (facts !== undefined) facts.state = state
     if (revoking === undefined) return this.#withApplication(state)
     return revoking.then((revoked) => {
       state.revokedInsecureToken = revoked > 0
@@ -345,6 +350,7 @@ export class Pipeline {
       accessToken: token === null ? null : { appToken: token.appToken, expiresAt: token.expiresAt },
       revokedInsecureToken: state.revokedInsecureToken,
     }
+    state.auth = context.auth
     const headers = pass === null ? NO_HEADERS : pass.headers
     const route = state.route
     if (route === undefined) return { type: 'next', context, headers }

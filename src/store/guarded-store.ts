@@ -18,6 +18,8 @@ import { missingMethod, SLICE_METHODS } from './slices.js'
 import { unstorableCharacter } from './storable.js'
 import type { StoreHealth } from './store-health.js'
 import type { Awaitable, GateStore } from './store.js'
+import type { StoreErrorType } from '../telemetry/metrics.js'
+import type { StoreTelemetry } from '../telemetry/store-telemetry.js'
 
 type Method = { [K in keyof GateStore]-?: NonNullable<GateStore[K]> extends (...args: never[]) => unknown ? K : never }[keyof GateStore]
 
@@ -39,6 +41,14 @@ const everyMethodGuarded: Unguarded extends never ? true : Unguarded = true
 void everyMethodGuarded
 
 const UNAVAILABLE = new Error('the store is down and another call is finding out whether it is back')
+const TIMED_OUT = 'store call timed out'
+
+/** Why a guarded call failed, for the store's metrics; `undefined` for a call the store answered (a {@link StoreDataError} too). */
+export function storeFailureType(error: unknown): StoreErrorType | undefined {
+  if (!(error instanceof StoreError)) return error instanceof StoreDataError ? undefined : 'failure'
+  if (error.cause === UNAVAILABLE) return 'unavailable'
+  return error.cause instanceof Error && error.cause.message.startsWith(TIMED_OUT) ? 'timeout' : 'failure'
+}
 
 /**
  * `store` with a timeout and one error type on every data method it has. Every method runs
@@ -46,7 +56,7 @@ const UNAVAILABLE = new Error('the store is down and another call is finding out
  * method of a slice the store lacks (a store of a few slices) becomes one that throws a
  * `TypeError` saying so: `createGate` made sure no feature that is on needs it.
  */
-export function guardStore<S extends Partial<GateStore>>(store: S, timeoutMs: number, health: StoreHealth): S {
+export function guardStore<S extends Partial<GateStore>>(store: S, timeoutMs: number, health: StoreHealth, telemetry?: StoreTelemetry): S {
   const guarded = {} as Record<string, unknown>
   const timeouts = new CallTimeouts(timeoutMs, health)
   if (store.attach !== undefined) guarded.attach = store.attach.bind(store)
@@ -58,7 +68,7 @@ export function guardStore<S extends Partial<GateStore>>(store: S, timeoutMs: nu
       continue
     }
     // Fixed arity (no contract method takes more than four arguments): no rest array per call.
-    guarded[name] = (a: unknown, b: unknown, c: unknown, d: unknown) => {
+    const call = (a: unknown, b: unknown, c: unknown, d: unknown) => {
       const unstorable = unstorableArgument(a) ?? unstorableArgument(b)
       if (unstorable !== undefined) throw new StoreDataError(name, `an argument ${unstorable}, which no store can hold`)
       if (!health.admit()) {
@@ -80,6 +90,8 @@ export function guardStore<S extends Partial<GateStore>>(store: S, timeoutMs: nu
       if (health.down) health.succeeded()
       return result
     }
+    // Timed and traced (src/telemetry) by a wrapper of its own, so a gate without telemetry runs the call as it was.
+    guarded[name] = telemetry === undefined ? call : telemetry.wrap(name, call)
   }
   return guarded as S
 }
@@ -212,7 +224,7 @@ class CallTimeouts {
       }
       this.#head = call.next
       call.settled = true
-      const cause = new Error(`store call timed out after ${this.#timeoutMs} ms`)
+      const cause = new Error(`${TIMED_OUT} after ${this.#timeoutMs} ms`)
       this.#health.failed(call.operation, cause, now - call.started)
       call.reject(new StoreError(call.operation, cause))
     }
