@@ -17,7 +17,7 @@ import { Pipeline } from './pipeline/decide.js'
 import { RouteTable } from './pipeline/routes.js'
 import { isPromiseLike } from './util/awaitable.js'
 import { GateError } from './errors.js'
-import type { Emit, GateEvents, StoreErrorEvent } from './events.js'
+import type { Emit, FailedRequest, GateEvents, StoreErrorEvent } from './events.js'
 import { compileGuard, type Guard, type GuardRule } from './pipeline/guard.js'
 import { pathOf, type GateRequest, type GateResponse } from './http/request.js'
 import { errorResponse } from './http/responses.js'
@@ -34,6 +34,9 @@ import { Throttle } from './pipeline/throttle.js'
 import { Users } from './management/users.js'
 import { assertStoreServes } from './store/slices.js'
 import { GateUsage } from './usage/usage.js'
+import { messageOf } from './log/logger.js'
+import { logEvent } from './log/event-lines.js'
+import type { RequestIds } from './http/request-id.js'
 
 // The types of `req.gate` and of `gate.handle()`'s answer, where the package has always exported them.
 export type { GateContext, GateOutcome } from './pipeline/context.js'
@@ -60,6 +63,7 @@ export class Gate extends TypedEmitter<GateEvents> {
   readonly #config: ResolvedConfig
   readonly #applicationCache: ApplicationCache
   readonly #pipeline: Pipeline
+  readonly #requestIds: RequestIds | null
 
   constructor(options: GateOptions = {}) {
     super()
@@ -67,6 +71,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     assertStoreServes(config)
     assertStoreServes(config)
     this.#config = config
+    this.#requestIds = config.requestIds
     const emit: Emit = (event, ...args) => this.#emitSafely(event, ...args)
     const separateRates = config.rateStore !== config.store
     const outcome = storeFailureOutcome(config.onStoreError)
@@ -81,7 +86,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     config.store.attach?.(sink)
     if (separateRates) config.rateStore.attach?.(sink)
     this.applications = new Applications(this.store, (appToken) => this.#applicationCache.forget(appToken), config.oauth.allowLoopbackCallbacks)
-    this.usage = new GateUsage(config.usage, config.store, config.storeTimeoutMs, emit)
+    this.usage = new GateUsage(config.usage, config.store, config.storeTimeoutMs, emit, config.log)
     const throttle = new Throttle(config, rateStore, emit, this.usage)
     const auth = new Authenticator(config.basic, config.realm, this.store, throttle, emit)
     const clearText = new ClearTextRevocation(this.store, config.deletedKeyRetentionMs, config, emit)
@@ -96,7 +101,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     const routes = new RouteTable(config, selfService)
     this.#pipeline = new Pipeline(config, { store: this.store, applications: this.#applicationCache, routes, throttle, auth, clearText, oauth, selfService, usage: this.usage, emit })
     if (config.oauth.allowLoopbackCallbacks) {
-      process.emitWarning(
+      config.log.warn(
         'open-data-gate: oauth.allowLoopbackCallbacks is on, so applications may register http://localhost, http://127.0.0.1 and http://[::1] Callback Prefixes. For local development only: turn it off in production.',
         { code: 'ODG_LOOPBACK_CALLBACKS' },
       )
@@ -121,16 +126,32 @@ export class Gate extends TypedEmitter<GateEvents> {
    * @see src/pipeline/decide.ts for the decision itself
    */
   handle(request: GateRequest): Awaitable<GateOutcome> {
+    const requestId = this.#requestIds === null ? undefined : this.#requestIds.of(request)
     try {
-      const outcome = this.#pipeline.decide(request)
-      return isPromiseLike(outcome) ? Promise.resolve(outcome).catch((error: unknown) => this.#refuse(error, request)) : outcome
+      const outcome = this.#pipeline.decide(request, requestId)
+      if (!isPromiseLike(outcome)) return requestId === undefined ? outcome : this.#identified(outcome, requestId)
+      return Promise.resolve(outcome).then(
+        (settled) => (requestId === undefined ? settled : this.#identified(settled, requestId)),
+        (error: unknown) => this.#refuse(error, request, requestId),
+      )
     } catch (error) {
-      return this.#refuse(error, request)
+      return this.#refuse(error, request, requestId)
     }
   }
 
-  #refuse(error: unknown, request: GateRequest): GateOutcome {
-    return { type: 'respond', response: this.errorResponse(error, request) }
+  /** The gate's own answer carries the request id; a request let through has it in its headers already. */
+  #identified(outcome: GateOutcome, requestId: string): GateOutcome {
+    if (outcome.type === 'next') return outcome
+    return { type: 'respond', response: this.#withRequestId(outcome.response, requestId) }
+  }
+
+  #withRequestId(response: GateResponse, requestId: string | null | undefined): GateResponse {
+    if (this.#requestIds === null || requestId === undefined || requestId === null) return response
+    return { ...response, headers: { ...response.headers, [this.#requestIds.header]: requestId } }
+  }
+
+  #refuse(error: unknown, request: GateRequest, requestId: string | undefined): GateOutcome {
+    return { type: 'respond', response: this.errorResponse(error, { method: request.method, url: request.url, requestId }) }
   }
 
   /**
@@ -140,26 +161,27 @@ export class Gate extends TypedEmitter<GateEvents> {
    * const error = privateData(req.gate) // a PlatformError to answer with, or undefined
    */
   guard(rule: GuardRule): Guard {
-    return compileGuard(rule)
+    return compileGuard(rule, this.#config.log)
   }
 
   /**
    * The response for any error: a {@link GateError} in its own shape and status,
    * anything else a generic 500 (the cause goes to the `internalError` event, never to
-   * the client).
+   * the client). With the request's id (`req.gate.requestId`), the answer carries it in
+   * `X-Request-Id` and the `internalError` event and log line name it.
    */
-  errorResponse(error: unknown, request?: Pick<GateRequest, 'method' | 'url'>): GateResponse {
+  errorResponse(error: unknown, request?: FailedRequest): GateResponse {
     this.#report(error, request)
-    return errorResponse(error, 'platform')
+    return this.#withRequestId(errorResponse(error, 'platform'), request?.requestId)
   }
 
   /**
    * The one place that decides which failures become `internalError` events. (A store's
    * failures are told once per outage, as `storeError`, by its guard.)
    */
-  #report(error: unknown, request: Pick<GateRequest, 'method' | 'url'> | undefined): void {
+  #report(error: unknown, request: FailedRequest | undefined): void {
     if (!(error instanceof GateError)) {
-      this.#emitSafely('internalError', { error, method: request?.method ?? '', path: request === undefined ? '' : pathOf(request.url) })
+      this.#emitSafely('internalError', { error, method: request?.method ?? '', path: request === undefined ? '' : pathOf(request.url), requestId: request?.requestId ?? undefined })
     }
   }
 
@@ -168,12 +190,11 @@ export class Gate extends TypedEmitter<GateEvents> {
    * request into a 500, nor escape from inside a response; it becomes a process warning.
    */
   #emitSafely<E extends keyof GateEvents>(event: E, ...args: Parameters<GateEvents[E]>): void {
+    logEvent(this.#config.log, event, args[0])
     try {
       this.emit(event, ...args)
     } catch (error) {
-      process.emitWarning(`open-data-gate: a '${event}' listener threw: ${error instanceof Error ? error.message : String(error)}`, {
-        code: 'ODG_LISTENER_THREW',
-      })
+      this.#config.log.warn(`open-data-gate: a '${event}' listener threw: ${messageOf(error)}`, { code: 'ODG_LISTENER_THREW', event })
     }
   }
 

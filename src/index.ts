@@ -23,6 +23,8 @@ export type { ScryptParams } from './secrets/passwords.js'
 export type { HashQueueLimits } from './secrets/hash-queue.js'
 export type { ThrottleInfo } from './pipeline/throttle.js'
 export type { TrustProxyOption, ProxyHeadersOption } from './http/proxy.js'
+export type { RequestIdOptions } from './http/request-id.js'
+export type { GateLogger, GateLogFields } from './log/logger.js'
 export type { GateRequest, GateResponse, RequestBody, HeaderValue } from './http/request.js'
 export type {
   GateEvents,
@@ -37,6 +39,7 @@ export type {
   ClientSecretExposedEvent,
   CodeReplayedEvent,
   InternalErrorEvent,
+  FailedRequest,
 } from './events.js'
 export {
   GateError,

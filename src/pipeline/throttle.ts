@@ -115,6 +115,7 @@ export class Throttle {
         policy: application === null ? 'anonymous' : 'application',
         appToken: application?.appToken,
         ip: client.ip,
+        requestId: client.requestId,
         retryAfterMs: result.retryAfterMs,
       })
       const budget = application !== null ? 'application' : this.#config.anonymous?.scope === 'shared' ? 'shared' : 'address'
