@@ -393,7 +393,7 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       expect(res.body.code).toBe('https_required')
       await get('/resource/abcd-1234.json').set('Authorization', basic(leaked.keyId, leaked.keySecret)).set('X-App-Token', app.appToken).expect(401)
       expect((await gate.apiKeys.find(leaked.keyId))?.revokedAt).toEqual(expect.any(Number))
-      expect(events).toEqual([{ reason: 'insecure-transport', keyId: leaked.keyId, userId: ada.id, ip: '127.0.0.1' }])
+      expect(events).toEqual([{ reason: 'insecure-transport', keyId: leaked.keyId, userId: ada.id, ip: '127.0.0.1', requestId: expect.any(String) }])
     })
 
     it('revokes an API key or access token sent over plain http in any spelling, whatever refuses the request first, and answers as it would have anyway', async () => {
@@ -459,7 +459,7 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       const later = await post('/oauth/access_token').type('form').send(form).expect(400)
       expect(later.body.error).toBe('invalid_grant')
       // The right client secret was seen in clear: reported, not rotated (the application keeps working).
-      expect(exposed).toEqual([{ appToken: client.appToken, ip: '127.0.0.1' }])
+      expect(exposed).toEqual([{ appToken: client.appToken, ip: '127.0.0.1', requestId: expect.any(String) }])
       expect(await gate.applications.verifySecret(client.appToken, client.secretToken)).toBe(true)
     })
 
@@ -724,7 +724,7 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       expect(internal).toEqual([])
     })
 
-    it('answers an unexpected failure with a generic JSON 500 and tells the internalError event, with the request id', async () => {
+    it('answers an unexpected failure with a generic JSON 500 and tells the internalError event', async () => {
       const { api, internal, ids } = await serve(new GarbageStore())
       const res = await api.get('/resource/abcd-1234.json').expect(500)
       expect(res.body).toEqual({ code: 'internal', error: true, message: 'Internal server error' })
