@@ -147,7 +147,10 @@ export class Gate extends TypedEmitter<GateEvents> {
 
   #withRequestId(response: GateResponse, requestId: string | null | undefined): GateResponse {
     if (this.#requestIds === null || requestId === undefined || requestId === null) return response
-    return { ...response, headers: { ...response.headers, [this.#requestIds.header]: requestId } }
+    // Object.assign and one store, not a spread with a computed name (see withRequestId in pipeline/decide.ts).
+    const headers: Record<string, string | readonly string[]> = Object.assign({}, response.headers)
+    headers[this.#requestIds.header] = requestId
+    return { status: response.status, headers, body: response.body }
   }
 
   #refuse(error: unknown, request: GateRequest, requestId: string | undefined): GateOutcome {
