@@ -99,7 +99,7 @@ export function fetchGate<Host = unknown>(gate: Gate, handler: FetchGatedHandler
       if (gate.usage.counting) gate.usage.responded(context, response.status)
       return withGateHeaders(response, outcome.headers)
     } catch (error) {
-      const response = toResponse(gate.errorResponse(error, { method: request.method, url: originForm(request.url) }))
+      const response = toResponse(gate.errorResponse(error, { method: request.method, url: originForm(request.url), requestId: context?.requestId }))
       // A handler that threw is the host's 500, counted as the other mounts count it.
       if (context !== undefined && gate.usage.counting) gate.usage.responded(context, response.status)
       return response

@@ -38,7 +38,8 @@ export function nodeGate(gate: Gate, handler: GatedHandler): (req: IncomingMessa
   if (typeof handler !== 'function') throw new TypeError('open-data-gate: nodeGate(gate, handler) needs a handler function')
   // The handler's own failures still get an answer: a 500 while nothing is sent, else the socket closes.
   const fail = (req: IncomingMessage, res: ServerResponse, error: unknown) => {
-    if (!res.headersSent) writeGateResponse(res, gate.errorResponse(error, toGateRequest(req)))
+    // With the request's id, so the internalError event and log line name the request.
+    if (!res.headersSent) writeGateResponse(res, gate.errorResponse(error, { method: req.method ?? 'GET', url: req.url ?? '/', requestId: (req as Partial<GatedRequest>).gate?.requestId }))
     else res.destroy()
   }
   const run = (req: IncomingMessage, res: ServerResponse) => {

@@ -350,6 +350,17 @@ export const variants = [
       return { listener: nodeGate(gate, nodeHandler), headers }
     },
   },
+  // Request ids are on by default (node-gate above: one made per request, sent back in
+  // X-Request-Id); this row is the same gate without them, for their cost per request.
+  {
+    name: 'node-gate-request-id-off', framework: 'node', baseline: 'node-bare', path: PATH,
+    expectHeaders: GATE_HEADERS,
+    create: async () => {
+      const { nodeGate } = await import('../dist/node.js')
+      const { gate, headers } = await gateWithApp('memory', { requestId: false })
+      return { listener: nodeGate(gate, nodeHandler), headers }
+    },
+  },
   ...authVariants('node', 'node-bare', ['oauth', 'api-key', 'password']),
   {
     name: 'express-bare', framework: 'express', baseline: 'express-bare', path: PATH,

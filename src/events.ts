@@ -2,6 +2,9 @@
  * What the gate tells the host application. The gate is a typed emitter
  * (tiny-typed-emitter over node:events): `gate.on('throttled', e => ...)`.
  *
+ * Every event about a request carries its `requestId`, the `X-Request-Id` its client got;
+ * the events about the store and the usage counts concern no one request and carry none.
+ *
  * No event ever carries a secret: passwords, key secrets, codes and access tokens never
  * appear. App tokens are public identifiers and appear in full where they name a
  * registered application; a token nobody registered appears only as a short prefix.
@@ -19,6 +22,8 @@ export interface ThrottledEvent {
   /** The app token of the throttled application, when there is one. */
   readonly appToken: string | undefined
   readonly ip: string
+  /** The request's id (`X-Request-Id`), or `undefined` with `requestId: false`. */
+  readonly requestId: string | undefined
   readonly retryAfterMs: number
 }
 
@@ -27,6 +32,8 @@ export interface InvalidAppTokenEvent {
   /** The first characters of the token, enough to recognise it in logs. */
   readonly tokenPrefix: string
   readonly ip: string
+  /** The request's id (`X-Request-Id`), or `undefined` with `requestId: false`. */
+  readonly requestId: string | undefined
 }
 
 /**
@@ -66,6 +73,8 @@ export interface AuthenticationFailedEvent {
   /** `client` is an OAuth client authenticating at the token or revocation endpoint. */
   readonly method: 'password' | 'api-key' | 'oauth' | 'client'
   readonly ip: string
+  /** The request's id (`X-Request-Id`), or `undefined` with `requestId: false`. */
+  readonly requestId: string | undefined
   /** The normalised username, for password attempts. Never the password, key secret or token. */
   readonly username: string | undefined
 }
@@ -78,6 +87,8 @@ export interface TokenRevokedEvent {
   /** The application the token was issued to. */
   readonly appToken: string
   readonly ip: string
+  /** The request's id (`X-Request-Id`), or `undefined` with `requestId: false`. */
+  readonly requestId: string | undefined
 }
 
 /** An API key was revoked by the gate itself. */
@@ -87,6 +98,8 @@ export interface ApiKeyRevokedEvent {
   readonly keyId: string
   readonly userId: string
   readonly ip: string
+  /** The request's id (`X-Request-Id`), or `undefined` with `requestId: false`. */
+  readonly requestId: string | undefined
 }
 
 /**
@@ -97,6 +110,8 @@ export interface ApiKeyRevokedEvent {
 export interface ClientSecretExposedEvent {
   readonly appToken: string
   readonly ip: string
+  /** The request's id (`X-Request-Id`), or `undefined` with `requestId: false`. */
+  readonly requestId: string | undefined
 }
 
 /** An authorization code was presented again after its first exchange. */
@@ -105,6 +120,8 @@ export interface CodeReplayedEvent {
   readonly appToken: string
   readonly userId: string
   readonly ip: string
+  /** The request's id (`X-Request-Id`), or `undefined` with `requestId: false`. */
+  readonly requestId: string | undefined
   /** How many tokens issued from the code this replay revoked. */
   readonly revokedTokens: number
 }
@@ -114,6 +131,8 @@ export interface InternalErrorEvent {
   readonly error: unknown
   readonly method: string
   readonly path: string
+  /** The id of the request answered 500 (`X-Request-Id`), or `undefined` with `requestId: false` or outside a request. */
+  readonly requestId: string | undefined
 }
 
 /** Every event of a gate and its payload. */
@@ -138,7 +157,15 @@ export interface GateEvents {
  * Tells the events about a failure the client is answered for: `storeError` for an
  * outage, `internalError` for anything unexpected, nothing for a refusal on purpose.
  */
-export type ReportFailure = (error: unknown, request: { readonly method: string; readonly url: string } | undefined) => void
+export type ReportFailure = (error: unknown, request: FailedRequest | undefined) => void
+
+/** The request a failure is told about: its method and URL, and its id when known. */
+export interface FailedRequest {
+  readonly method: string
+  readonly url: string
+  /** `X-Request-Id`, or `null`/`undefined` when it has none. */
+  readonly requestId?: string | null | undefined
+}
 
 /** The gate's typed `emit`, handed to the parts that report events. */
 export type Emit = <E extends keyof GateEvents>(event: E, ...args: Parameters<GateEvents[E]>) => void

@@ -18,7 +18,7 @@ import { Pipeline } from './pipeline/decide.js'
 import { RouteTable } from './pipeline/routes.js'
 import { isPromiseLike } from './util/awaitable.js'
 import { GateError } from './errors.js'
-import type { Emit, GateEvents, StoreErrorEvent } from './events.js'
+import type { Emit, FailedRequest, GateEvents, StoreErrorEvent } from './events.js'
 import { compileGuard, type Guard, type GuardRule } from './pipeline/guard.js'
 import { pathOf, type GateRequest, type GateResponse } from './http/request.js'
 import { errorResponse } from './http/responses.js'
@@ -39,6 +39,9 @@ import { DecisionTelemetry, type Decider } from './telemetry/decision-telemetry.
 import { gateMeter } from './telemetry/metrics.js'
 import { globalMeter } from './telemetry/otel-api.js'
 import { StoreTelemetry } from './telemetry/store-telemetry.js'
+import { messageOf } from './log/logger.js'
+import { logEvent } from './log/event-lines.js'
+import type { RequestIds } from './http/request-id.js'
 
 // The types of `req.gate` and of `gate.handle()`'s answer, where the package has always exported them.
 export type { GateContext, GateOutcome } from './pipeline/context.js'
@@ -68,6 +71,7 @@ export class Gate extends TypedEmitter<GateEvents> {
   /** Metrics and traces (src/telemetry); asked per request whether anyone is listening. */
   readonly #telemetry: DecisionTelemetry
   readonly #decider: Decider
+  readonly #requestIds: RequestIds | null
 
   constructor(options: GateOptions = {}) {
     super()
@@ -75,6 +79,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     assertStoreServes(config)
     assertStoreServes(config)
     this.#config = config
+    this.#requestIds = config.requestIds
     const emit: Emit = (event, ...args) => this.#emitSafely(event, ...args)
     const separateRates = config.rateStore !== config.store
     const outcome = storeFailureOutcome(config.onStoreError)
@@ -92,7 +97,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     }
     config.store.attach?.(sink)
     if (separateRates) config.rateStore.attach?.(sink)
-    this.usage = new GateUsage(config.usage, config.store, config.storeTimeoutMs, emit)
+    this.usage = new GateUsage(config.usage, config.store, config.storeTimeoutMs, emit, config.log)
     const throttle = new Throttle(config, rateStore, emit, this.usage)
     const applicationRules = { ...config.applications, spendRegistration: registrationBudget(config.applications.registrations, throttle) }
     this.applications = new Applications(this.store, (appToken) => this.#applicationCache.forget(appToken), config.oauth.allowLoopbackCallbacks, applicationRules)
@@ -110,9 +115,16 @@ export class Gate extends TypedEmitter<GateEvents> {
     const routes = new RouteTable(config, selfService)
     this.#pipeline = new Pipeline(config, { store: this.store, applications: this.#applicationCache, routes, throttle, auth, clearText, oauth, selfService, usage: this.usage, emit })
     const pipeline = this.#pipeline
-    this.#decider = { decide: (request, facts) => pipeline.decide(request, facts), refuse: (error, request) => this.#refuse(error, request) }
+    this.#decider = {
+      decide: (request, requestId, facts) => {
+        const outcome = pipeline.decide(request, requestId, facts)
+        if (requestId === undefined) return outcome
+        return isPromiseLike(outcome) ? Promise.resolve(outcome).then((settled) => this.#identified(settled, requestId)) : this.#identified(outcome, requestId)
+      },
+      refuse: (error, request, requestId) => this.#refuse(error, request, requestId),
+    }
     if (config.oauth.allowLoopbackCallbacks) {
-      process.emitWarning(
+      config.log.warn(
         'open-data-gate: oauth.allowLoopbackCallbacks is on, so applications may register http://localhost, http://127.0.0.1 and http://[::1] Callback Prefixes. For local development only: turn it off in production.',
         { code: 'ODG_LOOPBACK_CALLBACKS' },
       )
@@ -137,17 +149,36 @@ export class Gate extends TypedEmitter<GateEvents> {
    * @see src/pipeline/decide.ts for the decision itself
    */
   handle(request: GateRequest): Awaitable<GateOutcome> {
-    if (this.#telemetry.active) return this.#telemetry.handle(request, this.#decider)
+    const requestId = this.#requestIds === null ? undefined : this.#requestIds.of(request)
+    if (this.#telemetry.active) return this.#telemetry.handle(request, requestId, this.#decider)
     try {
-      const outcome = this.#pipeline.decide(request)
-      return isPromiseLike(outcome) ? Promise.resolve(outcome).catch((error: unknown) => this.#refuse(error, request)) : outcome
+      const outcome = this.#pipeline.decide(request, requestId)
+      if (!isPromiseLike(outcome)) return requestId === undefined ? outcome : this.#identified(outcome, requestId)
+      return Promise.resolve(outcome).then(
+        (settled) => (requestId === undefined ? settled : this.#identified(settled, requestId)),
+        (error: unknown) => this.#refuse(error, request, requestId),
+      )
     } catch (error) {
-      return this.#refuse(error, request)
+      return this.#refuse(error, request, requestId)
     }
   }
 
-  #refuse(error: unknown, request: GateRequest): GateOutcome {
-    return { type: 'respond', response: this.errorResponse(error, request) }
+  /** The gate's own answer carries the request id; a request let through has it in its headers already. */
+  #identified(outcome: GateOutcome, requestId: string): GateOutcome {
+    if (outcome.type === 'next') return outcome
+    return { type: 'respond', response: this.#withRequestId(outcome.response, requestId) }
+  }
+
+  #withRequestId(response: GateResponse, requestId: string | null | undefined): GateResponse {
+    if (this.#requestIds === null || requestId === undefined || requestId === null) return response
+    // Object.assign and one store, not a spread with a computed name (see withRequestId in pipeline/decide.ts).
+    const headers: Record<string, string | readonly string[]> = Object.assign({}, response.headers)
+    headers[this.#requestIds.header] = requestId
+    return { status: response.status, headers, body: response.body }
+  }
+
+  #refuse(error: unknown, request: GateRequest, requestId: string | undefined): GateOutcome {
+    return { type: 'respond', response: this.errorResponse(error, { method: request.method, url: request.url, requestId }) }
   }
 
   /**
@@ -157,26 +188,27 @@ export class Gate extends TypedEmitter<GateEvents> {
    * const error = privateData(req.gate) // a PlatformError to answer with, or undefined
    */
   guard(rule: GuardRule): Guard {
-    return compileGuard(rule)
+    return compileGuard(rule, this.#config.log)
   }
 
   /**
    * The response for any error: a {@link GateError} in its own shape and status,
    * anything else a generic 500 (the cause goes to the `internalError` event, never to
-   * the client).
+   * the client). With the request's id (`req.gate.requestId`), the answer carries it in
+   * `X-Request-Id` and the `internalError` event and log line name it.
    */
-  errorResponse(error: unknown, request?: Pick<GateRequest, 'method' | 'url'>): GateResponse {
+  errorResponse(error: unknown, request?: FailedRequest): GateResponse {
     this.#report(error, request)
-    return errorResponse(error, 'platform')
+    return this.#withRequestId(errorResponse(error, 'platform'), request?.requestId)
   }
 
   /**
    * The one place that decides which failures become `internalError` events. (A store's
    * failures are told once per outage, as `storeError`, by its guard.)
    */
-  #report(error: unknown, request: Pick<GateRequest, 'method' | 'url'> | undefined): void {
+  #report(error: unknown, request: FailedRequest | undefined): void {
     if (!(error instanceof GateError)) {
-      this.#emitSafely('internalError', { error, method: request?.method ?? '', path: request === undefined ? '' : pathOf(request.url) })
+      this.#emitSafely('internalError', { error, method: request?.method ?? '', path: request === undefined ? '' : pathOf(request.url), requestId: request?.requestId ?? undefined })
     }
   }
 
@@ -185,12 +217,11 @@ export class Gate extends TypedEmitter<GateEvents> {
    * request into a 500, nor escape from inside a response; it becomes a process warning.
    */
   #emitSafely<E extends keyof GateEvents>(event: E, ...args: Parameters<GateEvents[E]>): void {
+    logEvent(this.#config.log, event, args[0])
     try {
       this.emit(event, ...args)
     } catch (error) {
-      process.emitWarning(`open-data-gate: a '${event}' listener threw: ${error instanceof Error ? error.message : String(error)}`, {
-        code: 'ODG_LISTENER_THREW',
-      })
+      this.#config.log.warn(`open-data-gate: a '${event}' listener threw: ${messageOf(error)}`, { code: 'ODG_LISTENER_THREW', event })
     }
   }
 

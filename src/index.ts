@@ -23,6 +23,8 @@ export type { ScryptParams } from './secrets/passwords.js'
 export type { HashQueueLimits } from './secrets/hash-queue.js'
 export type { ThrottleInfo } from './pipeline/throttle.js'
 export type { TrustProxyOption, ProxyHeadersOption } from './http/proxy.js'
+export type { RequestIdOptions } from './http/request-id.js'
+export type { GateLogger, GateLogFields } from './log/logger.js'
 export type { GateRequest, GateResponse, RequestBody, HeaderValue } from './http/request.js'
 export type { MetricsOptions, MeterProviderLike, MeterLike, CounterLike, HistogramLike, InstrumentOptions, MetricAttributes, DecisionOutcome, DecisionPolicy, StoreKind, StoreErrorType } from './telemetry/metrics.js'
 export { HANDLE_CHANNEL, STORE_CHANNEL, type HandleMessage, type StoreCallMessage, type GateDecision } from './telemetry/tracing.js'
@@ -39,6 +41,7 @@ export type {
   ClientSecretExposedEvent,
   CodeReplayedEvent,
   InternalErrorEvent,
+  FailedRequest,
 } from './events.js'
 export {
   GateError,

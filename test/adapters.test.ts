@@ -393,7 +393,7 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       expect(res.body.code).toBe('https_required')
       await get('/resource/abcd-1234.json').set('Authorization', basic(leaked.keyId, leaked.keySecret)).set('X-App-Token', app.appToken).expect(401)
       expect((await gate.apiKeys.find(leaked.keyId))?.revokedAt).toEqual(expect.any(Number))
-      expect(events).toEqual([{ reason: 'insecure-transport', keyId: leaked.keyId, userId: ada.id, ip: '127.0.0.1' }])
+      expect(events).toEqual([{ reason: 'insecure-transport', keyId: leaked.keyId, userId: ada.id, ip: '127.0.0.1', requestId: expect.any(String) }])
     })
 
     it('revokes an API key or access token sent over plain http in any spelling, whatever refuses the request first, and answers as it would have anyway', async () => {
@@ -459,7 +459,7 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       const later = await post('/oauth/access_token').type('form').send(form).expect(400)
       expect(later.body.error).toBe('invalid_grant')
       // The right client secret was seen in clear: reported, not rotated (the application keeps working).
-      expect(exposed).toEqual([{ appToken: client.appToken, ip: '127.0.0.1' }])
+      expect(exposed).toEqual([{ appToken: client.appToken, ip: '127.0.0.1', requestId: expect.any(String) }])
       expect(await gate.applications.verifySecret(client.appToken, client.secretToken)).toBe(true)
     })
 
@@ -654,14 +654,66 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
     })
   })
 
+  describe('request ids', () => {
+    const ID = /^[A-Za-z0-9_-]{12}-[0-9a-z]+$/
+
+    it('sends X-Request-Id on the host’s answer, equal to req.gate.requestId, and on every answer of the gate’s own', async () => {
+      const { app, api } = await start({ oauth: { issuer: 'https://data.example' } })
+      const passed = await api.get('/resource/abcd-1234.json').set('X-App-Token', app.appToken).expect(200)
+      const id = passed.headers['x-request-id'] as string
+      expect(id).toMatch(ID)
+      expect((passed.body as DatasetBody).gate.requestId).toBe(id)
+      const answers = [
+        await api.get('/resource/abcd-1234.json').set('X-App-Token', 'not-a-registered-token').expect(403),
+        await api.get('/private/abcd-1234.json').expect(403),
+        await api.get('/api/users/current.json').expect(403),
+        await api.get('/.well-known/oauth-authorization-server').expect(200),
+        await api.post('/oauth/access_token').type('form').send({ grant_type: 'authorization_code' }).expect(400),
+        // The anonymous budget of 2 is spent by the guarded and current-user requests above.
+        await api.get('/resource/abcd-1234.json').expect(429),
+      ]
+      const ids = answers.map((res) => res.headers['x-request-id'] as string)
+      for (const one of ids) expect(one).toMatch(ID)
+      expect(new Set([id, ...ids]).size).toBe(ids.length + 1)
+    })
+
+    it('keeps the id a trusted proxy sent, and replaces a client’s own or a malformed one', async () => {
+      const trusted = await start({ trustProxy: 'loopback' })
+      const kept = await trusted.api.get('/resource/abcd-1234.json').set('X-Request-Id', 'lb-7f3a9c').expect(200)
+      expect(kept.headers['x-request-id']).toBe('lb-7f3a9c')
+      expect((kept.body as DatasetBody).gate.requestId).toBe('lb-7f3a9c')
+      const tooLong = await trusted.api.get('/resource/abcd-1234.json').set('X-Request-Id', 'x'.repeat(129)).expect(200)
+      expect(tooLong.headers['x-request-id']).toMatch(ID)
+      const untrusted = await start()
+      const replaced = await untrusted.api.get('/resource/abcd-1234.json').set('X-Request-Id', 'lb-7f3a9c').expect(200)
+      expect(replaced.headers['x-request-id']).toMatch(ID)
+    })
+
+    it('sends none with requestId: false, and under another name when asked', async () => {
+      const off = await start({ requestId: false })
+      const none = await off.api.get('/resource/abcd-1234.json').expect(200)
+      expect(none.headers['x-request-id']).toBeUndefined()
+      expect((none.body as DatasetBody).gate.requestId).toBeNull()
+      const renamed = await start({ requestId: { header: 'X-Correlation-Id' } })
+      const other = await renamed.api.get('/resource/abcd-1234.json').set('X-Correlation-Id', 'from-client').expect(200)
+      expect(other.headers['x-correlation-id']).toMatch(ID)
+      expect(other.headers['x-request-id']).toBeUndefined()
+    })
+  })
+
   describe('failures', () => {
     async function serve(store: MemoryStore) {
-      const gate = createGate({ store })
+      // Quiet: the failures here are on purpose (their log lines are test/logger.test.ts's).
+      const gate = createGate({ store, logger: false })
       const internal: unknown[] = []
-      gate.on('internalError', (e) => internal.push(e.error))
+      const ids: unknown[] = []
+      gate.on('internalError', (e) => {
+        internal.push(e.error)
+        ids.push(e.requestId)
+      })
       const server = await listen(framework.listener(gate))
       running.push(server)
-      return { api: request(server.url), internal }
+      return { api: request(server.url), internal, ids }
     }
 
     it('answers a store that throws with 503 service_unavailable, not a 500', async () => {
@@ -673,10 +725,11 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
     })
 
     it('answers an unexpected failure with a generic JSON 500 and tells the internalError event', async () => {
-      const { api, internal } = await serve(new GarbageStore())
+      const { api, internal, ids } = await serve(new GarbageStore())
       const res = await api.get('/resource/abcd-1234.json').expect(500)
       expect(res.body).toEqual({ code: 'internal', error: true, message: 'Internal server error' })
       expect(internal).toHaveLength(1)
+      expect(ids).toEqual([res.headers['x-request-id']])
     })
   })
 })

@@ -386,7 +386,7 @@ describe('OAuth access tokens', () => {
     const { accessToken } = await gate.tokens.issue({ userId: ada.id, appToken: app.appToken })
     const context = pass(await send(`OAuth ${accessToken}`, { tls: false }))
     expect(context).toMatchObject({ auth: 'none', user: null, revokedInsecureToken: true })
-    expect(events).toEqual([{ reason: 'insecure-transport', userId: ada.id, appToken: app.appToken, ip: '203.0.113.5' }])
+    expect(events).toEqual([{ reason: 'insecure-transport', userId: ada.id, appToken: app.appToken, ip: '203.0.113.5', requestId: expect.any(String) }])
     expect((await gate.store.getAccessToken(sha256(accessToken)))?.revokedAt).toEqual(expect.any(Number))
     expect(respond(await send(`OAuth ${accessToken}`)).status).toBe(401)
   })
@@ -412,7 +412,8 @@ describe('credentials sent in clear', () => {
   /** The parts of an outcome a client sees, without the flag that says a token was revoked. */
   function seen(outcome: GateOutcome) {
     if (outcome.type === 'respond') return { status: outcome.response.status, body: outcome.response.body }
-    return { status: 200, context: { ...outcome.context, revokedInsecureToken: undefined } }
+    // The same answer but for the request's own id.
+    return { status: 200, context: { ...outcome.context, revokedInsecureToken: undefined, requestId: undefined } }
   }
 
   async function clearSetup() {
@@ -451,7 +452,7 @@ describe('credentials sent in clear', () => {
     expect(await gate.apiKeys.find(key.keyId)).toMatchObject({ revokedAt: null })
     const leaked = seen(await gate.handle(request(world, key.keyId, key.keySecret)))
     expect(leaked).toEqual(dud)
-    expect(revoked).toEqual([{ reason: 'insecure-transport', keyId: key.keyId, userId: ada.id, ip: '203.0.113.5' }])
+    expect(revoked).toEqual([{ reason: 'insecure-transport', keyId: key.keyId, userId: ada.id, ip: '203.0.113.5', requestId: expect.any(String) }])
     const after = respond(await send(basic(key.keyId, key.keySecret), { token: app.appToken }))
     expect([after.status, after.json.code]).toEqual([401, 'invalid_credentials'])
     expect(scryptRuns()).toBe(0)
@@ -483,7 +484,7 @@ describe('credentials sent in clear', () => {
     const dud = seen(await gate.handle(request(world, 'never-issued-token-0123456789abcdefghijklmno')))
     const leaked = seen(await gate.handle(request(world, accessToken)))
     expect(leaked).toEqual(dud)
-    expect(events).toEqual([{ reason: 'insecure-transport', userId: ada.id, appToken: app.appToken, ip: '203.0.113.5' }])
+    expect(events).toEqual([{ reason: 'insecure-transport', userId: ada.id, appToken: app.appToken, ip: '203.0.113.5', requestId: expect.any(String) }])
     const after = respond(await send(`OAuth ${accessToken}`))
     expect([after.status, after.json.code]).toEqual([401, 'invalid_token'])
   })

@@ -53,9 +53,10 @@ const agents = { plain: new http.Agent({ keepAlive: true }), tls: new https.Agen
 
 /**
  * The gate's one-time warnings the generated requests provoke on purpose: proxy headers
- * from a private peer with no trusted proxy, metadata asked for without a configured issuer.
+ * from a private peer with no trusted proxy, metadata asked for without a configured issuer,
+ * and the outage of the world whose store is down on purpose (and its end, between cases).
  */
-const EXPECTED_WARNINGS = new Set(['ODG_UNTRUSTED_PROXY_HEADERS', 'ODG_DERIVED_ISSUER'])
+const EXPECTED_WARNINGS = new Set(['ODG_UNTRUSTED_PROXY_HEADERS', 'ODG_DERIVED_ISSUER', 'ODG_STORE_ERROR', 'ODG_STORE_RECOVERED'])
 
 let warn: MockInstance<typeof process.emitWarning>
 beforeAll(async () => {
@@ -178,11 +179,11 @@ function asSent(request: HostileRequest): HostileRequest {
 const DATASET = /^\/(resource|private)\/[a-z0-9-]+\.json$/
 const VIEW_QUERY = /^\/api\/v3\/views\/[a-z0-9-]+\/query\.json$/
 
-/** The context with what depends on the clock removed. */
+/** The context with what depends on the clock removed, and the request id, which is each request's own. */
 function stableContext(context: GateContext): unknown {
   const { throttle, ...rest } = JSON.parse(JSON.stringify(context)) as Omit<GateContext, 'throttle'> & { throttle: Record<string, unknown> | null }
   if (throttle !== null) delete throttle.resetMs
-  return { ...rest, throttle }
+  return { ...rest, requestId: typeof rest.requestId, throttle }
 }
 
 /** What every mount must answer, from the core's outcome: the gate's own answer, or the route behind it. */

@@ -22,9 +22,10 @@ export const RUNS = { core: 10_000, untrustedProxy: 2_000, redirect: 50_000, loo
 
 /**
  * The gate's one-time warnings the generated requests provoke on purpose: proxy headers
- * from a private peer with no trusted proxy, metadata asked for without a configured issuer.
+ * from a private peer with no trusted proxy, metadata asked for without a configured issuer,
+ * and the outage of the world whose store is down on purpose (and its end, between cases).
  */
-const EXPECTED_WARNINGS = new Set(['ODG_UNTRUSTED_PROXY_HEADERS', 'ODG_DERIVED_ISSUER'])
+const EXPECTED_WARNINGS = new Set(['ODG_UNTRUSTED_PROXY_HEADERS', 'ODG_DERIVED_ISSUER', 'ODG_STORE_ERROR', 'ODG_STORE_RECOVERED'])
 
 let warn: MockInstance<typeof process.emitWarning>
 beforeAll(() => {

@@ -628,7 +628,7 @@ describe('token endpoint', () => {
     const second = await exchange({ code }).expect(400)
     expect(second.body).toEqual({ error: 'invalid_grant', error_description: expect.stringMatching(/already been used/) })
     await get('/api/users/current.json').set('Authorization', `OAuth ${first.body.access_token}`).expect(401)
-    expect(replays).toEqual([{ appToken: app.appToken, userId: ada.id, ip: '127.0.0.1', revokedTokens: 1 }])
+    expect(replays).toEqual([{ appToken: app.appToken, userId: ada.id, ip: '127.0.0.1', revokedTokens: 1, requestId: expect.any(String) }])
   })
 
   it('lets exactly one of 50 concurrent exchanges of one code have a token, and the replays revoke it', async () => {

@@ -269,6 +269,16 @@ describe('traces', () => {
     expect(seen[1]?.decision).toEqual({ status: null, outcome: 'allowed', policy: 'application', auth: 'none' })
   })
 
+  it('names the request by the id the gate answers with, so a trace meets the log line and the response', async () => {
+    const { gate } = await gateWithEveryone({})
+    const seen = watch('open-data-gate:handle')
+    const outcome = await gate.handle(coreRequest({ headers: { 'x-app-token': 'made-up-app-token-000' } }))
+    expect(outcome.type).toBe('respond')
+    const answered = outcome.type === 'respond' ? outcome.response.headers['x-request-id'] : undefined
+    expect(typeof answered).toBe('string')
+    expect((seen[0]?.message as HandleMessage).requestId).toBe(answered)
+  })
+
   it('publishes asyncStart and asyncEnd with the decision once a decision that waited on the store is made', async () => {
     const store = new FlakyStore()
     store.modes.set('consumeRate', 'async')

@@ -79,7 +79,7 @@ describe('throttling', () => {
   it('announces the budget in RateLimit-Policy and RateLimit', async () => {
     const { a, withToken } = await setup()
     const first = pass(await withToken(a.appToken))
-    expect(first.headers).toEqual({ 'ratelimit-policy': '"app";q=3;w=60', ratelimit: '"app";r=2;t=20' })
+    expect(first.headers).toEqual({ 'ratelimit-policy': '"app";q=3;w=60', ratelimit: '"app";r=2;t=20', 'x-request-id': expect.any(String) })
   })
 
   it('adds the legacy X-RateLimit headers when asked', async () => {
@@ -105,7 +105,7 @@ describe('throttling', () => {
     const t = Number(/;t=(\d+)/.exec(String(refused.headers.ratelimit))?.[1])
     expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(t)
     expect(Number(refused.headers['retry-after'])).toBe(20)
-    expect(events).toEqual([{ policy: 'application', appToken: a.appToken, ip: '203.0.113.5', retryAfterMs: expect.any(Number) }])
+    expect(events).toEqual([{ policy: 'application', appToken: a.appToken, ip: '203.0.113.5', retryAfterMs: expect.any(Number), requestId: expect.any(String) }])
   })
 
   it('never gives an invalid token a budget, nor takes from anyone else’s', async () => {
@@ -118,7 +118,7 @@ describe('throttling', () => {
       expect(refused.json).toEqual({ code: 'permission_denied', error: true, message: 'Invalid app_token specified' })
       expect(refused.headers.ratelimit).toBeUndefined()
     }
-    expect(invalid[0]).toEqual({ tokenPrefix: 'no-suc', ip: '203.0.113.5' })
+    expect(invalid[0]).toEqual({ tokenPrefix: 'no-suc', ip: '203.0.113.5', requestId: expect.any(String) })
     expect(pass(await anonymous()).context.throttle?.remaining).toBe(1)
     expect(pass(await withToken(a.appToken)).context.throttle?.remaining).toBe(2)
   })
@@ -131,11 +131,11 @@ describe('throttling', () => {
     expect(store.count('getApplication')).toBe(0)
   })
 
-  it('lets everything through without headers when throttling is off', async () => {
+  it('lets everything through without RateLimit headers when throttling is off', async () => {
     const gate = createGate({ throttle: false })
     const outcome = pass(await gate.handle(coreRequest()))
     expect(outcome.context.throttle).toBeNull()
-    expect(outcome.headers).toEqual({})
+    expect(outcome.headers).toEqual({ 'x-request-id': expect.any(String) })
   })
 
   it('does not ask the store again about a key it has just refused', async () => {

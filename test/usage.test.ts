@@ -121,7 +121,7 @@ describe('what the gate counts', () => {
     for (let i = 0; i < 7; i++) await gate.handle(coreRequest({ headers: { 'x-app-token': appToken } }))
     expect(events).toEqual([])
     for (let i = 0; i < 6; i++) await gate.handle(coreRequest({ headers: { 'x-app-token': appToken } }))
-    expect(events).toEqual([{ appToken, limit: 10, remaining: 2, windowMs: HOUR }])
+    expect(events).toEqual([{ appToken, limit: 10, remaining: 2, windowMs: HOUR, requestId: expect.any(String) }])
   })
 
   it('counts nothing with usage: false, and says once when the store keeps no usage', async () => {

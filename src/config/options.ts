@@ -9,6 +9,8 @@ import type { HashQueueLimits } from '../secrets/hash-queue.js'
 import type { OAuthPages } from '../oauth/pages.js'
 import type { ScryptParams } from '../secrets/passwords.js'
 import type { ProxyHeadersOption, TrustProxyOption } from '../http/proxy.js'
+import type { RequestIds, RequestIdOptions } from '../http/request-id.js'
+import type { GateLog, GateLogger } from '../log/logger.js'
 import type { Awaitable, GateStore, PartialGateStore, RateStore } from '../store/store.js'
 import type { ResolvedUsage, UsageOptions } from '../usage/options.js'
 import type { MeterProviderLike, MetricsOptions } from '../telemetry/metrics.js'
@@ -315,6 +317,21 @@ export interface GateOptions {
    * registered one; `{ meterProvider }` names another; `false` records nothing.
    */
   metrics?: MetricsOptions | false
+  /**
+   * Where the gate says what went wrong: a store outage (its first failure, with a hint
+   * where one applies, and its recovery), a 500 and why, and its warnings about the
+   * configuration. Any object with `error`, `warn`, `info` and `debug` methods (`console`,
+   * winston, pino), each called with a message and an object of fields. Default: process
+   * warnings, one line on stderr each, with a code; `false` says nothing.
+   * @see docs/guides/operating.md
+   */
+  logger?: GateLogger | false
+  /**
+   * The request id (`X-Request-Id`) on every answer, on the context, in events and log
+   * lines: generated, or a trusted proxy's. `false` turns it off.
+   * @see docs/guides/operating.md
+   */
+  requestId?: RequestIdOptions | false
 }
 
 /** A throttle policy after resolution. */
@@ -390,4 +407,8 @@ export interface ResolvedConfig {
   readonly usage: ResolvedUsage | null
   /** The provider the gate's metrics go to; `'global'`: `@opentelemetry/api`'s, if any; `null`: none. */
   readonly meterProvider: MeterProviderLike | 'global' | null
+  /** Where the gate's log lines go (`logger`). */
+  readonly log: GateLog
+  /** The request ids, or `null` with `requestId: false`. */
+  readonly requestIds: RequestIds | null
 }

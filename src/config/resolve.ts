@@ -6,6 +6,8 @@
  * @see docs/reference/options.md
  */
 import { compileTrustProxy } from '../http/proxy.js'
+import { resolveRequestIds, type RequestIdOptions } from '../http/request-id.js'
+import { resolveLogger, type GateLog } from '../log/logger.js'
 import type { OAuthPages } from '../oauth/pages.js'
 import type { HashQueueLimits } from '../secrets/hash-queue.js'
 import { DEFAULT_SCRYPT, type ScryptParams } from '../secrets/passwords.js'
@@ -70,8 +72,9 @@ import { booleanOption, optionNames, optionsObject, paths, positiveInteger, reje
 export const GATE_OPTION_NAMES = optionNames<GateOptions>({
   store: true, rateStore: true, applicationCacheMs: true, apiKeyEndpoints: true, connectedApps: true, applications: true, throttle: true, trustProxy: true, proxyHeaders: true, legacyAppTokenParam: true, storeTimeoutMs: true, bodyTimeoutMs: true,
   basic: true, oauth: true, currentUser: true, realm: true, usage: true,
-  metrics: true,
+  metrics: true, logger: true, requestId: true,
 })
+const REQUEST_ID_OPTION_NAMES = optionNames<RequestIdOptions>({ header: true, trustIncoming: true })
 const THROTTLE_OPTION_NAMES = optionNames<ThrottleOptions>({ application: true, anonymous: true, legacyHeaders: true, onStoreError: true, oauthTokenBudget: true })
 const BASIC_OPTION_NAMES = optionNames<BasicOptions>({ requireAppToken: true, challenge: true, cacheTtlMs: true, failures: true, addressFailures: true, hashing: true, scrypt: true })
 const OAUTH_OPTION_NAMES = optionNames<OAuthOptions>({
@@ -83,13 +86,14 @@ const OAUTH_OPTION_NAMES = optionNames<OAuthOptions>({
 export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   if (typeof options !== 'object' || options === null) throw new TypeError('open-data-gate: options must be an object')
   rejectUnknownKeys('', options, GATE_OPTION_NAMES)
+  const log = resolveLogger(options.logger)
   const throttle = resolveThrottle(options.throttle)
   const proxies = resolveProxies(options)
   const storeTimeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS
   positiveInteger('storeTimeoutMs', storeTimeoutMs)
   const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS
   positiveInteger('bodyTimeoutMs', bodyTimeoutMs)
-  const { store, rateStore } = resolveStores(options)
+  const { store, rateStore } = resolveStores(options, log)
   const applicationCacheMs = options.applicationCacheMs ?? DEFAULT_APPLICATION_CACHE_MS
   if (!Number.isSafeInteger(applicationCacheMs) || applicationCacheMs < 0) {
     throw new TypeError(`open-data-gate: applicationCacheMs must be 0 or a positive integer, got ${JSON.stringify(applicationCacheMs)}`)
@@ -128,6 +132,8 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
     realm,
     usage: resolveUsage(options.usage),
     meterProvider: resolveMetrics(options.metrics),
+    log,
+    requestIds: resolveRequestIds(options.requestId, proxies.trust, (name, value) => rejectUnknownKeys(name, value, REQUEST_ID_OPTION_NAMES)),
   }
 }
 
@@ -177,7 +183,7 @@ function resolveProxies(options: GateOptions): Pick<ResolvedConfig, 'trust' | 't
  * `store` and `rateStore`. With no store the gate keeps everything in a new
  * {@link MemoryStore} of its own (the one module here that picks an implementation).
  */
-function resolveStores(options: GateOptions): Pick<ResolvedConfig, 'store' | 'rateStore'> {
+function resolveStores(options: GateOptions, log: GateLog): Pick<ResolvedConfig, 'store' | 'rateStore'> {
   // `null` is not "left out": a store that failed to load must not become a store of this process.
   if (options.store === null) throw new TypeError('open-data-gate: store must be a GateStore, got null; leave store out for an in-memory store')
   if (options.rateStore === null) throw new TypeError('open-data-gate: rateStore must be a store of rate counters, got null; leave rateStore out to count in store')
@@ -188,7 +194,7 @@ function resolveStores(options: GateOptions): Pick<ResolvedConfig, 'store' | 'ra
   if (rateStore !== store && (typeof rateStore !== 'object' || rateStore === null || typeof rateStore.consumeRate !== 'function' || typeof rateStore.resetRate !== 'function')) {
     throw new TypeError('open-data-gate: rateStore must have consumeRate and resetRate (a GateStore, or a store of rate counters only)')
   }
-  if (process.env.NODE_ENV === 'production' && (store instanceof MemoryStore || rateStore instanceof MemoryStore)) warnOfMemoryInProduction(store instanceof MemoryStore)
+  if (process.env.NODE_ENV === 'production' && (store instanceof MemoryStore || rateStore instanceof MemoryStore)) warnOfMemoryInProduction(store instanceof MemoryStore, log)
   // A store of fewer slices than GateStore: the Gate checks that it has those its features need.
   return { store: store as GateStore, rateStore }
 }
@@ -199,10 +205,10 @@ let warnedOfMemoryInProduction = false
  * Once per process: a memory store in production is usually a shared store forgotten in
  * the configuration, and then every process counts and keeps its records on its own.
  */
-function warnOfMemoryInProduction(records: boolean): void {
+function warnOfMemoryInProduction(records: boolean, log: GateLog): void {
   if (warnedOfMemoryInProduction) return
   warnedOfMemoryInProduction = true
-  process.emitWarning(
+  log.warn(
     `open-data-gate: NODE_ENV is production and the gate keeps its ${records ? 'records and rate counters' : 'rate counters'} in memory (MemoryStore): ` +
       `each process has its own ${records ? 'applications, users, keys, tokens and limits, lost when it stops' : 'limits'}. ` +
       'Give createGate a shared store (RedisStore, PostgresStore) unless one process on purpose is all there is.',

@@ -32,6 +32,8 @@ export interface ClientInfo {
   readonly ip: string
   /** Whether the client's own connection is https. */
   readonly secure: boolean
+  /** The request's id (`X-Request-Id`), when the client is a request's; its events carry it. */
+  readonly requestId?: string | undefined
 }
 
 const NAMED_RANGES: Record<string, readonly string[]> = {
@@ -132,16 +134,18 @@ export function normalizeAddress(address: string): string {
 /**
  * Resolves the client address and whether its connection is secure.
  * @param trust the compiled `trustProxy` predicate
+ * @param requestId the request's id, carried with the client to the events about it
  */
 export function resolveClient(
   request: GateRequest,
   trust: (address: string, hop: number) => boolean,
   headers: ProxyHeadersOption,
+  requestId?: string,
 ): ClientInfo {
   const peer = normalizeAddress(request.peerAddress ?? '')
-  if (!trust(peer, 0)) return { ip: peer, secure: request.tls }
+  if (!trust(peer, 0)) return { ip: peer, secure: request.tls, requestId }
   const hops = headers === 'forwarded' ? forwardedHops(request) : xForwardedHops(request)
-  if (hops === undefined) return { ip: peer, secure: request.tls }
+  if (hops === undefined) return { ip: peer, secure: request.tls, requestId }
 
   // hops[i] describes the connection that arrived at the proxy after it. Walk from the
   // nearest hop; stop at the first address that is not a trusted proxy: that is the client.
@@ -154,7 +158,7 @@ export function resolveClient(
     proto = hops.protos[i] ?? proto
     if (!trust(ip, distance)) break
   }
-  return { ip, secure: proto === undefined ? request.tls : proto === 'https' }
+  return { ip, secure: proto === undefined ? request.tls : proto === 'https', requestId }
 }
 
 interface Hops {

@@ -132,13 +132,13 @@ export class LoginBudgets {
 
   #addressLockedOut(retryAfterMs: number, client: ClientInfo): ThrottledError {
     const retryAfter = retryAfterSeconds(retryAfterMs)
-    this.#emit('throttled', { policy: 'login-address', appToken: undefined, ip: client.ip, retryAfterMs })
+    this.#emit('throttled', { policy: 'login-address', appToken: undefined, ip: client.ip, requestId: client.requestId, retryAfterMs })
     return new ThrottledError(`Too many failed sign-in attempts from this address; retry in ${retryAfter} seconds`, retryAfterMs)
   }
 
   #lockedOut(retryAfterMs: number, client: ClientInfo): ThrottledError {
     const retryAfter = retryAfterSeconds(retryAfterMs)
-    this.#emit('throttled', { policy: 'login', appToken: undefined, ip: client.ip, retryAfterMs })
+    this.#emit('throttled', { policy: 'login', appToken: undefined, ip: client.ip, requestId: client.requestId, retryAfterMs })
     return new ThrottledError(`Too many sign-in attempts for this username; retry in ${retryAfter} seconds`, retryAfterMs)
   }
 }

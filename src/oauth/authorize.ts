@@ -143,7 +143,7 @@ export class AuthorizeEndpoint {
       const code = await this.#issueCode(application, user, redirectUri, params.get('code_challenge') ?? null)
       return redirect(withParams(redirectUri, { code, state }))
     } catch (failure) {
-      this.#report(failure, request)
+      this.#report(failure, { method: request.method, url: request.url, requestId: client.requestId })
       if (failure instanceof StoreError) return back('temporarily_unavailable', 'The authorization server is temporarily unavailable, please retry')
       return back('server_error', 'The authorization server could not complete the request')
     }

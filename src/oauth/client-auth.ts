@@ -57,13 +57,13 @@ export async function authenticateClient(request: GateRequest, params: Params, c
   }
   const locked = (retryAfterMs: number) => {
     const retryAfter = retryAfterSeconds(retryAfterMs)
-    deps.emit('throttled', { policy: 'client', appToken: clientId, ip: client.ip, retryAfterMs })
+    deps.emit('throttled', { policy: 'client', appToken: clientId, ip: client.ip, requestId: client.requestId, retryAfterMs })
     return new OAuthError('invalid_client', `Too many failed client authentications; retry in ${retryAfter} seconds`, {
       headers: { ...challenge, 'retry-after': String(retryAfter) },
     })
   }
   const refuse = () => {
-    deps.emit('authenticationFailed', { method: 'client', ip: client.ip, username: undefined })
+    deps.emit('authenticationFailed', { method: 'client', ip: client.ip, requestId: client.requestId, username: undefined })
     return new OAuthError('invalid_client', 'Client authentication failed: unknown client_id or wrong client_secret', { headers: challenge })
   }
 

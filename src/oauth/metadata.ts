@@ -22,7 +22,7 @@ export function issuerOf(config: ResolvedConfig, request: GateRequest): string {
   if (host === undefined || !HOST.test(host)) throw new OAuthError('invalid_request', 'The request has no valid Host header to name the issuer by')
   if (!warnedAboutDerivedIssuer.has(config)) {
     warnedAboutDerivedIssuer.add(config)
-    process.emitWarning('open-data-gate: the OAuth metadata names its issuer after the request Host; set oauth.issuer', { code: 'ODG_DERIVED_ISSUER' })
+    config.log.warn('open-data-gate: the OAuth metadata names its issuer after the request Host; set oauth.issuer', { code: 'ODG_DERIVED_ISSUER' })
   }
   return `https://${host}`
 }

@@ -86,7 +86,7 @@ export class OAuthServer {
           return metadataResponse(this.#config, request)
       }
     } catch (error) {
-      return this.failure(endpoint, error, request)
+      return this.failure(endpoint, error, request, client.requestId)
     }
   }
 
@@ -100,7 +100,7 @@ export class OAuthServer {
     const result = await this.#throttle.consume(key, policy.limit, policy.windowMs, 1)
     if (result === null || result.allowed) return
     const retryAfter = retryAfterSeconds(result.retryAfterMs)
-    this.#emit('throttled', { policy: 'oauth', appToken, ip: client.ip, retryAfterMs: result.retryAfterMs })
+    this.#emit('throttled', { policy: 'oauth', appToken, ip: client.ip, requestId: client.requestId, retryAfterMs: result.retryAfterMs })
     throw new ThrottledError(`Too many requests to the sign-in and token endpoints; retry in ${retryAfter} seconds`, result.retryAfterMs)
   }
 
@@ -108,8 +108,8 @@ export class OAuthServer {
    * The answer to a failure at an endpoint, in that endpoint's shape: a page at authorize,
    * RFC 6749 JSON at token and revocation. Reports what is not a refusal on purpose.
    */
-  failure(endpoint: OAuthEndpoint, error: unknown, request: GateRequest): GateResponse {
-    this.#report(error, request)
+  failure(endpoint: OAuthEndpoint, error: unknown, request: GateRequest, requestId: string | undefined): GateResponse {
+    this.#report(error, { method: request.method, url: request.url, requestId })
     if (!PAGES.has(endpoint)) {
       // RFC 8414 metadata is not an RFC 6749 endpoint: a store failure there keeps the platform's body.
       if (endpoint === 'metadata' && error instanceof StoreError) return errorResponse(error, 'platform')

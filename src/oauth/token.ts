@@ -173,13 +173,13 @@ export class TokenEndpoints {
     }
     if (clientId === undefined || secret === undefined || !isPlausibleAppToken(clientId)) return
     const application = await this.#store.getApplication(clientId)
-    if (application !== undefined && secretMatches(secret, application.secretHash)) this.#emit('clientSecretExposed', { appToken: application.appToken, ip: client.ip })
+    if (application !== undefined && secretMatches(secret, application.secretHash)) this.#emit('clientSecretExposed', { appToken: application.appToken, ip: client.ip, requestId: client.requestId })
   }
 
   /** A code presented after its first exchange: revoke what it issued, and refuse. */
   async #replayed(record: AuthorizationCodeRecord, client: ClientInfo): Promise<OAuthError> {
     const revokedTokens = await this.#store.revokeAccessTokens({ codeHash: record.codeHash }, Date.now())
-    this.#emit('codeReplayed', { appToken: record.appToken, userId: record.userId, ip: client.ip, revokedTokens })
+    this.#emit('codeReplayed', { appToken: record.appToken, userId: record.userId, ip: client.ip, requestId: client.requestId, revokedTokens })
     return new OAuthError('invalid_grant', 'The authorization code has already been used; the tokens issued from it are revoked')
   }
 }

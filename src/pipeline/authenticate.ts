@@ -148,7 +148,7 @@ export class Authenticator {
   async signIn(username: unknown, password: unknown, client: ClientInfo): Promise<UserRecord> {
     if (typeof username !== 'string' || typeof password !== 'string') throw new PlatformError('invalid_credentials', WRONG_PASSWORD)
     if (looksLikeApiKeyId(username)) {
-      this.#emit('authenticationFailed', { method: 'api-key', ip: client.ip, username: undefined })
+      this.#emit('authenticationFailed', { method: 'api-key', ip: client.ip, requestId: client.requestId, username: undefined })
       throw new PlatformError('invalid_credentials', API_KEY_SIGN_IN)
     }
     try {
@@ -189,13 +189,13 @@ export class Authenticator {
   }
 
   #invalidToken(scheme: 'oauth' | 'bearer', client: ClientInfo): PlatformError {
-    this.#emit('authenticationFailed', { method: 'oauth', ip: client.ip, username: undefined })
+    this.#emit('authenticationFailed', { method: 'oauth', ip: client.ip, requestId: client.requestId, username: undefined })
     const challenge = `${scheme === 'oauth' ? 'OAuth' : 'Bearer'} realm="${this.#realm}", error="invalid_token"`
     return new PlatformError('invalid_token', 'The access token is invalid, expired or revoked', { headers: { 'www-authenticate': challenge } })
   }
 
   #invalidKey(client: ClientInfo): PlatformError {
-    this.#emit('authenticationFailed', { method: 'api-key', ip: client.ip, username: undefined })
+    this.#emit('authenticationFailed', { method: 'api-key', ip: client.ip, requestId: client.requestId, username: undefined })
     return this.#invalidCredentials()
   }
 
@@ -304,7 +304,7 @@ export class Authenticator {
   #failedPassword(client: ClientInfo, username: string): PlatformError {
     // Only a printable, bounded username reaches the event: it is client input, bound for logs.
     const printable = username.slice(0, MAX_USERNAME_LENGTH).replace(/\p{Cc}/gu, '')
-    this.#emit('authenticationFailed', { method: 'password', ip: client.ip, username: printable })
+    this.#emit('authenticationFailed', { method: 'password', ip: client.ip, requestId: client.requestId, username: printable })
     return this.#invalidCredentials()
   }
 

@@ -57,7 +57,7 @@ export class ClearTextRevocation {
       const record = await this.#store.getAccessToken(tokenHash)
       if (record !== undefined && (await this.#store.revokeAccessToken(tokenHash, Date.now()))) {
         revoked++
-        this.#emit('tokenRevoked', { reason: 'insecure-transport', userId: record.userId, appToken: record.appToken, ip: client.ip })
+        this.#emit('tokenRevoked', { reason: 'insecure-transport', userId: record.userId, appToken: record.appToken, ip: client.ip, requestId: client.requestId })
       }
     }
     return revoked
@@ -85,6 +85,6 @@ export class ClearTextRevocation {
     for (const secret of secrets) if (secretMatches(secret, record.secretHash)) matches = true
     if (!matches) return
     const updated = await revokeApiKey(this.#store, record.keyId, this.#deletedKeyRetentionMs)
-    if (updated !== undefined) this.#emit('apiKeyRevoked', { reason: 'insecure-transport', keyId: record.keyId, userId: record.userId, ip: client.ip })
+    if (updated !== undefined) this.#emit('apiKeyRevoked', { reason: 'insecure-transport', keyId: record.keyId, userId: record.userId, ip: client.ip, requestId: client.requestId })
   }
 }

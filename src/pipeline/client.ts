@@ -12,7 +12,7 @@ import type { GateRequest } from '../http/request.js'
 import { isSecureOnly, type Route } from './routes.js'
 
 /** The options that say which proxies speak for the client. */
-export type ClientConfig = Pick<ResolvedConfig, 'trust' | 'trustsAnyProxy' | 'proxyHeaders'>
+export type ClientConfig = Pick<ResolvedConfig, 'trust' | 'trustsAnyProxy' | 'proxyHeaders' | 'log'>
 
 /** Resolves the client of each request, and watches for proxies nobody trusted. */
 export class Clients {
@@ -24,8 +24,8 @@ export class Clients {
   }
 
   /** The client's address and whether its connection is https. */
-  resolve(request: GateRequest): ClientInfo {
-    const client = resolveClient(request, this.#config.trust, this.#config.proxyHeaders)
+  resolve(request: GateRequest, requestId: string | undefined): ClientInfo {
+    const client = resolveClient(request, this.#config.trust, this.#config.proxyHeaders, requestId)
     if (!this.#config.trustsAnyProxy && !this.#warnedAboutProxyHeaders && hasProxyHeaders(request) && isPrivateAddress(client.ip)) {
       this.#warnOnUntrustedProxy(client, false)
     }
@@ -58,7 +58,7 @@ export class Clients {
   #warnOnUntrustedProxy(client: ClientInfo, refused: boolean): void {
     if (this.#warnedAboutProxyHeaders) return
     this.#warnedAboutProxyHeaders = true
-    process.emitWarning(
+    this.#config.log.warn(
       `open-data-gate: a request from ${client.ip} carries proxy headers, but trustProxy is false, so they are ignored` +
         (refused ? ' (and a request that says the client used https is refused with 500 proxy_not_trusted rather than treated as plain http)' : '') +
         '. If the app runs behind a reverse proxy, set trustProxy to its address.',

@@ -33,6 +33,11 @@ export interface GateContext {
   readonly accessToken: { readonly appToken: string; readonly expiresAt: number } | null
   /** The request carried an access token over plain http, and the gate revoked it. */
   readonly revokedInsecureToken: boolean
+  /**
+   * The request's id, also sent back in `X-Request-Id`: a trusted proxy's, or made by the
+   * gate; `null` with `requestId: false`. Log it with your own lines.
+   */
+  readonly requestId: string | null
 }
 
 /** What `gate.handle()` decided. */

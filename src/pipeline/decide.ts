@@ -23,6 +23,7 @@ import { readCredentials, type Credentials } from '../http/authorization-header.
 import { assertMethodEnabled } from './enabled-methods.js'
 import type { GateUsage } from '../usage/usage.js'
 import type { ClientInfo } from '../http/proxy.js'
+import type { RequestIds } from '../http/request-id.js'
 import { pathOf, type GateRequest, type GateResponse } from '../http/request.js'
 import { andThen, isPromiseLike } from '../util/awaitable.js'
 import { currentUserResponse } from '../endpoints/current-user.js'
@@ -39,7 +40,7 @@ import type { DecisionFacts } from '../telemetry/decision-telemetry.js'
 
 /** The options the decision reads. */
 export type PipelineConfig = ClientConfig &
-  Pick<ResolvedConfig, 'legacyAppTokenParam' | 'oauthTokenBudget'> & {
+  Pick<ResolvedConfig, 'legacyAppTokenParam' | 'oauthTokenBudget' | 'requestIds'> & {
     readonly basic: Pick<ResolvedConfig['basic'], 'requireAppToken' | 'enabled'>
     readonly oauth: Pick<ResolvedConfig['oauth'], 'acceptBearer' | 'enabled'>
   }
@@ -111,12 +112,12 @@ export class Pipeline {
    * data API's error response (`Gate.handle`). `facts`, when the gate measures or traces
    * the request, is pointed at what the steps learn (src/telemetry).
    */
-  decide(request: GateRequest, facts?: DecisionFacts): Awaitable<GateOutcome> {
-    const client = this.#clients.resolve(request)
+  decide(request: GateRequest, requestId?: string, facts?: DecisionFacts): Awaitable<GateOutcome> {
+    const client = this.#clients.resolve(request, requestId)
     const route = this.#services.routes.find(pathOf(request.url))
     const refusal = this.#clients.untrustedProxyRefusal(request, client, route)
     if (refusal !== undefined) {
-      if (route?.kind === 'oauth') return this.#oauthFailure(route.endpoint, refusal, request)
+      if (route?.kind === 'oauth') return this.#oauthFailure(route.endpoint, refusal, request, client)
       throw refusal
     }
     // A credential sent in clear is revoked before anything else can refuse the request (an
@@ -130,7 +131,7 @@ export class Pipeline {
       return revoking.then(
         () => this.#oauthEndpoint(endpoint, request, client),
         // A failure before the endpoint ran is answered in its shape all the same: a page, or RFC 6749 JSON.
-        (error: unknown) => this.#oauthFailure(endpoint, error, request),
+        (error: unknown) => this.#oauthFailure(endpoint, error, request, client),
       )
     }
     const state: RequestState = { request, client, route, application: null, revokedInsecureToken: false, auth: 'none' }
@@ -146,8 +147,8 @@ export class Pipeline {
     return andThen(this.#services.oauth.handle(endpoint, request, client), respond)
   }
 
-  #oauthFailure(endpoint: OAuthEndpoint, error: unknown, request: GateRequest): GateOutcome {
-    return respond(this.#services.oauth.failure(endpoint, error, request))
+  #oauthFailure(endpoint: OAuthEndpoint, error: unknown, request: GateRequest, client: ClientInfo): GateOutcome {
+    return respond(this.#services.oauth.failure(endpoint, error, request, client.requestId))
   }
 
   /** Finds the application the request names, then goes on to the access checks. */
@@ -185,7 +186,7 @@ export class Pipeline {
 
   #invalidAppToken(token: string, client: ClientInfo): never {
     this.#services.usage.unknownAppToken()
-    this.#services.emit('invalidAppToken', { tokenPrefix: token.slice(0, 6), ip: client.ip })
+    this.#services.emit('invalidAppToken', { tokenPrefix: token.slice(0, 6), ip: client.ip, requestId: client.requestId })
     throw new PlatformError('permission_denied', INVALID_APP_TOKEN)
   }
 
@@ -349,9 +350,10 @@ export class Pipeline {
       apiKeyId: authentication === null ? null : authentication.apiKeyId,
       accessToken: token === null ? null : { appToken: token.appToken, expiresAt: token.expiresAt },
       revokedInsecureToken: state.revokedInsecureToken,
+      requestId: state.client.requestId ?? null,
     }
     state.auth = context.auth
-    const headers = pass === null ? NO_HEADERS : pass.headers
+    const headers = withRequestId(pass === null ? NO_HEADERS : pass.headers, this.#config.requestIds, state.client.requestId)
     const route = state.route
     if (route === undefined) return { type: 'next', context, headers }
     if (route.kind === 'self-service') {
@@ -369,6 +371,19 @@ export class Pipeline {
     }
     return view
   }
+}
+
+/**
+ * The headers for the host's answer: the throttle's, and the request id's. The throttle
+ * makes its headers for this one request (or gives its frozen empty set), so the id is added
+ * to them rather than to a copy: a copy cost 0.3 to 2 µs a request (`{ ...headers, [name]:
+ * id }` the most; V8 made it a dictionary), on a path of about 1.5 µs.
+ */
+function withRequestId(headers: Readonly<Record<string, string>>, ids: RequestIds | null, requestId: string | undefined): Readonly<Record<string, string>> {
+  if (ids === null || requestId === undefined) return headers
+  const out = (Object.isFrozen(headers) ? Object.assign({}, headers) : headers) as Record<string, string>
+  out[ids.header] = requestId
+  return out
 }
 
 /** The gate's answer, with the throttle's headers under its own. */

@@ -7,6 +7,7 @@
 import { PlatformError } from '../errors.js'
 import type { GateContext } from './context.js'
 import { rejectUnknownKeys } from '../config/validate.js'
+import type { GateLog } from '../log/logger.js'
 
 /** What a route requires. */
 export interface GuardRule {
@@ -32,7 +33,7 @@ export type Guard = (context: GateContext | undefined) => Error | undefined
  * Compiles a rule once.
  * @throws {TypeError} for an unknown rule
  */
-export function compileGuard(rule: GuardRule): Guard {
+export function compileGuard(rule: GuardRule, log?: GateLog): Guard {
   if (typeof rule !== 'object' || rule === null || (rule.auth !== 'required' && rule.auth !== 'user-or-app-token')) {
     throw new TypeError(`open-data-gate: a guard rule is { auth: 'required' | 'user-or-app-token', rights?: string[] }`)
   }
@@ -47,7 +48,8 @@ export function compileGuard(rule: GuardRule): Guard {
       // A misuse of the library is the developer's to see, where developers look: once per guard.
       if (!warned) {
         warned = true
-        process.emitWarning(message, { code: 'ODG_GUARD_WITHOUT_GATE' })
+        if (log === undefined) process.emitWarning(message, { code: 'ODG_GUARD_WITHOUT_GATE' })
+        else log.warn(message, { code: 'ODG_GUARD_WITHOUT_GATE' })
       }
       return new Error(message)
     }

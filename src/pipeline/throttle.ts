@@ -45,6 +45,7 @@ export type CountedRate = RateResult & { readonly local?: true }
 /** A passed request's throttle verdict and the headers that announce it. */
 export interface ThrottlePass {
   readonly info: ThrottleInfo
+  /** Made for this request, so the pipeline adds its own (the request id); or a frozen empty set. */
   readonly headers: Record<string, string>
 }
 
@@ -164,6 +165,7 @@ export class Throttle {
         policy: application === null ? 'anonymous' : 'application',
         appToken: application?.appToken,
         ip: client.ip,
+        requestId: client.requestId,
         retryAfterMs: result.retryAfterMs,
       })
       const budget = application !== null ? 'application' : this.#config.anonymous?.scope === 'shared' ? 'shared' : 'address'

@@ -24,8 +24,8 @@ export interface DecisionFacts {
 
 /** The gate's decision, run by `Gate.handle`: the pipeline's, with failures turned into answers. */
 export interface Decider {
-  decide(request: GateRequest, facts: DecisionFacts | undefined): Awaitable<GateOutcome>
-  refuse(error: unknown, request: GateRequest): GateOutcome
+  decide(request: GateRequest, requestId: string | undefined, facts: DecisionFacts | undefined): Awaitable<GateOutcome>
+  refuse(error: unknown, request: GateRequest, requestId: string | undefined): GateOutcome
 }
 
 export class DecisionTelemetry {
@@ -47,18 +47,17 @@ export class DecisionTelemetry {
   }
 
   /** `decider`'s outcome for `request`, measured and traced. Never throws, as `Gate.handle`. */
-  handle(request: GateRequest, decider: Decider): Awaitable<GateOutcome> {
+  handle(request: GateRequest, requestId: string | undefined, decider: Decider): Awaitable<GateOutcome> {
     const channels = traced(handleChannels) ? handleChannels : undefined
-    // (The request id goes into this message beside the request, when the gate has one.)
-    const message: HandleMessage | undefined = channels === undefined ? undefined : { request: tracedRequest(request) }
+    const message: HandleMessage | undefined = channels === undefined ? undefined : { request: tracedRequest(request), requestId: requestId ?? null }
     if (message !== undefined) channels?.start.publish(message)
     const started = performance.now()
     const facts: DecisionFacts = { state: undefined }
     let outcome: Awaitable<GateOutcome>
     try {
-      outcome = decider.decide(request, facts)
+      outcome = decider.decide(request, requestId, facts)
     } catch (error) {
-      const refusal = decider.refuse(error, request)
+      const refusal = decider.refuse(error, request, requestId)
       this.#decided(message, refusal, facts, started, error)
       if (message !== undefined) channels?.end.publish(message)
       return refusal
@@ -79,7 +78,7 @@ export class DecisionTelemetry {
         return settled
       },
       (error: unknown) => {
-        const refusal = decider.refuse(error, request)
+        const refusal = decider.refuse(error, request, requestId)
         this.#decided(message, refusal, facts, started, error)
         if (message !== undefined) {
           channels?.asyncStart.publish(message)

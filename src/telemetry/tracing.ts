@@ -46,7 +46,8 @@ export interface HandleMessage {
     readonly path: string
     readonly headers: Readonly<Record<string, HeaderValue>>
   }
-  // The request id (`X-Request-Id`) is to be carried here, as `requestId`, once the gate has one.
+  /** The request's id (`X-Request-Id`, docs/guides/operating.md), `null` with `requestId: false`. */
+  readonly requestId: string | null
   /** Set once the decision is made. */
   decision?: GateDecision
   /** On `error`: what failed, when the gate answered a 5xx for it (refusals are decisions, not errors). */

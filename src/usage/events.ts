@@ -14,6 +14,8 @@ export interface NearLimitEvent {
   /** Requests still allowed right now. */
   readonly remaining: number
   readonly windowMs: number
+  /** The request that crossed the line (`X-Request-Id`), or `undefined` with `requestId: false`. */
+  readonly requestId: string | undefined
 }
 
 /** Usage counts were given up: kept flushes past `usage.maxPendingFlushes`, or left unwritten at `close()`. */

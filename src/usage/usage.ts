@@ -13,6 +13,7 @@
 import { isPromiseLike } from '../util/awaitable.js'
 import { GateError, StoreError } from '../errors.js'
 import type { Emit } from '../events.js'
+import { messageOf, type GateLog } from '../log/logger.js'
 import type { GateContext, GateOutcome } from '../pipeline/context.js'
 import { randomToken } from '../secrets/tokens.js'
 import type { ApplicationRecord, Awaitable, GateStore } from '../store/store.js'
@@ -88,6 +89,7 @@ export class GateUsage {
   readonly #store: (GateStore & UsageStore) | null
   readonly #raw: GateStore
   readonly #emit: Emit
+  readonly #log: GateLog
   readonly #timeoutMs: number
   readonly #counters = new UsageCounters()
   readonly #writer = randomToken(12)
@@ -103,17 +105,18 @@ export class GateUsage {
   readonly #warned = new Map<string, number>()
 
   /** @internal made by the gate */
-  constructor(config: ResolvedUsage | null, store: GateStore, storeTimeoutMs: number, emit: Emit) {
+  constructor(config: ResolvedUsage | null, store: GateStore, storeTimeoutMs: number, emit: Emit, log: GateLog) {
     this.#config = config
     this.#raw = store
     this.#emit = emit
+    this.#log = log
     this.#store = keepsUsage(store) ? store : null
     this.#timeoutMs = Math.max(storeTimeoutMs, Math.min(config?.flushIntervalMs ?? 0, 30_000))
     this.counting = config !== null && (this.#store !== null || config.onFlush !== null)
     if (config !== null && this.#store === null && !warnedUnsupported) {
       // Once per process: the gates of one process are usually made over one kind of store.
       warnedUnsupported = true
-      process.emitWarning(
+      log.warn(
         this.counting
           ? 'open-data-gate: the store does not keep usage (addUsage, getUsage, topUsage): usage batches go to usage.onFlush only, and gate.usage.query() and top() have nothing to read.'
           : 'open-data-gate: the store does not keep usage (addUsage, getUsage, topUsage), so the gate counts none. Use a store that does, give usage.onFlush, or set usage: false.',
@@ -157,7 +160,7 @@ export class GateUsage {
       this.#counters.cell(application === null ? null : application.appToken).requests++
       const throttle = context.throttle
       if (throttle !== null && application !== null && throttle.remaining * NEAR_LIMIT_FRACTION <= throttle.limit && throttle.policy === 'application') {
-        this.#nearLimit(application.appToken, throttle.limit, throttle.remaining, throttle.windowMs)
+        this.#nearLimit(application.appToken, throttle.limit, throttle.remaining, throttle.windowMs, context.requestId ?? undefined)
       }
       return outcome
     }
@@ -222,12 +225,12 @@ export class GateUsage {
   }
 
   /** Once per window (per process): the application has used 80% of its budget. */
-  #nearLimit(appToken: string, limit: number, remaining: number, windowMs: number): void {
+  #nearLimit(appToken: string, limit: number, remaining: number, windowMs: number, requestId: string | undefined): void {
     const window = Math.floor(Date.now() / windowMs)
     if (this.#warned.get(appToken) === window) return
     if (this.#warned.size >= MAX_WARNED) this.#warned.clear()
     this.#warned.set(appToken, window)
-    this.#emit('nearLimit', { appToken, limit, remaining, windowMs })
+    this.#emit('nearLimit', { appToken, limit, remaining, windowMs, requestId })
   }
 
   // ---- flushing ----
@@ -316,7 +319,7 @@ export class GateUsage {
     try {
       await config.onFlush(batch)
     } catch (error) {
-      process.emitWarning(`open-data-gate: usage.onFlush threw: ${error instanceof Error ? error.message : String(error)}`, { code: 'ODG_USAGE_ONFLUSH_THREW' })
+      this.#log.warn(`open-data-gate: usage.onFlush threw: ${messageOf(error)}`, { code: 'ODG_USAGE_ONFLUSH_THREW' })
     }
   }
 

@@ -226,7 +226,9 @@ export const untrustedProxyProperty = () =>
 /** An outcome as a comparable string: the answer with its random parts blanked, or the context without the clock. */
 function decision(outcome: GateOutcome, method: string): string {
   if (outcome.type === 'respond') return normalise(outcome.response.status, outcome.response.headers, outcome.response.body, method === 'HEAD')
-  const context = JSON.parse(JSON.stringify(outcome.context)) as { throttle: { resetMs?: number } | null }
+  const context = JSON.parse(JSON.stringify(outcome.context)) as { throttle: { resetMs?: number } | null; requestId?: unknown }
   if (context.throttle !== null) delete context.throttle.resetMs
+  // Each request's own: two requests never share one.
+  context.requestId = typeof context.requestId
   return `next ${JSON.stringify(context)}`
 }
