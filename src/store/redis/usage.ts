@@ -107,8 +107,12 @@ return {a, b}`)
 const LETTER: Readonly<Record<UsageGranularity, string>> = { minute: 'm', hour: 'h', day: 'd' }
 /** Ranking entries per script, at most. */
 const RANK_CHUNK = 2000
-/** Scripts sent at once, at most: a flush of up to this many applications is one round trip. */
-const WAVE = 2000
+/**
+ * Scripts sent at once, at most: a flush of up to this many applications is one round trip.
+ * Small enough that the wave's last answer comes well within the command timeout (500 ms by
+ * default) even when Redis and this process share busy cores: 2,000 at once timed out there.
+ */
+const WAVE = 250
 /** How many buckets a read asks for, at most: the gate's own bound on a query. */
 const MAX_READ = 10_000
 
