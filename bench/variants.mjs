@@ -50,10 +50,10 @@ function countRedisCommands(client) {
 }
 
 /** The gate's store: in memory, or a RedisStore on the bench's own redis-server (run.mjs starts it). */
-async function benchStore(redis) {
+async function benchStore(redis, redisOptions = {}) {
   if (!redis) return {}
   const { RedisStore } = await import('../dist/redis.js')
-  const store = new RedisStore({ url: process.env.BENCH_REDIS_URL, prefix: `bench:${process.pid}:` })
+  const store = new RedisStore({ url: process.env.BENCH_REDIS_URL, prefix: `bench:${process.pid}:`, redisOptions })
   countRedisCommands(store.client)
   return { store }
 }
@@ -74,6 +74,9 @@ const BENCH_SCHEMA = 'odg_bench'
 async function storeLayout(layout) {
   if (layout === false || layout === 'memory') return { options: {}, queries: undefined }
   if (layout === true || layout === 'redis') return { options: await benchStore(true), queries: undefined }
+  // ioredis's auto-pipelining off (it is on in redisClientDefaults): the client's CPU per
+  // command against the default's, side by side (see docs/performance.md).
+  if (layout === 'redis-no-autopipelining') return { options: await benchStore(true, { enableAutoPipelining: false }), queries: undefined }
   const { default: pg } = await import('pg')
   const { PostgresStore } = await import('../dist/postgres.js')
   const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 10 })
@@ -517,6 +520,15 @@ variants.push(
     create: async () => {
       const { nodeGate } = await import('../dist/node.js')
       const { gate, headers } = await gateWithApp(true)
+      return { listener: nodeGate(gate, nodeHandler), headers }
+    },
+  },
+  {
+    name: 'node-gate-redis-no-autopipelining', framework: 'node', baseline: 'node-bare', path: PATH, redis: true,
+    expectHeaders: GATE_HEADERS,
+    create: async () => {
+      const { nodeGate } = await import('../dist/node.js')
+      const { gate, headers } = await gateWithApp('redis-no-autopipelining')
       return { listener: nodeGate(gate, nodeHandler), headers }
     },
   },

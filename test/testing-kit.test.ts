@@ -16,12 +16,16 @@ import {
   countThenRevoke,
   expiresEarly,
   keepsOneSink,
+  withRequestLookup,
   nonAtomicRateStep,
   patchDropsFields,
   readMergeWritePatch,
   readThenWriteConsume,
   touchRecordsGrant,
 } from './support/broken-stores.js'
+
+/** The checks of the optional lookupRequest, which a store without it skips. */
+const LOOKUP_CHECKS = storeCheckNames.filter((name) => name.startsWith('request lookup (optional): '))
 
 const failedNames = async (store: GateStore) => (await checkStore(() => store)).failed.map((f) => f.name)
 
@@ -38,13 +42,27 @@ describe('checkStore', () => {
       { cleanup: (store) => void cleaned.push(store) },
     )
     expect(report.failed).toEqual([])
-    expect(report.passed).toEqual(storeCheckNames)
+    expect(report.passed).toEqual(storeCheckNames.filter((name) => !LOOKUP_CHECKS.includes(name)))
+    expect(report.skipped).toEqual(LOOKUP_CHECKS.map((name) => ({ name, reason: expect.stringMatching(/does not implement the optional lookupRequest/) })))
     expect(made).toHaveLength(1)
     expect(cleaned).toEqual(made)
   })
 
   it('passes a store that answers every call asynchronously, as a networked one does', async () => {
     expect((await checkStore(() => asyncStore())).failed).toEqual([])
+  })
+
+  it('checks lookupRequest of a store that has it against the separate calls, and names the check a wrong answer fails', async () => {
+    const report = await checkStore(() => withRequestLookup())
+    expect(report.failed).toEqual([])
+    expect(report.skipped).toEqual([])
+    expect(report.passed).toEqual(expect.arrayContaining(LOOKUP_CHECKS))
+    const broken = await checkStore(() => withRequestLookup('revoked token user'))
+    expect(broken.failed.map((f) => f.name)).toEqual([
+      'request lookup (optional): answers an access token with a fixed budget as the step, then the token and its user, would: live, revoked, expired, unknown, a user that is gone',
+      "request lookup (optional): answers an access token with the token's budget: a live token takes the step and reads its user, any other takes the other step or none",
+    ])
+    expect(broken.failed[0]?.error).toMatch(/a revoked token: the records read/)
   })
 
   it('names the concurrent-consume checks when a code is consumed by a read, then a write', async () => {
@@ -99,7 +117,7 @@ describe('checkStore', () => {
       'applications: keeps the per-owner cap when 30 registrations race: 15 registered and a cap of 20 leave exactly 20',
     ])
     expect(report.failed[0]?.error).toMatch(/did not finish within 1000 ms/)
-    expect(report.passed).toHaveLength(storeCheckNames.length - 3)
+    expect(report.passed).toHaveLength(storeCheckNames.length - LOOKUP_CHECKS.length - 3)
   })
 
   it('calls cleanup even when the factory made a store that fails every check', async () => {
@@ -177,7 +195,9 @@ describe('describeStore', () => {
     expect(result.stderr).toBe('')
     expect(result.status).toBe(0)
     expect(result.stdout).toContain('lets exactly one of 50 concurrent consumers win')
-    expect(result.stdout).toContain(`pass ${storeCheckNames.length}`)
+    expect(result.stdout).toContain(`pass ${storeCheckNames.length - LOOKUP_CHECKS.length}`)
+    expect(result.stdout).toContain(`skipped ${LOOKUP_CHECKS.length}`)
+    expect(result.stdout).toMatch(/﹣ answers a user as the step, then the user, would: present, gone .*# the store does not implement the optional lookupRequest/)
     expect(result.stdout.match(/cleanup ran/g)).toHaveLength(1)
   })
 

@@ -13,6 +13,11 @@ export interface StoreCheck {
   readonly name: string
   /** The slices of the contract the check needs: it runs only against a store checked for all of them. */
   readonly slices: readonly StoreSlice[]
+  /**
+   * Why the check does not apply to `store`, or `undefined` when it does: a check of an
+   * optional capability the store leaves out. A skipped check is reported with its reason.
+   */
+  readonly skip?: (store: GateStore) => string | undefined
   /** Resolves when the store behaves; rejects (an `AssertionError`) when it does not. */
   readonly run: (store: GateStore) => Promise<void>
 }
@@ -49,6 +54,8 @@ export interface StoreReport {
   readonly passed: string[]
   /** The checks it failed, each with the reason (the assertion's message). */
   readonly failed: Array<{ readonly name: string; readonly error: string }>
+  /** The checks of an optional capability the store does not have, each with the reason. */
+  readonly skipped: Array<{ readonly name: string; readonly reason: string }>
 }
 
 /**
@@ -63,9 +70,14 @@ export async function runChecks<S extends GateStore>(
   const store = await factory()
   const chosen = typeof checks === 'function' ? checks(store) : checks
   const slices = KIT_SLICES.filter((slice) => chosen.some((check) => check.slices.includes(slice)))
-  const report: { slices: StoreSlice[]; passed: string[]; failed: Array<{ name: string; error: string }> } = { slices, passed: [], failed: [] }
+  const report: StoreReport = { slices, passed: [], failed: [], skipped: [] }
   try {
     for (const check of chosen) {
+      const reason = check.skip?.(store)
+      if (reason !== undefined) {
+        report.skipped.push({ name: fullName(check), reason })
+        continue
+      }
       try {
         await runCheck(check, store, options.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS)
         report.passed.push(fullName(check))

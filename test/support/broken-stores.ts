@@ -4,6 +4,7 @@
  * ways real backends get them wrong.
  */
 import { setImmediate as tick } from 'node:timers/promises'
+import type { RateStep, RequestLookup, RequestLookupResult } from '../../src/store/contract/request-lookup.js'
 import { gcraStep, MemoryStore, type AccessTokenFilter, type AccessTokenRecord, type ApiKeyPatch, type ApplicationPatch, type GateStore, type RateResult, type StoreEventSink } from '../../src/index.js'
 
 /** Every method of `inner` answering after a macrotask; `overrides` replace some of them. */
@@ -139,4 +140,41 @@ export function touchRecordsGrant(): GateStore {
       if (current !== undefined) inner.recordGrant(userId, appToken, at)
     },
   })
+}
+
+/**
+ * MemoryStore (answering asynchronously) with `lookupRequest` made of the separate calls, in
+ * the order the contract gives: what a store with the capability must answer. `broken`
+ * reads a revoked token's user too, as a script that forgot the revocation would.
+ */
+export function withRequestLookup(broken?: 'revoked token user'): GateStore {
+  const inner = new MemoryStore()
+  const live = (token: AccessTokenRecord | undefined, now: number) => token !== undefined && (broken !== undefined || token.revokedAt === null) && token.expiresAt > now
+  const stepOf = (rate: RateStep) => inner.consumeRate(rate.key, rate.limit, rate.windowMs, rate.cost)
+  async function lookupRequest(lookup: RequestLookup): Promise<RequestLookupResult> {
+    await tick()
+    const { credential } = lookup
+    if (lookup.budget === 'token' && credential.kind === 'accessToken') {
+      const token = inner.getAccessToken(credential.tokenHash)
+      if (live(token, credential.now)) {
+        if (lookup.appToken !== undefined && token?.appToken !== lookup.appToken) return { stepped: null, result: null, accessToken: token }
+        const result = stepOf(lookup.rate)
+        if (!result.allowed) return { stepped: 'rate', result, accessToken: token }
+        return { stepped: 'rate', result, accessToken: token, user: inner.getUser(token?.userId ?? '') }
+      }
+      const otherwise = lookup.otherwise ?? null
+      if (otherwise === null) return { stepped: null, result: null, accessToken: token }
+      return { stepped: 'otherwise', result: stepOf(otherwise), accessToken: token }
+    }
+    const result = stepOf(lookup.rate)
+    if (!result.allowed) return { stepped: 'rate', result }
+    if (credential.kind === 'user') return { stepped: 'rate', result, user: inner.getUser(credential.userId) }
+    if (credential.kind === 'accessToken') {
+      const token = inner.getAccessToken(credential.tokenHash)
+      return live(token, credential.now) ? { stepped: 'rate', result, accessToken: token, user: inner.getUser(token?.userId ?? '') } : { stepped: 'rate', result, accessToken: token }
+    }
+    const key = inner.getApiKey(credential.keyId)
+    return key !== undefined && key.revokedAt === null ? { stepped: 'rate', result, apiKey: key, user: inner.getUser(key.userId) } : { stepped: 'rate', result, apiKey: key }
+  }
+  return asyncStore(inner, { lookupRequest })
 }
