@@ -30,6 +30,8 @@ export interface UsageChartOptions {
 const WIDTH = 480
 const HEIGHT = 200
 const PLOT = { left: 44, right: 470, top: 30, bottom: 166 }
+/** Where the legend starts: right of the value axis' title above the plot. */
+const LEGEND = 120
 const COLORS = { answered: '#0969da', throttled: '#bf8700', refused: '#cf222e' }
 
 const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
@@ -108,7 +110,7 @@ export function usageChart(buckets: readonly ChartBucket[], options: UsageChartO
   const swatch = (x: number, fill: string, label: string) =>
     `<rect x="${x}" y="6" width="12" height="12" fill="${fill}" stroke="currentColor" stroke-width="0.5"/><text x="${x + 16}" y="16">${label}</text>`
   const legend =
-    swatch(PLOT.left, COLORS.answered, 'Answered') + swatch(PLOT.left + 100, `url(#${id}-throttled)`, 'Throttled (429)') + swatch(PLOT.left + 240, `url(#${id}-refused)`, 'Refused')
+    swatch(LEGEND, COLORS.answered, 'Answered') + swatch(LEGEND + 100, `url(#${id}-throttled)`, 'Throttled (429)') + swatch(LEGEND + 240, `url(#${id}-refused)`, 'Refused')
   const axisTitle = `<text x="${PLOT.right}" y="${HEIGHT - 2}" text-anchor="end">${granularity === 'day' ? 'Day' : 'Hour'} (UTC)</text><text x="4" y="${PLOT.top - 8}">Requests</text>`
 
   const svg =
