@@ -218,11 +218,13 @@ ${cards.length === 0 ? '<p>You have not registered an application yet.</p>' : ca
   /** One application: its details, its usage charts and its forms. */
   const applicationCard = async (app: Application, session: PortalSession) => {
     const now = Date.now()
-    const [hours, days] = await Promise.all([
-      // 24 buckets ending with the current hour, and 30 ending with today.
+    // 24 buckets ending with the current hour, and 30 ending with today. A store that cannot
+    // answer costs the charts, not the page: the forms still work.
+    const usage = await Promise.all([
       gate.usage.query({ appToken: app.appToken, from: now - (now % HOUR) - 23 * HOUR, to: now, granularity: 'hour' }),
       gate.usage.query({ appToken: app.appToken, from: now - (now % DAY) - 29 * DAY, to: now, granularity: 'day' }),
-    ])
+    ]).catch(() => undefined)
+    const unavailable = '<p class="problem">Usage cannot be read right now; reload the page in a moment.</p>'
     const token = escape(app.appToken)
     const name = escape(app.name)
     const action = `/profile/edit/developer_settings/applications/${token}`
@@ -235,8 +237,8 @@ ${cards.length === 0 ? '<p>You have not registered an application yet.</p>' : ca
 <dl><dt>App token</dt><dd><code>${token}</code></dd><dt>Created</dt><dd><time datetime="${new Date(app.createdAt).toISOString()}">${utc(app.createdAt)}</time></dd>${
       app.callbackPrefix === null ? '' : `<dt>Callback Prefix</dt><dd><code>${escape(app.callbackPrefix)}</code></dd>`
     }${grace}</dl>
-<h4>Last 24 hours, by hour</h4>${usageChart(hours.buckets, { granularity: 'hour', title: `${app.name}: requests in the last 24 hours`, id: `hours-${app.appToken}` })}
-<h4>Last 30 days, by day</h4>${usageChart(days.buckets, { granularity: 'day', title: `${app.name}: requests in the last 30 days`, id: `days-${app.appToken}` })}
+<h4>Last 24 hours, by hour</h4>${usage === undefined ? unavailable : usageChart(usage[0].buckets, { granularity: 'hour', title: `${app.name}: requests in the last 24 hours`, id: `hours-${app.appToken}` })}
+<h4>Last 30 days, by day</h4>${usage === undefined ? unavailable : usageChart(usage[1].buckets, { granularity: 'day', title: `${app.name}: requests in the last 30 days`, id: `days-${app.appToken}` })}
 <form method="post" action="${action}/name">${csrf}<label>New name <input name="name" required maxlength="200" value="${name}"></label><button>Rename</button></form>
 <form method="post" action="${action}/secret">${csrf}<p>A new secret token replaces this one; the current one keeps working for a while, so your server can be updated first.</p><button>New secret token</button></form>
 <p><a class="danger" href="${action}/delete">Delete ${name}</a></p></article>`
@@ -358,7 +360,7 @@ code{word-break:break-all}article.application{border-top:1px solid #d0d7de;paddi
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}dd{margin:0}figure{margin:.5rem 0}figure svg{display:block;max-width:100%;height:auto}
 details{font-size:.9rem}a.danger,button.danger{color:#a40e26}.notice{background:#dafbe1;border:1px solid #4ac26b;padding:.5rem 1rem;border-radius:6px}
 table{border-collapse:collapse;width:100%;margin-top:1rem}th,td{text-align:left;padding:.3rem;border-bottom:1px solid #d0d7de;font-size:.9rem}
-@media (prefers-color-scheme:dark){body{background:#0d1117;color:#e6edf3}section{background:#161b22;border-color:#30363d}.secret{background:#3b2e00;border-color:#9e6a03}.problem{color:#ff7b72}}`
+@media (prefers-color-scheme:dark){body{background:#0d1117;color:#e6edf3}section{background:#161b22;border-color:#30363d}.secret{background:#3b2e00;border-color:#9e6a03}.problem{color:#ff7b72}.notice{background:#0f2e1a;border-color:#2ea043}a.danger,button.danger{color:#ff7b72}article.application{border-color:#30363d}}`
 
 /** The API key section: the platform's endpoints, called from the page with the portal session. */
 const SCRIPT = `'use strict'
