@@ -1,8 +1,10 @@
 /**
  * The portal's own pages for its users: a sign-in, and the developer settings page at the
  * platform's path (`/profile/edit/developer_settings`) where a signed-in user registers an
- * application (its app token and secret token are shown once), manages API keys over the
- * gate's `/api/api_keys` endpoints, and finds the connected-apps page.
+ * application (its app token and secret token are shown once), sees each of their
+ * applications' usage over the last 24 hours and 30 days as charts, renames them, gives
+ * them a new secret token and deletes them, manages API keys over the gate's
+ * `/api/api_keys` endpoints, and finds the connected-apps page.
  *
  * The portal keeps its own browser session and tells the gate who is signed in through
  * `oauth.authenticateUser`, as a host application does: the gate's authorize endpoint and
@@ -14,7 +16,8 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import express, { type Request, type Response, type Router } from 'express'
-import { GateError, type Gate, type GateRequest } from 'open-data-gate'
+import { GateError, type Application, type Gate, type GateRequest } from 'open-data-gate'
+import { usageChart } from './usage-chart.js'
 
 const SESSION_COOKIE = '__Host-portal-session'
 const SESSION_TTL_MS = 3_600_000
@@ -30,6 +33,13 @@ interface PortalSession {
 }
 
 const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+
+const HOUR = 3_600_000
+const DAY = 86_400_000
+/** A time as the pages write it: the server does not know the reader's time zone. */
+const utc = (t: number) => `${new Date(t).toISOString().slice(0, 16).replace('T', ' ')} UTC`
+/** App tokens as the gate makes and imports them; anything else in the path is no application. */
+const APP_TOKEN = /^[\w-]{1,128}$/
 
 /** The pages' security headers: no inline script, no framing, nothing cached. */
 const HEADERS = {
@@ -101,6 +111,15 @@ function sameCsrf(session: PortalSession, submitted: unknown): boolean {
   return a.length === b.length && timingSafeEqual(a, b)
 }
 
+/** What the settings page shows beside the list: a form's outcome, or the register form's input back. */
+interface SettingsShown {
+  registered?: string
+  problem?: string
+  name?: string
+  prefix?: string
+  notice?: string
+}
+
 export interface DeveloperPagesOptions {
   gate: Gate
   sessions: PortalSessions
@@ -164,7 +183,11 @@ export function developerPages({ gate, sessions, portalAppToken }: DeveloperPage
     res.redirect(303, '/login')
   })
 
-  const settings = (res: Response, session: PortalSession, status: number, registered = '', problem = '', name = '', prefix = '') =>
+  /** The settings page; `registered` is the new credentials' box, `notice` what a form on the list did. */
+  const settings = async (res: Response, session: PortalSession, status: number, shown: SettingsShown = {}) => {
+    const { registered = '', problem = '', name = '', prefix = '', notice = '' } = shown
+    const applications = await gate.applications.list({ ownerId: session.userId })
+    const cards = await Promise.all(applications.map((app) => applicationCard(app, session)))
     page(
       res,
       status,
@@ -177,6 +200,9 @@ ${registered}${problem === '' ? '' : `<p class="problem" role="alert">${escape(p
 <label>Application name <input name="name" required maxlength="200" value="${escape(name)}"></label>
 <label>Callback Prefix <input name="callbackPrefix" type="url" placeholder="https://your-app.example/oauth/" value="${escape(prefix)}"></label>
 <button>Register</button></form></section>
+<section id="applications"><h2>Your applications</h2>
+${notice}<p>Requests are counted as they are answered and appear here within the gate's flush interval (10 seconds by default). Times are UTC.</p>
+${cards.length === 0 ? '<p>You have not registered an application yet.</p>' : cards.join('')}</section>
 <section id="api-keys"><h2>API keys</h2>
 <p>A key id and secret sign in as you with HTTP Basic, in place of your password. One key per script lets you revoke one alone.</p>
 <p id="new-key" class="secret" hidden></p>
@@ -187,11 +213,64 @@ ${registered}${problem === '' ? '' : `<p class="problem" role="alert">${escape(p
 <script src="/assets/developer-settings.js" defer></script>`,
       { 'app-token': portalAppToken },
     )
+  }
 
-  router.get('/profile/edit/developer_settings', (req, res) => {
+  /** One application: its details, its usage charts and its forms. */
+  const applicationCard = async (app: Application, session: PortalSession) => {
+    const now = Date.now()
+    // 24 buckets ending with the current hour, and 30 ending with today. A store that cannot
+    // answer costs the charts, not the page: the forms still work.
+    const usage = await Promise.all([
+      gate.usage.query({ appToken: app.appToken, from: now - (now % HOUR) - 23 * HOUR, to: now, granularity: 'hour' }),
+      gate.usage.query({ appToken: app.appToken, from: now - (now % DAY) - 29 * DAY, to: now, granularity: 'day' }),
+    ]).catch(() => undefined)
+    const unavailable = '<p class="problem">Usage cannot be read right now; reload the page in a moment.</p>'
+    const token = escape(app.appToken)
+    const name = escape(app.name)
+    const action = `/profile/edit/developer_settings/applications/${token}`
+    const csrf = `<input type="hidden" name="csrf" value="${escape(session.csrf)}">`
+    const grace =
+      app.previousSecretExpiresAt !== null && app.previousSecretExpiresAt > now
+        ? `<dt>Previous secret token</dt><dd>works until <time datetime="${new Date(app.previousSecretExpiresAt).toISOString()}">${utc(app.previousSecretExpiresAt)}</time></dd>`
+        : ''
+    return `<article class="application" id="app-${token}"><h3>${name}</h3>
+<dl><dt>App token</dt><dd><code>${token}</code></dd><dt>Created</dt><dd><time datetime="${new Date(app.createdAt).toISOString()}">${utc(app.createdAt)}</time></dd>${
+      app.callbackPrefix === null ? '' : `<dt>Callback Prefix</dt><dd><code>${escape(app.callbackPrefix)}</code></dd>`
+    }${grace}</dl>
+<h4>Last 24 hours, by hour</h4>${usage === undefined ? unavailable : usageChart(usage[0].buckets, { granularity: 'hour', title: `${app.name}: requests in the last 24 hours`, id: `hours-${app.appToken}` })}
+<h4>Last 30 days, by day</h4>${usage === undefined ? unavailable : usageChart(usage[1].buckets, { granularity: 'day', title: `${app.name}: requests in the last 30 days`, id: `days-${app.appToken}` })}
+<form method="post" action="${action}/name">${csrf}<label>New name <input name="name" required maxlength="200" value="${name}"></label><button>Rename</button></form>
+<form method="post" action="${action}/secret">${csrf}<p>A new secret token replaces this one; the current one keeps working for a while, so your server can be updated first.</p><button>New secret token</button></form>
+<p><a class="danger" href="${action}/delete">Delete ${name}</a></p></article>`
+  }
+
+  /** The signed-in user's application named in the path, or a 404 page (another user's is no different from none). */
+  const ownApplication = async (req: Request, res: Response, session: PortalSession): Promise<Application | undefined> => {
+    const appToken = typeof req.params.appToken === 'string' ? req.params.appToken : ''
+    const app = APP_TOKEN.test(appToken) ? await gate.applications.find(appToken) : undefined
+    if (app !== undefined && app.ownerId === session.userId) return app
+    page(res, 404, 'No such application', '<p>You have no application with this app token. <a href="/profile/edit/developer_settings">Back to developer settings</a></p>')
+    return undefined
+  }
+
+  /** A signed-in user's form post with the page's CSRF token, or an answer already sent. */
+  const formSession = (req: Request, res: Response): PortalSession | undefined => {
+    const session = sessions.session(req.headers)
+    if (session === undefined) {
+      res.redirect(303, '/login')
+      return undefined
+    }
+    if (!sameCsrf(session, field(req, 'csrf'))) {
+      page(res, 403, 'Refused', '<p>The form is out of date; reload the page and try again.</p>')
+      return undefined
+    }
+    return session
+  }
+
+  router.get('/profile/edit/developer_settings', async (req, res) => {
     const session = sessions.session(req.headers)
     if (session === undefined) return res.redirect(303, `/login?return_to=${encodeURIComponent(req.originalUrl)}`)
-    settings(res, session, 200)
+    await settings(res, session, 200)
   })
 
   router.post('/profile/edit/developer_settings', form, async (req, res) => {
@@ -205,15 +284,68 @@ ${registered}${problem === '' ? '' : `<p class="problem" role="alert">${escape(p
       const app = await gate.applications.registerOwn({ ownerId: session.userId, name, callbackPrefix: prefix === '' ? null : prefix })
       const shown = `<div class="secret" id="registered" role="status"><p>Registered <strong>${escape(app.application.name)}</strong>. Copy the secret token now: it is shown this once, and only its hash is kept.</p>
 <dl><dt>App token</dt><dd><code id="app-token">${escape(app.appToken)}</code></dd><dt>Secret token</dt><dd><code id="secret-token">${escape(app.secretToken)}</code></dd></dl></div>`
-      settings(res, session, 201, shown)
+      await settings(res, session, 201, { registered: shown })
     } catch (error) {
       if (error instanceof GateError && (error.code === 'application_limit_reached' || error.code === 'too_many_requests')) {
         if (error.headers?.['retry-after'] !== undefined) res.setHeader('retry-after', error.headers['retry-after'])
-        return settings(res, session, error.status, '', error.message, name, prefix)
+        return await settings(res, session, error.status, { problem: error.message, name, prefix })
       }
       if (!(error instanceof TypeError)) throw error
-      settings(res, session, 400, '', error.message.replace(/^open-data-gate: /, ''), name, prefix)
+      await settings(res, session, 400, { problem: error.message.replace(/^open-data-gate: /, ''), name, prefix })
     }
+  })
+
+  router.post('/profile/edit/developer_settings/applications/:appToken/name', form, async (req, res) => {
+    const session = formSession(req, res)
+    const app = session === undefined ? undefined : await ownApplication(req, res, session)
+    if (session === undefined || app === undefined) return
+    try {
+      const renamed = await gate.applications.update(app.appToken, { name: field(req, 'name') ?? '' })
+      await settings(res, session, 200, { notice: `<p class="notice" role="status">Renamed <strong>${escape(app.name)}</strong> to <strong>${escape(renamed.name)}</strong>.</p>` })
+    } catch (error) {
+      if (!(error instanceof TypeError)) throw error
+      await settings(res, session, 400, { notice: `<p class="problem" role="alert">${escape(error.message.replace(/^open-data-gate: /, ''))}</p>` })
+    }
+  })
+
+  router.post('/profile/edit/developer_settings/applications/:appToken/secret', form, async (req, res) => {
+    const session = formSession(req, res)
+    const app = session === undefined ? undefined : await ownApplication(req, res, session)
+    if (session === undefined || app === undefined) return
+    const secretToken = await gate.applications.rotateSecret(app.appToken)
+    const expiresAt = (await gate.applications.find(app.appToken))?.previousSecretExpiresAt ?? null
+    const until =
+      expiresAt === null || expiresAt <= Date.now()
+        ? '<p>The previous secret token no longer works.</p>'
+        : `<p>The previous secret token keeps working until <time datetime="${new Date(expiresAt).toISOString()}">${utc(expiresAt)}</time>: update your server with the new one before then.</p>`
+    await settings(res, session, 200, {
+      notice: `<div class="secret" id="rotated" role="status"><p>A new secret token for <strong>${escape(app.name)}</strong>. Copy it now: it is shown this once, and only its hash is kept.</p>
+<dl><dt>Secret token</dt><dd><code id="new-secret-token">${escape(secretToken)}</code></dd></dl>${until}</div>`,
+    })
+  })
+
+  // Deleting asks first, on a page of its own: a GET shows what will happen, the POST does it.
+  router.get('/profile/edit/developer_settings/applications/:appToken/delete', async (req, res) => {
+    const session = sessions.session(req.headers)
+    if (session === undefined) return res.redirect(303, `/login?return_to=${encodeURIComponent(req.originalUrl)}`)
+    const app = await ownApplication(req, res, session)
+    if (app === undefined) return
+    page(
+      res,
+      200,
+      `Delete ${app.name}?`,
+      `<p>Its app token <code>${escape(app.appToken)}</code> will be refused from then on, and the access tokens users gave it stop working. This cannot be undone.</p>
+<form method="post" action="/profile/edit/developer_settings/applications/${escape(app.appToken)}/delete"><input type="hidden" name="csrf" value="${escape(session.csrf)}"><button class="danger">Delete ${escape(app.name)} for good</button></form>
+<p><a href="/profile/edit/developer_settings#app-${escape(app.appToken)}">Keep it</a></p>`,
+    )
+  })
+
+  router.post('/profile/edit/developer_settings/applications/:appToken/delete', form, async (req, res) => {
+    const session = formSession(req, res)
+    const app = session === undefined ? undefined : await ownApplication(req, res, session)
+    if (session === undefined || app === undefined) return
+    await gate.applications.delete(app.appToken)
+    await settings(res, session, 200, { notice: `<p class="notice" role="status">Deleted <strong>${escape(app.name)}</strong>.</p>` })
   })
   return router
 }
@@ -224,8 +356,11 @@ section{background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:1rem 
 label{display:block;margin:.5rem 0}input{display:block;width:100%;max-width:30rem;padding:.4rem;font:inherit}
 button{font:inherit;padding:.35rem .9rem;margin-top:.5rem}form.inline{display:inline}
 .problem{color:#a40e26;font-weight:600}.secret{background:#fff8c5;border:1px solid #d4a72c;padding:.5rem 1rem;border-radius:6px}
-code{word-break:break-all}table{border-collapse:collapse;width:100%;margin-top:1rem}th,td{text-align:left;padding:.3rem;border-bottom:1px solid #d0d7de;font-size:.9rem}
-@media (prefers-color-scheme:dark){body{background:#0d1117;color:#e6edf3}section{background:#161b22;border-color:#30363d}.secret{background:#3b2e00;border-color:#9e6a03}.problem{color:#ff7b72}}`
+code{word-break:break-all}article.application{border-top:1px solid #d0d7de;padding-top:.5rem;margin-top:1rem}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}dd{margin:0}figure{margin:.5rem 0}figure svg{display:block;max-width:100%;height:auto}
+details{font-size:.9rem}a.danger,button.danger{color:#a40e26}.notice{background:#dafbe1;border:1px solid #4ac26b;padding:.5rem 1rem;border-radius:6px}
+table{border-collapse:collapse;width:100%;margin-top:1rem}th,td{text-align:left;padding:.3rem;border-bottom:1px solid #d0d7de;font-size:.9rem}
+@media (prefers-color-scheme:dark){body{background:#0d1117;color:#e6edf3}section{background:#161b22;border-color:#30363d}.secret{background:#3b2e00;border-color:#9e6a03}.problem{color:#ff7b72}.notice{background:#0f2e1a;border-color:#2ea043}a.danger,button.danger{color:#ff7b72}article.application{border-color:#30363d}}`
 
 /** The API key section: the platform's endpoints, called from the page with the portal session. */
 const SCRIPT = `'use strict'

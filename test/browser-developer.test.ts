@@ -3,14 +3,16 @@
  * The example portal's developer pages as a person uses them, in Chromium: sign in,
  * register an application on the developer settings page (its secret shown once), create
  * an API key there and use it from a script, sign in to the new application through
- * OAuth, then revoke it on the connected-apps page and see its token refused.
+ * OAuth, then revoke it on the connected-apps page and see its token refused; see an
+ * application's traffic on its usage chart, rotate its secret (the old one accepted for the
+ * grace, then refused), rename and delete it there.
  * Screenshots of each page go to test-artifacts/ (gitignored).
  *
  * Skipped, with a notice, where Chromium is not installed; `.ci/run` installs it.
  */
 import type { Browser, Page } from 'playwright-core'
 import { chromiumAvailable, openPage, portalInChromium, screenshot, type PortalInChromium } from './support/chromium.js'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { PRIVATE_DATASETS } from '../examples/datasets.js'
 import { DEMO_USER } from '../examples/portal.js'
 import { tlsFetch } from './support/tls-fetch.js'
@@ -156,4 +158,109 @@ describe.skipIf(!chromiumAvailable)('the developer settings page in Chromium', (
     expect(await page.locator('#secret-token').count()).toBe(0)
   })
 
+  it('charts an application’s traffic, rotates its secret with a grace, renames and deletes it', async () => {
+    const { page, problems } = await open()
+    const { gate } = (running as PortalInChromium).portal
+    await signIn(page)
+    await page.getByLabel('Application name').fill('Ferry times')
+    await page.getByLabel('Callback Prefix').fill(`${origin}/ferry/`)
+    await page.getByRole('button', { name: 'Register' }).click()
+    await page.getByRole('status').waitFor()
+    const appToken = (await page.locator('#app-token').textContent()) as string
+    const oldSecret = (await page.locator('#secret-token').textContent()) as string
+    const card = page.locator(`#app-${appToken}`)
+    await expect(card.getByRole('img', { name: /last 24 hours/ }).getAttribute('aria-labelledby')).resolves.toBeTruthy()
+    await expect(card.textContent()).resolves.toContain('No requests in this period')
+
+    // Traffic with its app token: one with a wrong password (refused), then more than its
+    // limit, set low by the operator, allows (the rest throttled).
+    await gate.applications.update(appToken, { limit: 3 })
+    const statuses: number[] = []
+    const wrong = `Basic ${Buffer.from('ada:not the password').toString('base64')}`
+    statuses.push((await tlsFetch(`${origin}/resource/bike-racks.json`, { headers: { 'x-app-token': appToken, authorization: wrong } })).status)
+    for (let i = 0; i < 5; i++) statuses.push((await tlsFetch(`${origin}/resource/bike-racks.json`, { headers: { 'x-app-token': appToken } })).status)
+    expect(statuses).toContain(200)
+    expect(statuses).toContain(429)
+    await gate.usage.flush()
+
+    await page.goto(`${origin}/profile/edit/developer_settings`)
+    const hourly = card.locator('figure').first()
+    // The table behind the chart has this hour's counts, as the requests were answered.
+    const row = hourly.locator('tbody tr').last()
+    const cells = await row.locator('td').allTextContents()
+    expect(cells).toEqual([String(statuses.length), String(statuses.filter((s) => s === 429).length), String(statuses.filter((s) => s === 401).length)])
+    // And the chart draws them: a bar for the answered requests and one for the throttled.
+    const heightOf = async (selector: string) => Number(await hourly.locator(selector).last().getAttribute('height'))
+    expect(await heightOf('rect.bar-answered')).toBeGreaterThan(0)
+    expect(await heightOf('rect.bar-throttled')).toBeGreaterThan(0)
+    await card.scrollIntoViewIfNeeded()
+    await shot(page, 'developer-settings-usage')
+
+    // A new secret: shown once, with the time the old one stops working.
+    await card.getByRole('button', { name: 'New secret token' }).click()
+    await page.getByRole('status').waitFor()
+    const newSecret = (await page.locator('#new-secret-token').textContent()) as string
+    expect(newSecret).toMatch(/^[\w-]{43}$/)
+    const { previousSecretExpiresAt } = (await gate.applications.find(appToken)) as { previousSecretExpiresAt: number }
+    await expect(page.getByRole('status').locator('time').getAttribute('datetime')).resolves.toBe(new Date(previousSecretExpiresAt).toISOString())
+    await shot(page, 'developer-settings-new-secret')
+
+    // The token endpoint authenticates the client before it looks at the code: a made-up
+    // code is invalid_grant for the right secret and invalid_client for a wrong one.
+    const exchange = async (secret: string) => {
+      const response = await tlsFetch(`${origin}/oauth/access_token`, {
+        method: 'POST',
+        body: new URLSearchParams({ grant_type: 'authorization_code', client_id: appToken, client_secret: secret, redirect_uri: `${origin}/ferry/cb`, code: 'made-up' }),
+      })
+      return ((await response.json()) as { error: string }).error
+    }
+    await expect(exchange(oldSecret)).resolves.toBe('invalid_grant')
+    await expect(exchange(newSecret)).resolves.toBe('invalid_grant')
+    // Past the grace (the clock moved on, not waited for), the old secret is refused.
+    vi.useFakeTimers({ toFake: ['Date'], now: previousSecretExpiresAt + 1000 })
+    try {
+      await expect(exchange(oldSecret)).resolves.toBe('invalid_client')
+      await expect(gate.applications.verifySecret(appToken, oldSecret)).resolves.toBe(false)
+      await expect(exchange(newSecret)).resolves.toBe('invalid_grant')
+    } finally {
+      vi.useRealTimers()
+    }
+
+    await page.goto(`${origin}/profile/edit/developer_settings`)
+    expect(await page.content()).not.toContain(newSecret)
+    await card.getByLabel('New name').fill('Ferry & tram times')
+    await card.getByRole('button', { name: 'Rename' }).click()
+    await expect(card.getByRole('heading', { level: 3 }).textContent()).resolves.toBe('Ferry & tram times')
+    await expect(gate.applications.find(appToken)).resolves.toMatchObject({ name: 'Ferry & tram times' })
+
+    await card.getByRole('link', { name: 'Delete Ferry & tram times' }).click()
+    await page.getByRole('heading', { name: 'Delete Ferry & tram times?' }).waitFor()
+    await shot(page, 'developer-settings-delete')
+    await page.getByRole('button', { name: 'Delete Ferry & tram times for good' }).click()
+    await page.getByRole('heading', { name: 'Developer settings' }).waitFor()
+    expect(await page.locator(`#app-${appToken}`).count()).toBe(0)
+    await expect(gate.applications.find(appToken)).resolves.toBeUndefined()
+    expect((await tlsFetch(`${origin}/resource/bike-racks.json`, { headers: { 'x-app-token': appToken } })).status).toBeGreaterThanOrEqual(400)
+    expect(problems).toEqual([])
+    // Many page loads in one test: room for a busy machine.
+  }, 90_000)
+
+  it('shows, renames and deletes none of another user’s applications', async () => {
+    const { page } = await open()
+    const { gate } = (running as PortalInChromium).portal
+    const other = await gate.users.create({ username: `grace${Date.now()}`, password: 'another long password', displayName: 'Grace', email: `grace${Date.now()}@example.org` })
+    const theirs = await gate.applications.register({ name: 'Not yours', ownerId: other.id })
+    await signIn(page)
+    expect(await page.locator(`#app-${theirs.appToken}`).count()).toBe(0)
+    const response = await page.goto(`${origin}/profile/edit/developer_settings/applications/${theirs.appToken}/delete`)
+    expect(response?.status()).toBe(404)
+    // The forms' own posts, with this user's CSRF token, change nothing of theirs either.
+    await page.goto(`${origin}/profile/edit/developer_settings`)
+    const csrf = (await page.locator('input[name="csrf"]').first().inputValue()) as string
+    for (const action of ['name', 'secret', 'delete']) {
+      const posted = await page.request.post(`${origin}/profile/edit/developer_settings/applications/${theirs.appToken}/${action}`, { form: { csrf, name: 'Mine now' } })
+      expect(posted.status()).toBe(404)
+    }
+    await expect(gate.applications.find(theirs.appToken)).resolves.toMatchObject({ name: 'Not yours', previousSecretExpiresAt: null })
+  })
 })
