@@ -100,26 +100,12 @@ export class Throttle {
    * @throws {StoreError} when the store failed and the mode is `fail-closed`
    */
   check(application: ApplicationRecord | null, client: ClientInfo): Awaitable<ThrottlePass | null> {
-    let policy: ResolvedPolicy | null
-    let key: string
-    let limit: number
-    if (application !== null) {
-      policy = this.#config.application
-      if (policy === null) return null
-      key = applicationRateKey(application.appToken)
-      limit = application.limit ?? policy.limit
-    } else {
-      const anonymous = this.#config.anonymous
-      if (anonymous === null) return null
-      policy = anonymous
-      key = anonymousRateKey(anonymous.scope, client.ip, anonymous.ipv6Subnet)
-      limit = anonymous.limit
-    }
-
-    const chosen = policy
+    const budget = this.#budget(application, client)
+    if (budget === undefined) return null
+    const { policy, key, limit } = budget
     const result = this.consume(key, limit, policy.windowMs, 1)
-    if (isPromiseLike(result)) return Promise.resolve(result).then((settled) => this.#verdict(settled, chosen, limit, application, client))
-    return this.#verdict(result, chosen, limit, application, client)
+    if (isPromiseLike(result)) return Promise.resolve(result).then((settled) => this.#verdict(settled, policy, limit, application, client))
+    return this.#verdict(result, policy, limit, application, client)
   }
 
   /** Whether the throttle counts in `store` (not in a separate `rateStore`). */
@@ -133,23 +119,23 @@ export class Throttle {
    * refuses without a store call).
    */
   plan(application: ApplicationRecord | null, client: ClientInfo): ThrottlePlan | undefined {
-    let policy: ResolvedPolicy | null
-    let key: string
-    let limit: number
-    if (application !== null) {
-      policy = this.#config.application
-      if (policy === null) return undefined
-      key = applicationRateKey(application.appToken)
-      limit = application.limit ?? policy.limit
-    } else {
-      const anonymous = this.#config.anonymous
-      if (anonymous === null) return undefined
-      policy = anonymous
-      key = anonymousRateKey(anonymous.scope, client.ip, anonymous.ipv6Subnet)
-      limit = anonymous.limit
-    }
+    const budget = this.#budget(application, client)
+    if (budget === undefined) return undefined
+    const { policy, key, limit } = budget
     if (this.isBlocked(key)) return undefined
     return { key, cost: 1, limit, windowMs: policy.windowMs, policy, application }
+  }
+
+  /** The policy, rate key and limit a request counts against; `undefined` when no policy applies. */
+  #budget(application: ApplicationRecord | null, client: ClientInfo): { policy: ResolvedPolicy; key: string; limit: number } | undefined {
+    if (application !== null) {
+      const policy = this.#config.application
+      if (policy === null) return undefined
+      return { policy, key: applicationRateKey(application.appToken), limit: application.limit ?? policy.limit }
+    }
+    const anonymous = this.#config.anonymous
+    if (anonymous === null) return undefined
+    return { policy: anonymous, key: anonymousRateKey(anonymous.scope, client.ip, anonymous.ipv6Subnet), limit: anonymous.limit }
   }
 
   /** The verdict on a planned step the store took (as {@link check} gives it). */

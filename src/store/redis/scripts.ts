@@ -21,6 +21,35 @@ function script(keys: number, lua: string): RedisScript {
 }
 
 /**
+ * The Lua of one GCRA step, shared by {@link GCRA} and {@link LOOKUP_REQUEST}: `now` from the
+ * server's clock in µs, and `step(key, limit, windowMs, cost)` returning
+ * {allowed 0|1, remaining, resetMs, retryAfterMs}.
+ */
+const GCRA_STEP_LUA = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local function ms(us) if us <= 0 then return 0 end return math.ceil(us / 1000) end
+local function step(key, limitArg, windowArg, costArg)
+  local limit = tonumber(limitArg)
+  local cost = tonumber(costArg)
+  local interval = math.ceil(tonumber(windowArg) * 1000 / limit)
+  local stored = redis.call('GET', key)
+  local tat = now
+  if stored then
+    local s = tonumber(stored)
+    if s and s > now then tat = s end
+  end
+  local newTat = tat + cost * interval
+  local allowAt = newTat - interval * limit
+  if now < allowAt then return {0, 0, ms(tat - now), ms(allowAt - now)} end
+  local remaining = math.floor((now - allowAt) / interval)
+  local retry = 0
+  if remaining <= 0 then retry = ms(allowAt + interval - now) end
+  if cost > 0 then redis.call('SET', key, string.format('%.0f', newTat), 'PX', math.ceil((newTat - now) / 1000)) end
+  return {1, remaining, ms(newTat - now), retry}
+end
+`
+
+/**
  * One GCRA step, on the server's clock: exactly the arithmetic of `gcraStep` in
  * `src/limits/gcra.ts` (integer microseconds, emission interval rounded up to a whole µs, times
  * rounded up to whole ms). The arrival time is one integer string with a TTL of the time
@@ -29,29 +58,7 @@ function script(keys: number, lua: string): RedisScript {
  * KEYS[1] the rate key; ARGV limit, windowMs, cost.
  * Returns {allowed 0|1, remaining, resetMs, retryAfterMs}.
  */
-export const GCRA = script(
-  1,
-  `local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local limit = tonumber(ARGV[1])
-local cost = tonumber(ARGV[3])
-local interval = math.ceil(tonumber(ARGV[2]) * 1000 / limit)
-local stored = redis.call('GET', KEYS[1])
-local tat = now
-if stored then
-  local s = tonumber(stored)
-  if s and s > now then tat = s end
-end
-local function ms(us) if us <= 0 then return 0 end return math.ceil(us / 1000) end
-local newTat = tat + cost * interval
-local allowAt = newTat - interval * limit
-if now < allowAt then return {0, 0, ms(tat - now), ms(allowAt - now)} end
-local remaining = math.floor((now - allowAt) / interval)
-local retry = 0
-if remaining <= 0 then retry = ms(allowAt + interval - now) end
-if cost > 0 then redis.call('SET', KEYS[1], string.format('%.0f', newTat), 'PX', math.ceil((newTat - now) / 1000)) end
-return {1, remaining, ms(newTat - now), retry}`,
-)
+export const GCRA = script(1, `${GCRA_STEP_LUA}return step(KEYS[1], ARGV[1], ARGV[2], ARGV[3])`)
 
 /**
  * Creates a hash if no key of that name exists, with an optional absolute expiry.
@@ -492,29 +499,7 @@ return 1`,
  */
 export const LOOKUP_REQUEST = script(
   3,
-  `local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local function ms(us) if us <= 0 then return 0 end return math.ceil(us / 1000) end
-local function step(key, limitArg, windowArg, costArg)
-  local limit = tonumber(limitArg)
-  local cost = tonumber(costArg)
-  local interval = math.ceil(tonumber(windowArg) * 1000 / limit)
-  local stored = redis.call('GET', key)
-  local tat = now
-  if stored then
-    local s = tonumber(stored)
-    if s and s > now then tat = s end
-  end
-  local newTat = tat + cost * interval
-  local allowAt = newTat - interval * limit
-  if now < allowAt then return {0, 0, ms(tat - now), ms(allowAt - now)} end
-  local remaining = math.floor((now - allowAt) / interval)
-  local retry = 0
-  if remaining <= 0 then retry = ms(allowAt + interval - now) end
-  if cost > 0 then redis.call('SET', key, string.format('%.0f', newTat), 'PX', math.ceil((newTat - now) / 1000)) end
-  return {1, remaining, ms(newTat - now), retry}
-end
-local P = ARGV[3]
+  `${GCRA_STEP_LUA}local P = ARGV[3]
 local function field(raw, name)
   for i = 1, #raw, 2 do if raw[i] == name then return raw[i + 1] end end
   return nil
