@@ -441,6 +441,16 @@ export const variants = [
       const { gate, headers } = await gateWithApp()
       return { listener: await koaApp(koaGate(gate)), headers }
     },
+  },  // koa-gate without request ids, so the pair shows what they cost on Koa (on node:http:
+  // +0.9 µs; see docs/performance.md for Koa's gap to its target).
+  {
+    name: 'koa-gate-request-id-off', framework: 'koa', baseline: 'koa-bare', path: PATH,
+    expectHeaders: GATE_HEADERS,
+    create: async () => {
+      const { koaGate } = await import('../dist/koa.js')
+      const { gate, headers } = await gateWithApp('memory', { requestId: false })
+      return { listener: await koaApp(koaGate(gate)), headers }
+    },
   },
 ]
 

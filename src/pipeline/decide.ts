@@ -289,8 +289,10 @@ export class Pipeline {
 
   /**
    * Sends a request's lookup; if the store fails, the separate calls run instead, so the
-   * request meets the configured store-failure mode exactly as it would have without the
-   * lookup (a throttle that counts in this process's memory, a 503 for a record).
+   * request meets the configured store-failure mode as it would have without the lookup (a
+   * throttle that counts in this process's memory, a 503 for a record). One step may count
+   * twice: a lookup that timed out after Redis took its step, followed by separate calls
+   * that reach the store (the guard's probe, or a data error that does not mark it down).
    */
   #inOneTrip(lookup: RequestLookup, state: RequestState, credentials: Credentials, tokenHash: string | undefined, then: (found: RequestLookupResult) => Awaitable<GateOutcome>): Awaitable<GateOutcome> {
     const separately = (): Awaitable<GateOutcome> => (tokenHash === undefined ? this.#throttleThenVerify(state, credentials, undefined) : this.#tokenBudget(state, credentials, tokenHash))
