@@ -105,7 +105,11 @@ describe.skipIf(!pgPossible)('usage flushes around a PostgreSQL restart', () => 
     await store.migrate()
     // The application record stays cached for the whole test, however slow a loaded machine makes it.
     gate = createGate({ store, storeTimeoutMs: 1500, applicationCacheMs: 3_600_000, throttle: false, usage: { flushIntervalMs: 3_600_000 } })
+    // The registration's change notification drops the gate's cached copy whenever it
+    // arrives: wait for it (every attached sink hears it), so the copy cached next stays.
+    const heard = new Promise<void>((resolve) => store.attach({ applicationChanged: () => resolve(), rateKeyEvicted: () => {} }))
     const { appToken } = await gate.applications.register({ name: 'restarted' })
+    await heard
     await send(gate, appToken, 10)
     await gate.usage.flush()
 
