@@ -1,10 +1,11 @@
 import { Cluster } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createGate } from '../src/index.js'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { createGate, type Gate, type GateOptions } from '../src/index.js'
 import { RedisStore, redisClientDefaults } from '../src/store/redis/store.js'
 import { describeStore } from '../src/testing/index.js'
 import { pagesOf, userWithManyKeys } from './redis/key-pages.js'
 import { describeSameAsMemoryStore } from './redis/same-as-memory.js'
+import { countRoundTrips } from './redis/round-trips.js'
 import { OwnRedisCluster, randomPrefix, redisBinariesAvailable } from './redis/servers.js'
 
 // Ports 17001-17003 of this project's test range (17000-17199).
@@ -36,28 +37,148 @@ describe.skipIf(!available)('RedisStore on a three-node Redis Cluster', () => {
 
   describeSameAsMemoryStore('RedisStore (Cluster)', () => new RedisStore({ client, prefix }))
 
-  it('authenticates tokens and keys with one call per record, where a request\'s keys live in several slots, and refuses revoked ones', async () => {
+  /** A gate on its own RedisStore over the cluster: one instance of a deployment. */
+  const instance = (options: Partial<GateOptions> = {}) => {
     const store = new RedisStore({ client, prefix })
-    // Its token, user and rate keys are on several nodes: no one-script lookup.
-    expect(store.lookupRequest).toBeUndefined()
-    const gate = createGate({ store, trustProxy: 'loopback' })
+    return { store, gate: createGate({ store, trustProxy: 'loopback', usage: false, applicationCacheMs: 600_000, ...options }) }
+  }
+  const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
+  /** Asks the gate over https; answers how the request authenticated, or the refusal's status, with the application's budget left. */
+  const ask = async (gate: Gate, authorization: string | undefined, app?: string) => {
+    const headers: Record<string, string> = { 'x-forwarded-proto': 'https', ...(authorization === undefined ? {} : { authorization }), ...(app === undefined ? {} : { 'x-app-token': app }) }
+    const outcome = await gate.handle({ method: 'GET', url: '/x', headers, peerAddress: '127.0.0.1', tls: false })
+    const sent = outcome.type === 'next' ? outcome.headers : outcome.response.headers
+    const left = /r=(\d+)/.exec(String(sent.ratelimit ?? ''))?.[1]
+    return { auth: outcome.type === 'next' ? outcome.context.auth : outcome.response.status, left: left === undefined ? undefined : Number(left) }
+  }
+  /** What a Redis key is, from its name. */
+  const kind = (command: string) => (/rate:\{/.test(command) ? 'rate' : /:token:\{/.test(command) ? 'token' : /\{users\}:user:/.test(command) ? 'user' : /keyowner:\{/.test(command) ? 'key owner' : /:key:/.test(command) ? 'key' : command)
+
+  it('authenticates every credential in one round trip to the cluster once the instance has seen it, counted command by command', async () => {
+    const { store, gate } = instance()
+    const trips = countRoundTrips(client)
     try {
+      expect(store.lookupRequest).toBeTypeOf('function')
       const { appToken } = await gate.applications.register({ name: 'cluster' })
-      const user = await gate.users.create({ username: `cluster-${Date.now()}`, displayName: 'C', email: 'c@example.org' })
+      const password = 'correct horse battery staple'
+      const user = await gate.users.create({ username: `trips-${Date.now()}`, password, displayName: 'T', email: 't@example.org' })
       const { accessToken } = await gate.tokens.issue({ userId: user.id, appToken })
-      const { keyId, keySecret } = await gate.apiKeys.create(user.id, { name: 'cluster' })
-      const ask = async (authorization: string, app?: string) => {
-        const headers: Record<string, string> = { 'x-forwarded-proto': 'https', authorization, ...(app === undefined ? {} : { 'x-app-token': app }) }
-        const outcome = await gate.handle({ method: 'GET', url: '/x', headers, peerAddress: '127.0.0.1', tls: false })
-        return outcome.type === 'next' ? outcome.context.auth : outcome.response.status
+      const { keyId, keySecret } = await gate.apiKeys.create(user.id, { name: 'trips' })
+      await ask(gate, undefined, appToken) // the application, into the instance's cache
+      const counted = async (authorization: string | undefined, app: string | undefined) => {
+        const { value, commands, roundTrips } = await trips.count(() => ask(gate, authorization, app))
+        return { auth: value.auth, keys: commands.map(kind).sort(), roundTrips }
       }
-      const key = `Basic ${Buffer.from(`${keyId}:${keySecret}`).toString('base64')}`
-      for (let i = 0; i < 2; i++) expect([await ask(`Bearer ${accessToken}`), await ask(`OAuth ${accessToken}`, appToken), await ask(key, appToken)]).toEqual(['oauth', 'oauth', 'api-key'])
-      await gate.tokens.revoke(accessToken)
-      await gate.apiKeys.revoke(keyId)
-      expect([await ask(`Bearer ${accessToken}`), await ask(key, appToken)]).toEqual([401, 401])
+      const credentials = {
+        'an app token': [undefined, appToken, 'none'],
+        'an OAuth token with its app token': [`OAuth ${accessToken}`, appToken, 'oauth'],
+        'a Bearer token alone (its application is the budget)': [`Bearer ${accessToken}`, undefined, 'oauth'],
+        'an API key': [basic(keyId, keySecret), appToken, 'api-key'],
+        'a password': [basic(user.username, password), appToken, 'password'],
+      } as const
+      const first: Record<string, unknown> = {}
+      for (const [name, [authorization, app, auth]] of Object.entries(credentials)) {
+        const seen = await counted(authorization, app)
+        expect(seen.auth, name).toBe(auth)
+        first[name] = seen.roundTrips
+      }
+      // The first sight of a key writes when it was last used, in the background: let it land.
+      await vi.waitFor(async () => expect((await store.getApiKey(keyId))?.lastUsedAt).not.toBeNull())
+      const warm: Record<string, unknown> = {}
+      for (const [name, [authorization, app]] of Object.entries(credentials)) warm[name] = await counted(authorization, app)
+      expect(warm).toEqual({
+        'an app token': { auth: 'none', keys: ['rate'], roundTrips: 1 },
+        'an OAuth token with its app token': { auth: 'oauth', keys: ['rate', 'token', 'user'], roundTrips: 1 },
+        'a Bearer token alone (its application is the budget)': { auth: 'oauth', keys: ['rate', 'token', 'user'], roundTrips: 1 },
+        'an API key': { auth: 'api-key', keys: ['key', 'rate', 'user'], roundTrips: 1 },
+        'a password': { auth: 'password', keys: ['rate', 'user'], roundTrips: 1 },
+      })
+      // At first sight: the token before its user, the key's owner before the key (a password runs scrypt).
+      expect(first).toMatchObject({ 'an app token': 1, 'an OAuth token with its app token': 2, 'an API key': 2 })
     } finally {
+      trips.stop()
       await gate.close()
+    }
+  })
+
+  it('costs one round trip and one read of a missing key for a made-up token or key id, and remembers nothing of them', async () => {
+    const { gate } = instance()
+    const trips = countRoundTrips(client)
+    try {
+      const { appToken } = await gate.applications.register({ name: 'flood' })
+      await ask(gate, undefined, appToken)
+      for (let i = 0; i < 3; i++) {
+        const token = await trips.count(() => ask(gate, `OAuth madeup${i}${'x'.repeat(36)}`, appToken))
+        expect([token.value.auth, token.commands.map(kind).sort(), token.roundTrips]).toEqual([401, ['rate', 'token'], 1])
+        const keyId = `k${String(i).padStart(24, '0')}`
+        const key = await trips.count(() => ask(gate, basic(keyId, 'secret'), appToken))
+        expect([key.value.auth, key.commands.map(kind).sort(), key.roundTrips]).toEqual([401, ['key owner', 'rate'], 1])
+      }
+    } finally {
+      trips.stop()
+      await gate.close()
+    }
+  })
+
+  it("refuses a token, key or password revoked on another instance on this instance's next request, and charges the application nothing for a revoked token", async () => {
+    const a = instance({ throttle: { application: { limit: 1000, windowMs: 3_600_000 } } })
+    const b = instance()
+    try {
+      const { appToken } = await a.gate.applications.register({ name: 'revocations' })
+      const password = 'correct horse battery staple'
+      const stamp = Date.now()
+      const user = await a.gate.users.create({ username: `rev-${stamp}`, password, displayName: 'R', email: 'r@example.org' })
+      const leaving = await a.gate.users.create({ username: `leaving-${stamp}`, displayName: 'L', email: 'l@example.org' })
+      const token = (await a.gate.tokens.issue({ userId: user.id, appToken })).accessToken
+      const bearer = (await a.gate.tokens.issue({ userId: user.id, appToken })).accessToken
+      const leavingToken = (await a.gate.tokens.issue({ userId: leaving.id, appToken })).accessToken
+      const key = await a.gate.apiKeys.create(user.id, { name: 'rev' })
+      const leavingKey = await a.gate.apiKeys.create(leaving.id, { name: 'rev' })
+      const requests = {
+        'an OAuth token': [`OAuth ${token}`, appToken],
+        'a Bearer token alone': [`Bearer ${bearer}`, undefined],
+        'a token of a deleted user': [`OAuth ${leavingToken}`, appToken],
+        'an API key': [basic(key.keyId, key.keySecret), appToken],
+        'an API key of a deleted user': [basic(leavingKey.keyId, leavingKey.keySecret), appToken],
+        'a password': [basic(user.username, password), appToken],
+      } as const
+      const answers = async () => {
+        const out: Record<string, unknown> = {}
+        for (const [name, [authorization, app]] of Object.entries(requests)) out[name] = (await ask(a.gate, authorization, app)).auth
+        return out
+      }
+      // Seen twice by instance a, so that it knows every credential's facts.
+      await answers()
+      expect(await answers()).toEqual({
+        'an OAuth token': 'oauth',
+        'a Bearer token alone': 'oauth',
+        'a token of a deleted user': 'oauth',
+        'an API key': 'api-key',
+        'an API key of a deleted user': 'api-key',
+        'a password': 'password',
+      })
+      await b.gate.tokens.revoke(token)
+      await b.gate.tokens.revoke(bearer)
+      await b.gate.apiKeys.revoke(key.keyId)
+      await b.gate.users.delete(leaving.id)
+      await b.gate.users.setPassword(user.id, 'another horse battery staple')
+      const before = (await ask(a.gate, undefined, appToken)).left
+      const refused = await ask(a.gate, `Bearer ${bearer}`)
+      const after = (await ask(a.gate, undefined, appToken)).left
+      expect(refused.auth).toBe(401)
+      // The application's budget counted the two app-token requests, not the revoked token's.
+      expect(after).toBe(before! - 1)
+      expect(await answers()).toEqual({
+        'an OAuth token': 401,
+        'a Bearer token alone': 401,
+        'a token of a deleted user': 401,
+        'an API key': 401,
+        'an API key of a deleted user': 401,
+        'a password': 401,
+      })
+    } finally {
+      await a.gate.close()
+      await b.gate.close()
     }
   })
 

@@ -59,8 +59,10 @@ describe('checkStore', () => {
     expect(report.passed).toEqual(expect.arrayContaining(LOOKUP_CHECKS))
     const broken = await checkStore(() => withRequestLookup('revoked token user'))
     expect(broken.failed.map((f) => f.name)).toEqual([
-      'request lookup (optional): answers an access token with a fixed budget as the step, then the token and its user, would: live, revoked, expired, unknown, a user that is gone',
-      "request lookup (optional): answers an access token with the token's budget: a live token takes the step and reads its user, any other takes the other step or none",
+      'request lookup (optional): answers an access token with a fixed budget as the step, then the token and its user, would: live, revoked, expired, unknown, a user that is gone, at first sight or seen live before',
+      "request lookup (optional): answers an access token with the token's budget: a live token takes the step and reads its user, any other takes the other step or none, at first sight or seen live before",
+      // A token revoked after it was seen, sent with another application's token: it is not live, so the other step.
+      "request lookup (optional): takes no step for a live token of another application, and reads no user when the token's budget refuses, at first sight or seen live before",
     ])
     expect(broken.failed[0]?.error).toMatch(/a revoked token: the records read/)
   })

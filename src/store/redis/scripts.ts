@@ -61,6 +61,31 @@ end
 export const GCRA = script(1, `${GCRA_STEP_LUA}return step(KEYS[1], ARGV[1], ARGV[2], ARGV[3])`)
 
 /**
+ * Gives back a step {@link GCRA} took and allowed: the arrival time moves back by the step's
+ * cost, on the server's clock; a key whose arrival time is then not in the future is
+ * deleted (its whole budget is free, as for a key never stepped). Steps taken on the key
+ * since are kept: GCRA steps add up, so undoing one leaves the key as if only the others had
+ * been taken. (Should the key have drained to empty and been stepped again since, the undo
+ * frees one count of those newer steps: at most one count, in the client's favour.) Used by
+ * the Cluster request lookup, which takes a step before it knows a token was revoked (see
+ * `./cluster-lookup.ts`).
+ *
+ * KEYS[1] the rate key; ARGV limit, windowMs, cost (as the step had them).
+ * Returns 1 when the key was moved back, 0 when it had no arrival time.
+ */
+export const GCRA_UNDO = script(
+  1,
+  `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local interval = math.ceil(tonumber(ARGV[2]) * 1000 / tonumber(ARGV[1]))
+local stored = tonumber(redis.call('GET', KEYS[1]) or '')
+if not stored then return 0 end
+local tat = stored - tonumber(ARGV[3]) * interval
+if tat <= now then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], string.format('%.0f', tat), 'PX', math.ceil((tat - now) / 1000)) end
+return 1`,
+)
+
+/**
  * Creates a hash if no key of that name exists, with an optional absolute expiry.
  * KEYS[1] the record; ARGV expireAtMs ('' for none), then field, value pairs.
  * Returns 1 when created, 0 when the key existed.
@@ -486,7 +511,8 @@ return 1`,
  * The store work of one authenticated request in one round trip (`lookupRequest`): a GCRA
  * step (the arithmetic of {@link GCRA}) and the credential's records, in the order
  * `RequestLookup` describes. Single-node Redis only: it reads the user (and an API key's
- * hash) under keys it builds from what it read, which Cluster may keep on another node.
+ * hash) under keys it builds from what it read, which Cluster may keep on another node
+ * (there `./cluster-lookup.ts` sends the same work as concurrent commands).
  *
  * KEYS[1] the credential's key (`token:{hash}`, `keyowner:{keyId}` or the user's hash),
  * KEYS[2] the rate key of the step, KEYS[3] the rate key of a token that is not live (or KEYS[2] again).

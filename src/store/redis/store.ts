@@ -37,6 +37,7 @@ import {
   DELETE_SESSION,
   DELETE_USER,
   GCRA,
+  GCRA_UNDO,
   INDEX_ADD,
   LIST_API_KEYS,
   INDEX_SKELETON,
@@ -80,6 +81,7 @@ import type { RequestLookup, RequestLookupResult } from '../contract/request-loo
 import type { UsageBatch, UsageBucket, UsageGranularity, UsageStore, UsageTopQuery, UsageTotal } from '../usage-contract.js'
 import { RedisUsage } from './usage.js'
 import { CLAIM, DELETE_APPLICATION, ownerAppsKey, STALE_CLAIM_MS } from './owned-applications.js'
+import { ClusterLookup } from './cluster-lookup.js'
 
 export { redisClientDefaults, type RedisClient } from './client.js'
 
@@ -154,9 +156,9 @@ export class RedisStore implements GateStore, UsageStore {
   #closed = false
   #usage: RedisUsage | undefined
   /**
-   * A request's rate step and records in one `EVALSHA` (`LOOKUP_REQUEST`): present on a
-   * single Redis server, absent on Cluster, where the token, its user and the application's
-   * rate key are in three slots and the gate makes the separate calls.
+   * A request's rate step and records in one round trip: one `EVALSHA` (`LOOKUP_REQUEST`)
+   * on a single Redis server; on Cluster, where the token, its user and the application's
+   * rate key are in three slots, commands sent to their nodes at once (`./cluster-lookup.ts`).
    */
   readonly lookupRequest?: (lookup: RequestLookup) => Promise<RequestLookupResult>
 
@@ -192,6 +194,17 @@ export class RedisStore implements GateStore, UsageStore {
       throw new TypeError('open-data-gate: RedisStore needs { url } or { client }')
     }
     if (!('isCluster' in this.#client && this.#client.isCluster)) this.lookupRequest = (lookup) => this.#lookupRequest(lookup)
+    else {
+      const cluster = new ClusterLookup({
+        step: (rate) => this.consumeRate(rate.key, rate.limit, rate.windowMs, rate.cost),
+        undo: (rate) => this.#run(GCRA_UNDO, [`${this.#p}rate:{${rate.key}}`], [rate.limit, rate.windowMs, rate.cost]),
+        accessToken: (tokenHash) => this.getAccessToken(tokenHash),
+        user: (userId) => this.getUser(userId),
+        keyOwner: (keyId) => this.#call((c) => c.get(this.#keyOwner(keyId))),
+        apiKey: async (ownerId, keyId) => decode(API_KEY, await this.#call((c) => c.hgetall(`${this.#userKeys(ownerId)}key:${keyId}`))),
+      })
+      this.lookupRequest = (lookup) => cluster.lookup(lookup)
+    }
     this.#everReady = this.#client.status === 'ready'
     if (!this.#everReady) this.#client.once('ready', () => (this.#everReady = true))
   }

@@ -6,9 +6,14 @@
  * store: the records with the store's own `get*` answers, the rate step with a step on a
  * second fresh key in the same state.
  *
- * A store without the capability (it is optional: RedisStore on Cluster, MemoryStore) skips
- * these checks, with the reason: the gate then makes the separate calls, which the other
- * checks cover.
+ * Every credential is looked up in each state twice over: at first sight, and after the
+ * store saw it live (then revoked, expired, its user deleted, ...), for a store that
+ * remembers what never changes about a credential (RedisStore on Cluster does, to send a
+ * request's commands to their nodes at once) must still read every record.
+ *
+ * A store without the capability (it is optional: MemoryStore has none) skips these
+ * checks, with the reason: the gate then makes the separate calls, which the other checks
+ * cover.
  */
 import assert from 'node:assert/strict'
 import type { RateResult } from '../../limits/gcra.js'
@@ -65,8 +70,12 @@ function reads(result: RequestLookupResult): Record<string, unknown> {
   return out
 }
 
-/** A live token of a saved user, a revoked one, an expired one and an unknown hash, each with its record. */
-async function tokens(store: GateStore) {
+/**
+ * A live token of a saved user, a revoked one, an expired one, one of a user that never was
+ * and an unknown hash; and tokens the store looked up while they were live, then revoked,
+ * expired, or whose user was deleted.
+ */
+async function tokens(store: LookupStore) {
   const owner = user(freshUserId())
   await store.insertUser(owner)
   const appToken = freshAppToken()
@@ -81,7 +90,21 @@ async function tokens(store: GateStore) {
   // Expired by the gate's clock (the lookup's `now`, a minute ahead), while the store still keeps it.
   const expired = await make({ expiresAt: Date.now() + 30_000 })
   const orphan = await make({ userId: freshUserId() })
-  return { owner, appToken, live, revoked, expired, orphan, unknown: freshHash() }
+  /** A token looked up once while live, with a fixed budget (on a rate key of its own). */
+  const seen = async (overrides: Parameters<typeof accessToken>[1]) => {
+    const hash = await make(overrides)
+    await lookup(store, { credential: { kind: 'accessToken', tokenHash: hash, now: Date.now() }, budget: 'fixed', rate: step() })
+    return hash
+  }
+  const liveSeen = await seen({})
+  const revokedSeen = await seen({})
+  await store.revokeAccessToken(revokedSeen, LATER)
+  const expiredSeen = await seen({ expiresAt: Date.now() + 30_000 })
+  const doomed = user(freshUserId())
+  await store.insertUser(doomed)
+  const orphanSeen = await seen({ userId: doomed.id })
+  await store.deleteUser(doomed.id)
+  return { owner, appToken, live, revoked, expired, orphan, unknown: freshHash(), liveSeen, revokedSeen, expiredSeen, orphanSeen }
 }
 
 /** The gate's clock for the token checks: a minute ahead, past the expired token's expiry. */
@@ -99,10 +122,21 @@ async function tokenReads(store: GateStore, hash: string, now: number, withUser 
 
 const checks: ReadonlyArray<readonly [string, (store: LookupStore) => Promise<void>]> = [
   [
-    "answers an access token with a fixed budget as the step, then the token and its user, would: live, revoked, expired, unknown, a user that is gone",
+    "answers an access token with a fixed budget as the step, then the token and its user, would: live, revoked, expired, unknown, a user that is gone, at first sight or seen live before",
     async (store) => {
       const t = await tokens(store)
-      for (const [name, hash] of Object.entries({ live: t.live, revoked: t.revoked, expired: t.expired, unknown: t.unknown, 'of a deleted user': t.orphan })) {
+      const states = {
+        live: t.live,
+        revoked: t.revoked,
+        expired: t.expired,
+        unknown: t.unknown,
+        'of a deleted user': t.orphan,
+        'live, seen before': t.liveSeen,
+        'revoked after it was seen': t.revokedSeen,
+        'expired after it was seen': t.expiredSeen,
+        'of a user deleted after it was seen': t.orphanSeen,
+      }
+      for (const [name, hash] of Object.entries(states)) {
         const rate = step()
         const now = gateNow()
         const found = await lookup(store, { credential: { kind: 'accessToken', tokenHash: hash, now }, budget: 'fixed', rate })
@@ -136,22 +170,25 @@ const checks: ReadonlyArray<readonly [string, (store: LookupStore) => Promise<vo
     },
   ],
   [
-    "answers an access token with the token's budget: a live token takes the step and reads its user, any other takes the other step or none",
+    "answers an access token with the token's budget: a live token takes the step and reads its user, any other takes the other step or none, at first sight or seen live before",
     async (store) => {
       const t = await tokens(store)
       const now = gateNow()
-      const live = step()
-      const found = await lookup(store, { credential: { kind: 'accessToken', tokenHash: t.live, now }, budget: 'token', rate: live, otherwise: step(), appToken: t.appToken })
-      assert.equal(found.stepped, 'rate', 'a live token of the application takes the step')
-      await assertStepLike(store, live, found.result, 0, 'a live token')
-      assert.deepEqual(reads(found), await tokenReads(store, t.live, now), 'a live token: the token and its user')
+      for (const [name, hash] of Object.entries({ live: t.live, 'live, seen before': t.liveSeen })) {
+        const live = step()
+        const found = await lookup(store, { credential: { kind: 'accessToken', tokenHash: hash, now }, budget: 'token', rate: live, otherwise: step(), appToken: t.appToken })
+        assert.equal(found.stepped, 'rate', `a ${name} token of the application takes the step`)
+        await assertStepLike(store, live, found.result, 0, `a ${name} token`)
+        assert.deepEqual(reads(found), await tokenReads(store, hash, now), `a ${name} token: the token and its user`)
+      }
 
       const any = step()
       const anyApp = await lookup(store, { credential: { kind: 'accessToken', tokenHash: t.live, now }, budget: 'token', rate: any, otherwise: null })
       assert.equal(anyApp.stepped, 'rate', 'a live token takes the step when no application is required')
       await assertStepLike(store, any, anyApp.result, 0, 'a live token, any application')
 
-      for (const [name, hash] of Object.entries({ revoked: t.revoked, expired: t.expired, unknown: t.unknown })) {
+      const notLive = { revoked: t.revoked, expired: t.expired, unknown: t.unknown, 'revoked after it was seen': t.revokedSeen, 'expired after it was seen': t.expiredSeen }
+      for (const [name, hash] of Object.entries(notLive)) {
         const rate = step()
         const otherwise = step(3)
         const other = await lookup(store, { credential: { kind: 'accessToken', tokenHash: hash, now }, budget: 'token', rate, otherwise, appToken: t.appToken })
@@ -164,21 +201,35 @@ const checks: ReadonlyArray<readonly [string, (store: LookupStore) => Promise<vo
         assert.equal(none.stepped, null, `a ${name} token with no other step takes none`)
         assert.equal(none.result, null)
         assert.deepEqual(reads(none), await tokenReads(store, hash, now), `a ${name} token with no other step: the token read`)
+
+        // One step under both names, as the gate asks when the request named its application.
+        const both = step()
+        const once = await lookup(store, { credential: { kind: 'accessToken', tokenHash: hash, now }, budget: 'token', rate: both, otherwise: both, appToken: t.appToken })
+        assert.equal(once.stepped, 'otherwise', `a ${name} token, one step under both names: the other step`)
+        await assertStepLike(store, both, once.result, 0, `a ${name} token, one step under both names (taken once)`)
       }
     },
   ],
   [
-    "takes no step for a live token of another application, and reads no user when the token's budget refuses",
+    "takes no step for a live token of another application, and reads no user when the token's budget refuses, at first sight or seen live before",
     async (store) => {
       const t = await tokens(store)
       const now = gateNow()
       const rate = step()
       const otherwise = step()
-      const foreign = await lookup(store, { credential: { kind: 'accessToken', tokenHash: t.live, now }, budget: 'token', rate, otherwise, appToken: freshAppToken() })
-      assert.equal(foreign.stepped, null, 'a live token of another application takes no step')
-      assert.equal(foreign.result, null)
-      assert.deepEqual(reads(foreign), { accessToken: await store.getAccessToken(t.live) }, 'the token read, no user')
+      for (const [name, hash] of Object.entries({ live: t.live, 'live, seen before': t.liveSeen })) {
+        const foreign = await lookup(store, { credential: { kind: 'accessToken', tokenHash: hash, now }, budget: 'token', rate, otherwise, appToken: freshAppToken() })
+        assert.equal(foreign.stepped, null, `a ${name} token of another application takes no step`)
+        assert.equal(foreign.result, null)
+        assert.deepEqual(reads(foreign), { accessToken: await store.getAccessToken(hash) }, `a ${name} token of another application: the token read, no user`)
+      }
       for (const key of [rate, otherwise]) assert.equal((await store.consumeRate(key.key, key.limit, key.windowMs, key.cost)).remaining, key.limit - 1, 'neither step was taken')
+
+      // Revoked since it was seen live: not live, whatever its application, so the other step.
+      const other = step()
+      const revoked = await lookup(store, { credential: { kind: 'accessToken', tokenHash: t.revokedSeen, now }, budget: 'token', rate: step(), otherwise: other, appToken: freshAppToken() })
+      assert.equal(revoked.stepped, 'otherwise', 'a token of another application revoked after it was seen takes the other step')
+      await assertStepLike(store, other, revoked.result, 0, 'a token of another application revoked after it was seen')
 
       const spent = step(2)
       await spend(store, spent)
@@ -186,21 +237,53 @@ const checks: ReadonlyArray<readonly [string, (store: LookupStore) => Promise<vo
       assert.equal(refused.stepped, 'rate')
       await assertStepLike(store, spent, refused.result, 2, "a live token over its budget")
       assert.deepEqual(reads(refused), { accessToken: await store.getAccessToken(t.live) }, 'over its budget: the token read, no user')
+      // Seen before and revoked since, over the other budget: that step refuses, nothing else is taken.
+      const spentOther = step(2)
+      await spend(store, spentOther)
+      const tokenStep = step()
+      const refusedOther = await lookup(store, { credential: { kind: 'accessToken', tokenHash: t.revokedSeen, now }, budget: 'token', rate: tokenStep, otherwise: spentOther, appToken: t.appToken })
+      assert.equal(refusedOther.stepped, 'otherwise')
+      await assertStepLike(store, spentOther, refusedOther.result, 2, 'a token revoked after it was seen, over the other budget')
+      assert.equal((await store.consumeRate(tokenStep.key, tokenStep.limit, tokenStep.windowMs, tokenStep.cost)).remaining, tokenStep.limit - 1, "a token revoked after it was seen leaves the token's step untouched")
     },
   ],
   [
-    'answers an API key as the step, then the key and its user, would: live, revoked, unknown, a user that is gone',
+    'answers an API key as the step, then the key and its user, would: live, revoked, unknown, a user that is gone, at first sight or seen live before',
     async (store) => {
       const owner = user(freshUserId())
       await store.insertUser(owner)
-      const live = freshKeyId()
-      const revoked = freshKeyId()
-      const orphan = freshKeyId()
-      await store.insertApiKey(apiKey(live, owner.id))
-      await store.insertApiKey(apiKey(revoked, owner.id))
-      await store.insertApiKey(apiKey(orphan, freshUserId()))
+      const key = async (userId: string, seen = false) => {
+        const keyId = freshKeyId()
+        await store.insertApiKey(apiKey(keyId, userId))
+        if (seen) await lookup(store, { credential: { kind: 'apiKey', keyId }, budget: 'fixed', rate: step() })
+        return keyId
+      }
+      const live = await key(owner.id)
+      const revoked = await key(owner.id)
+      const orphan = await key(freshUserId())
       await store.revokeApiKey(revoked, LATER, Date.now() + 3_600_000)
-      for (const [name, keyId] of Object.entries({ live, revoked, unknown: freshKeyId(), 'of a deleted user': orphan })) {
+      const liveSeen = await key(owner.id, true)
+      const revokedSeen = await key(owner.id, true)
+      await store.revokeApiKey(revokedSeen, LATER, Date.now() + 3_600_000)
+      // Revoked with its purge time past, then purged by a listing (where the store purges).
+      const purgedSeen = await key(owner.id, true)
+      await store.revokeApiKey(purgedSeen, Date.now() - 2, Date.now() - 1)
+      await store.listApiKeys(owner.id, { limit: 10, sortBy: 'createdAt', order: 'asc', includeRevoked: true })
+      const doomed = user(freshUserId())
+      await store.insertUser(doomed)
+      const orphanSeen = await key(doomed.id, true)
+      await store.deleteUser(doomed.id)
+      const states = {
+        live,
+        revoked,
+        unknown: freshKeyId(),
+        'of a deleted user': orphan,
+        'live, seen before': liveSeen,
+        'revoked after it was seen': revokedSeen,
+        'purged after it was seen': purgedSeen,
+        'of a user deleted after it was seen': orphanSeen,
+      }
+      for (const [name, keyId] of Object.entries(states)) {
         const rate = step()
         const found = await lookup(store, { credential: { kind: 'apiKey', keyId }, budget: 'fixed', rate })
         assert.equal(found.stepped, 'rate', `a ${name} key: the step is taken`)
