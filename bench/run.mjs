@@ -15,12 +15,17 @@
 // Variants on Redis (`redis: true`) talk to a redis-server this script starts on
 // BENCH_REDIS_PORT, pinned to the load generator's core so that the server's core stays
 // the server's; per window it reads the commands the server process sent (counted in its
-// client) and the Redis server's CPU (INFO cpu), both per request.
+// client) and the Redis server's CPU (INFO cpu), both per request. Variants on Redis
+// Cluster (`redis: 'cluster'`) talk to three masters it starts on BENCH_CLUSTER_PORTS, on
+// the same core, whose CPU is summed. Before each Redis window's warm-up, the first
+// requests are sent one at a time and their round trips to Redis counted
+// (bench/variants.mjs): the first (the credential at first sight) and the median of the
+// next ones (seen before).
 //
 // Knobs (env): BENCH_ROUNDS=8 BENCH_DURATION=4 BENCH_WARMUP=2 (seconds) BENCH_CONNECTIONS=50
 //   BENCH_ONLY=node-gate,koa-gate (baselines are added) BENCH_SERVER_CPU=1 BENCH_LOAD_CPU=0
-//   BENCH_REDIS_PORT=17190 BENCH_REDIS=0 (leave the Redis variants out)
-import { spawn } from 'node:child_process'
+//   BENCH_REDIS_PORT=17190 BENCH_CLUSTER_PORTS=17191,17192,17193 BENCH_REDIS=0 (leave the Redis variants out)
+import { spawn, spawnSync } from 'node:child_process'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import http from 'node:http'
 import os from 'node:os'
@@ -50,10 +55,12 @@ function readConfig() {
     serverCpu: intEnv('BENCH_SERVER_CPU', 1, 0),
     loadCpu: intEnv('BENCH_LOAD_CPU', 0, 0),
     redisPort: intEnv('BENCH_REDIS_PORT', 17190, 1),
+    clusterPorts: (process.env.BENCH_CLUSTER_PORTS || '17191,17192,17193').split(',').map(Number),
     redis: intEnv('BENCH_REDIS', 1, 0) === 1,
     only: process.env.BENCH_ONLY || null,
   }
   if (config.serverCpu === config.loadCpu) throw new Error('BENCH_SERVER_CPU and BENCH_LOAD_CPU must differ')
+  if (config.clusterPorts.length !== 3 || !config.clusterPorts.every((p) => Number.isInteger(p) && p > 0)) throw new Error('BENCH_CLUSTER_PORTS must be three ports')
   return config
 }
 
@@ -156,38 +163,83 @@ async function cpuBusyUs() {
   return busy
 }
 
-/** The bench's own redis-server: nothing else runs on it, so its CPU is the variants'. */
-async function startRedis(config) {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'odg-bench-redis-'))
-  const child = spawn('taskset', ['-c', String(config.loadCpu), 'redis-server', '--port', String(config.redisPort), '--bind', '127.0.0.1',
-    '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no', '--loglevel', 'warning'], { stdio: ['ignore', 'ignore', 'inherit'] })
+/** A redis-server of the bench's, pinned to the load generator's core, and a client to read its INFO. */
+async function redisServer(config, port, dir, extra = []) {
+  const child = spawn('taskset', ['-c', String(config.loadCpu), 'redis-server', '--port', String(port), '--bind', '127.0.0.1',
+    '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no', '--loglevel', 'warning', ...extra], { stdio: ['ignore', 'ignore', 'inherit'] })
   children.add(child)
   child.on('exit', () => children.delete(child))
   const { Redis } = await import('ioredis')
-  const client = new Redis({ port: config.redisPort, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null })
+  const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null })
   client.on('error', () => {})
   for (let i = 0; ; i++) {
     try {
       await client.connect()
       break
     } catch (err) {
-      if (i === 100 || child.exitCode !== null) throw new Error(`redis-server on ${config.redisPort} did not start: ${err.message}`)
+      if (i === 100 || child.exitCode !== null) throw new Error(`redis-server on ${port} did not start: ${err.message}`)
       await sleep(50)
     }
   }
-  process.env.BENCH_REDIS_URL = `redis://127.0.0.1:${config.redisPort}`
   return {
+    client,
     /** used_cpu_sys + used_cpu_user of the Redis server, in µs. */
     async cpuUs() {
       const info = await client.info('cpu')
       const field = (name) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)[1])
       return (field('used_cpu_sys') + field('used_cpu_user')) * 1e6
     },
-    async stop() {
+    stop() {
       client.disconnect()
       child.kill()
+    },
+  }
+}
+
+/** The bench's own redis-server: nothing else runs on it, so its CPU is the variants'. */
+async function startRedis(config) {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'odg-bench-redis-'))
+  const server = await redisServer(config, config.redisPort, dir)
+  process.env.BENCH_REDIS_URL = `redis://127.0.0.1:${config.redisPort}`
+  return {
+    cpuUs: () => server.cpuUs(),
+    async stop() {
+      server.stop()
       await rm(dir, { recursive: true, force: true })
     },
+  }
+}
+
+/** The bench's own three-master Redis Cluster (every slot served, no replicas); its CPU is the three servers'. */
+async function startCluster(config) {
+  const dirs = await Promise.all(config.clusterPorts.map((port) => mkdtemp(path.join(os.tmpdir(), `odg-bench-cluster-${port}-`))))
+  const servers = []
+  const stop = async () => {
+    for (const server of servers) server.stop()
+    await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })))
+  }
+  try {
+    for (const [i, port] of config.clusterPorts.entries()) {
+      servers.push(await redisServer(config, port, dirs[i], ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000']))
+    }
+    const create = spawnSync('redis-cli', ['--cluster', 'create', ...config.clusterPorts.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8', timeout: 20_000 })
+    if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout} ${create.stderr}`)
+    for (let i = 0; ; i++) {
+      const states = await Promise.all(servers.map((server) => server.client.cluster('INFO')))
+      if (states.every((info) => info.includes('cluster_state:ok'))) break
+      if (i === 200) throw new Error('the bench cluster did not reach cluster_state:ok within 10 s')
+      await sleep(50)
+    }
+  } catch (err) {
+    await stop()
+    throw err
+  }
+  process.env.BENCH_REDIS_CLUSTER = config.clusterPorts.join(',')
+  return {
+    async cpuUs() {
+      return (await Promise.all(servers.map((server) => server.cpuUs()))).reduce((a, b) => a + b, 0)
+    },
+    stop,
   }
 }
 
@@ -227,6 +279,8 @@ function summarize(selected, samples) {
       queriesPerReq: mine[0]?.queriesPerReq === null ? null : median(mine.map((s) => s.queriesPerReq)),
       redisCmdPerReq: v.redis ? median(mine.map((s) => s.redisCmdPerReq)) : null,
       redisCpuUsPerReq: v.redis ? median(mine.map((s) => s.redisCpuUsPerReq)) : null,
+      roundTrips: v.redis ? median(mine.map((s) => s.roundTrips)) : null,
+      firstRoundTrips: v.redis ? Math.max(...mine.map((s) => s.firstRoundTrips)) : null,
       ...(v.target !== undefined && { target: v.target, pass: ratio >= v.target }),
       ...(v.cpuTarget !== undefined && { cpuTarget: v.cpuTarget, cpuPass: median(extra) <= v.cpuTarget }),
     }
@@ -239,13 +293,14 @@ function printTable(rows) {
   const withQueries = rows.some((r) => r.queriesPerReq !== null)
   const redis = rows.some((r) => r.redisCmdPerReq !== null)
   const head = ['variant', 'req/s', '× bare', 'min–max', 'p99 ms', 'CPU µs/req', '+µs/req', 'srv CPU', 'load CPU', 'others max',
-    ...(redis ? ['Redis cmd/req', 'Redis µs/req'] : []), ...(withQueries ? ['SQL/req'] : [])]
+    ...(redis ? ['Redis cmd/req', 'Redis µs/req', 'trips (1st)'] : []), ...(withQueries ? ['SQL/req'] : [])]
   const body = rows.map((r) => [
     r.name, r.rps.toFixed(0), r.ratio.toFixed(2), `${r.ratioMin.toFixed(2)}–${r.ratioMax.toFixed(2)}`,
     r.p99Ms.toFixed(0), r.cpuUsPerReq.toFixed(1),
     r.name === r.baseline ? '–' : signed(r.extraCpuUsPerReq),
     `${r.serverCpuPct.toFixed(0)}%`, `${r.loadCpuPct.toFixed(0)}%`, `${r.otherCpuPct.toFixed(0)}%`,
-    ...(redis ? [r.redisCmdPerReq === null ? '–' : r.redisCmdPerReq.toFixed(2), r.redisCpuUsPerReq === null ? '–' : r.redisCpuUsPerReq.toFixed(1)] : []),
+    ...(redis ? [r.redisCmdPerReq === null ? '–' : r.redisCmdPerReq.toFixed(2), r.redisCpuUsPerReq === null ? '–' : r.redisCpuUsPerReq.toFixed(1),
+      r.roundTrips === null ? '–' : `${r.roundTrips} (${r.firstRoundTrips})`] : []),
     ...(withQueries ? [r.queriesPerReq === null ? '–' : r.queriesPerReq.toFixed(2)] : []),
   ])
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)))
@@ -307,6 +362,17 @@ function report(config, summary, samples) {
     const r = byName.get(name)
     if (r) check(r.redisCmdPerReq <= 1.0 * EDGE, `${name}: ${r.redisCmdPerReq.toFixed(3)} Redis commands per request (target ≤ 1.0)`)
   }
+  // Redis Cluster: the commands a request needs (the step, the token or key, the user) sent
+  // to their nodes at once, one round trip once the instance has seen the credential.
+  const clusterCommands = { 'node-gate-cluster': 1, 'node-gate-cluster-oauth': 3, 'node-gate-cluster-api-key': 3, 'node-gate-cluster-password': 2 }
+  for (const [name, commands] of Object.entries(clusterCommands)) {
+    const r = byName.get(name)
+    if (r) check(r.redisCmdPerReq <= commands * EDGE, `${name}: ${r.redisCmdPerReq.toFixed(3)} Redis commands per request (target ≤ ${commands})`)
+  }
+  // Round trips, counted on requests sent one at a time once the credential was seen.
+  for (const r of summary.filter((r) => r.roundTrips !== null && !r.name.startsWith('express-rlflex'))) {
+    check(r.roundTrips <= 1, `${r.name}: ${r.roundTrips} round trip(s) to Redis per request (target 1; first sight: ${r.firstRoundTrips})`)
+  }
   if (byName.has('express-gate-redis') && byName.has('express-rlflex-redis')) {
     const ratio = perRound('express-gate-redis', 'express-rlflex-redis', (a, b) => a.rps / b.rps)
     const flex = byName.get('express-rlflex-redis')
@@ -348,14 +414,27 @@ function report(config, summary, samples) {
 async function main() {
   const config = readConfig()
   const selected = selectVariants(config.only, config.redis)
-  const redis = selected.some((v) => v.redis) ? await startRedis(config) : null
+  const redis = selected.some((v) => v.redis === true) ? await startRedis(config) : null
+  const cluster = selected.some((v) => v.redis === 'cluster') ? await startCluster(config) : null
+  const redisOf = (v) => (v.redis === 'cluster' ? cluster : redis)
   console.log(`bench: ${selected.map((v) => v.name).join(', ')}; servers on cpu ${config.serverCpu}, load on cpu ${config.loadCpu}`)
 
   const start = async (v) => {
     const child = spawnPinned(config.serverCpu, 'server.mjs', [v.name])
     const ready = await ask(child, undefined, 'ready', 20_000, `server ${v.name}`)
+    if (!v.redis) {
+      await probe(v, ready.port, ready.headers)
+      return { v, child, headers: ready.headers, url: `http://127.0.0.1:${ready.port}${v.path}` }
+    }
+    // The probe and four requests more, one at a time, their round trips to Redis counted;
+    // a pause after the first lets what it writes in the background (a key's last use) land.
+    await ask(child, 'trips-on', 'trips-on', 5000, `server ${v.name}`)
     await probe(v, ready.port, ready.headers)
-    return { v, child, headers: ready.headers, url: `http://127.0.0.1:${ready.port}${v.path}` }
+    await sleep(200)
+    for (let i = 0; i < 4; i++) await probe(v, ready.port, ready.headers)
+    const { requests } = await ask(child, 'trips-off', 'trips', 5000, `server ${v.name}`)
+    const trips = { first: requests[0].roundTrips, seen: median(requests.slice(1).map((r) => r.roundTrips)) }
+    return { v, child, trips, headers: ready.headers, url: `http://127.0.0.1:${ready.port}${v.path}` }
   }
   const loader = spawnPinned(config.loadCpu, 'load.mjs', [])
 
@@ -368,13 +447,13 @@ async function main() {
       const server = await start(v)
       if (config.warmup > 0) await load(loader, server, config.warmup, config.connections)
       const before = await ask(server.child, 'usage', 'usage', 5000, `server ${server.v.name}`)
-      const redisBefore = server.v.redis ? await redis.cpuUs() : 0
+      const redisBefore = server.v.redis ? await redisOf(server.v).cpuUs() : 0
       const busyBefore = await cpuBusyUs()
       const t0 = performance.now()
       const r = await load(loader, server, config.duration, config.connections)
       const busyAfter = await cpuBusyUs()
       const after = await ask(server.child, 'usage', 'usage', 5000, `server ${server.v.name}`)
-      const redisAfter = server.v.redis ? await redis.cpuUs() : 0
+      const redisAfter = server.v.redis ? await redisOf(server.v).cpuUs() : 0
       const wallUs = (performance.now() - t0) * 1000
       const cpuUs = after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system
       const served = after.requests - before.requests
@@ -389,6 +468,8 @@ async function main() {
         otherOnLoadCpuPct: others(config.loadCpu, r.cpuUs + redisAfter - redisBefore),
         redisCmdPerReq: server.v.redis ? (after.redisCommands - before.redisCommands) / served : null,
         redisCpuUsPerReq: server.v.redis ? (redisAfter - redisBefore) / served : null,
+        roundTrips: server.trips?.seen ?? null,
+        firstRoundTrips: server.trips?.first ?? null,
         // Statements the store sent per request served, for the variants on a database.
         queriesPerReq: after.queries === null ? null : (after.queries - before.queries) / served,
       }
@@ -396,7 +477,7 @@ async function main() {
       console.log(`  round ${round}/${config.rounds}  ${server.v.name.padEnd(20)} ${sample.rps.toFixed(0).padStart(6)} req/s  ` +
         `${sample.cpuUsPerReq.toFixed(1).padStart(6)} µs/req  p99 ${String(r.p99).padStart(3)} ms  ` +
         `others ${sample.otherOnServerCpuPct.toFixed(0)}%/${sample.otherOnLoadCpuPct.toFixed(0)}%` +
-        (server.v.redis ? `  Redis ${sample.redisCmdPerReq.toFixed(2)} cmd/req ${sample.redisCpuUsPerReq.toFixed(1)} µs/req` : ''))
+        (server.v.redis ? `  Redis ${sample.redisCmdPerReq.toFixed(2)} cmd/req ${sample.redisCpuUsPerReq.toFixed(1)} µs/req, ${sample.roundTrips} trip(s) (first ${sample.firstRoundTrips})` : ''))
       server.child.kill()
     }
   }
@@ -410,6 +491,7 @@ async function main() {
   await writeFile(out, JSON.stringify({ date: new Date().toISOString(), machine, config, orders, summary, samples }, null, 2) + '\n')
   console.log(`\nwritten ${path.relative(process.cwd(), out) || out}`)
   await redis?.stop()
+  await cluster?.stop()
 }
 
 function stopChildren() {

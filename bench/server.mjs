@@ -17,8 +17,16 @@ const made = await variant.create()
 const { listener, headers = {}, queries } = typeof made === 'function' ? { listener: made } : made
 
 let requests = 0
+// While run.mjs sends its requests one at a time ('trips-on'), each request's Redis round
+// trips and commands (counted in variants.mjs), in order.
+let trips = null
 const server = http.createServer((req, res) => {
   requests++
+  if (trips !== null) {
+    globalThis.benchRoundTrips.begin()
+    const list = trips
+    res.once('finish', () => list.push(globalThis.benchRoundTrips.end()))
+  }
   listener(req, res)
 })
 
@@ -30,6 +38,16 @@ server.listen(Number(port), '127.0.0.1', () => {
 
 if (process.send) {
   process.on('message', (msg) => {
+    if (msg === 'trips-on' && globalThis.benchRoundTrips !== undefined) {
+      globalThis.benchRoundTrips.on()
+      trips = []
+      process.send({ type: 'trips-on' })
+    }
+    if (msg === 'trips-off') {
+      globalThis.benchRoundTrips?.off()
+      process.send({ type: 'trips', requests: trips ?? [] })
+      trips = null
+    }
     if (msg === 'usage') process.send({ type: 'usage', cpu: process.cpuUsage(), requests, redisCommands: globalThis.benchRedisCommands?.() ?? null, queries: queries?.() ?? null })
   })
   // The parent is gone (even if it was SIGKILLed): nobody will stop us otherwise.

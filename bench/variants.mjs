@@ -13,6 +13,9 @@
 //              token silently ignored, a default limit) can't pass as "fast"
 //   target     optional minimum ratio to the baseline, printed as PASS/MISS
 //   cpuTarget  optional most server CPU µs per request over the baseline, printed as PASS/MISS
+//   redis      optional: on the bench's redis-server (true), or on its three-node Redis
+//              Cluster ('cluster'); run.mjs starts them and reports Redis commands, round
+//              trips and Redis CPU per request
 //   create     async () => listener  |  { listener, headers, queries }
 //              `headers` there are merged over the static ones: for credentials the
 //              variant only knows after its setup (a registered app's token, a Basic
@@ -37,16 +40,67 @@ const nodeHandler = (req, res) => {
 /**
  * Counts the commands an ioredis client sends (what MONITOR would show: a script's inner
  * calls are not sent, so not counted); the server process reports the count to run.mjs
- * with its CPU usage.
+ * with its CPU usage. A Cluster client routes a pipeline by its third argument: all are
+ * passed on.
  */
 function countRedisCommands(client) {
   let sent = 0
   const send = client.sendCommand.bind(client)
-  client.sendCommand = (command, stream) => {
+  client.sendCommand = (...args) => {
     sent++
-    return send(command, stream)
+    return send(...args)
   }
   globalThis.benchRedisCommands = () => sent
+  countRoundTrips(client)
+}
+
+/**
+ * Round trips per request, counted (not timed) while run.mjs sends one request at a time
+ * (bench/server.mjs turns it on): each command sent is one round trip deeper than the
+ * deepest command whose reply had arrived when it was sent; a request's round trips are its
+ * deepest command's. Hooked where ioredis hands each command to a connection (each master
+ * of a cluster), and on the command's own resolve and reject, which its reply calls before
+ * anything awaiting it runs. Off under load, where one boolean is all it costs.
+ */
+function countRoundTrips(client) {
+  let on = false
+  let epoch = 0
+  let replied = 0
+  let deepest = 0
+  let commands = 0
+  const hooked = new WeakSet()
+  const hook = (connection) => {
+    if (hooked.has(connection)) return
+    hooked.add(connection)
+    const send = connection.sendCommand
+    connection.sendCommand = function (command, ...rest) {
+      if (on) {
+        const mine = epoch
+        const depth = replied + 1
+        deepest = Math.max(deepest, depth)
+        commands++
+        const { resolve, reject } = command
+        const arrived = () => { if (mine === epoch) replied = Math.max(replied, depth) }
+        command.resolve = (value) => { arrived(); resolve(value) }
+        command.reject = (error) => { arrived(); reject(error) }
+      }
+      return send.call(this, command, ...rest)
+    }
+  }
+  globalThis.benchRoundTrips = {
+    on() {
+      for (const connection of client.isCluster ? client.nodes('master') : [client]) hook(connection)
+      on = true
+    },
+    begin() {
+      epoch++
+      replied = deepest = commands = 0
+    },
+    end: () => ({ roundTrips: deepest, commands }),
+    off() {
+      on = false
+    },
+  }
 }
 
 /** The gate's store: in memory, or a RedisStore on the bench's own redis-server (run.mjs starts it). */
@@ -77,6 +131,18 @@ async function storeLayout(layout) {
   // ioredis's auto-pipelining off (it is on in redisClientDefaults): the client's CPU per
   // command against the default's, side by side (see docs/performance.md).
   if (layout === 'redis-no-autopipelining') return { options: await benchStore(true, { enableAutoPipelining: false }), queries: undefined }
+  // RedisStore on the bench's three-node Redis Cluster (run.mjs starts it), on a client made
+  // as docs/guides/redis.md shows.
+  if (layout === 'cluster') {
+    const { Cluster } = await import('ioredis')
+    const { RedisStore, redisClientDefaults } = await import('../dist/redis.js')
+    const nodes = process.env.BENCH_REDIS_CLUSTER.split(',').map((address) => ({ host: '127.0.0.1', port: Number(address) }))
+    const client = new Cluster(nodes, { enableOfflineQueue: false, enableAutoPipelining: true, redisOptions: redisClientDefaults() })
+    client.on('error', () => {})
+    await new Promise((resolve) => client.once('ready', resolve))
+    countRedisCommands(client)
+    return { options: { store: new RedisStore({ client, prefix: `bench:${process.pid}:` }) }, queries: undefined }
+  }
   const { default: pg } = await import('pg')
   const { PostgresStore } = await import('../dist/postgres.js')
   const pool = new pg.Pool({ connectionString: DATABASE_URL, max: 10 })
@@ -195,12 +261,13 @@ const userHandler = (req, res) => {
   nodeHandler(req, res)
 }
 
-/** The gate with credentials, as a variant of each framework (on the memory store, or on Redis). */
+/** The gate with credentials, as a variant of each framework (on the memory store, on Redis, or on Redis Cluster: `redis` 'cluster'). */
 function authVariants(framework, baseline, kinds, targets = {}, redis = false) {
+  const store = redis === 'cluster' ? 'cluster-' : redis ? 'redis-' : ''
   return kinds.map((kind) => ({
-    name: redis ? `${framework}-gate-redis-${kind}` : `${framework}-gate-${kind}`, framework, baseline, path: PATH, expectHeaders: AUTH_HEADERS,
+    name: `${framework}-gate-${store}${kind}`, framework, baseline, path: PATH, expectHeaders: AUTH_HEADERS,
     ...(targets[kind] === undefined ? {} : { target: targets[kind] }),
-    ...(redis && { redis: true }),
+    ...(redis && { redis }),
     create: async () => {
       const { gate, headers } = await gateWithCredentials(kind, redis)
       if (framework === 'node') {
@@ -570,6 +637,19 @@ variants.push(
     },
   },
   ...['node', 'express', 'koa'].flatMap((fw) => authVariants(fw, `${fw}-bare`, fw === 'node' ? ['oauth', 'api-key', 'password'] : ['oauth'], {}, true)),
+  // The same on Redis Cluster (run.mjs starts three masters on BENCH_CLUSTER_PORTS): a
+  // request's token, user, key and rate key live on several nodes; the store sends their
+  // commands at once (src/store/redis/cluster-lookup.ts).
+  {
+    name: 'node-gate-cluster', framework: 'node', baseline: 'node-bare', path: PATH, redis: 'cluster',
+    expectHeaders: GATE_HEADERS,
+    create: async () => {
+      const { nodeGate } = await import('../dist/node.js')
+      const { gate, headers } = await gateWithApp('cluster')
+      return { listener: nodeGate(gate, nodeHandler), headers }
+    },
+  },
+  ...authVariants('node', 'node-bare', ['oauth', 'api-key', 'password'], {}, 'cluster'),
   {
     // express + rate-limiter-flexible's RateLimiterRedis, keyed by the app token, on an
     // ioredis client with the fail-fast settings its docs recommend, with the same two
