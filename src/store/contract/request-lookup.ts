@@ -67,15 +67,26 @@ export interface RequestLookupResult {
 
 /**
  * The optional capability. A store that cannot do a request's work in one round trip
- * leaves the method out (RedisStore on Cluster, whose keys of one request live on several
- * nodes): the gate then makes the separate calls. The gate uses it only when the store
- * holds the rate counters too (no separate `rateStore`).
+ * leaves the method out: the gate then makes the separate calls. The gate uses it only when
+ * the store holds the rate counters too (no separate `rateStore`). RedisStore has it on a
+ * single server (one script) and on Cluster, where one request's keys live on several
+ * nodes: there it sends their commands at once, which is one round trip once the store has
+ * seen the credential (see `src/store/redis/cluster-lookup.ts`).
  */
 export interface RequestLookupStore {
   /**
    * The rate step and records of one request, in one round trip, as {@link RequestLookup}
    * describes, atomically or not (each part must be what its separate call would have
-   * answered at some moment during the call).
+   * answered at some moment during the call). Records may be read before the step is known
+   * to be allowed, as long as the answer leaves out what the contract would not have read.
+   *
+   * One leeway, for a store that cannot read the token before it steps (RedisStore on
+   * Cluster): with `budget: 'token'` it may take the step the token's unchanging facts
+   * predict (its application and expiry), at the same time as it reads the token, provided
+   * that when the token turns out revoked it gives that step back and takes the right one
+   * before it answers. The answer is then what the contract says; the budget of `rate` held
+   * one count more for that round trip, so a concurrent request at the very edge of it may
+   * have been refused.
    */
   lookupRequest?(lookup: RequestLookup): Awaitable<RequestLookupResult>
 }

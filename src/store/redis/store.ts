@@ -3,6 +3,14 @@
  * same budgets and sees the same applications, users, keys, tokens, codes and sessions,
  * through Redis (a single server, a replicated one, or Redis Cluster), on ioredis.
  *
+ * What an authenticated request costs (`lookupRequest`): on a single server one `EVALSHA`
+ * (`LOOKUP_REQUEST`) for every credential. On Cluster one round trip too, once this store
+ * has seen the credential: the rate step, the token or key and its user are commands to
+ * their own nodes, sent at once (an OAuth token or an API key 3 commands, a password
+ * verified earlier 2, an app token 1); a credential's first sight costs one more round trip
+ * (see `./cluster-lookup.ts`). Records are read on every request on both, so a revocation is
+ * seen by every instance on its next request.
+ *
  * - Records are hashes; tokens, codes and sessions carry a TTL so Redis drops them itself.
  * - Each throttling step is one `EVALSHA` of a GCRA script computed on the server's clock
  *   (`TIME`), so instances with skewed clocks agree. `EVAL` is sent on `NOSCRIPT`.
