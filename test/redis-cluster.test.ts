@@ -63,6 +63,7 @@ describe.skipIf(!available)('RedisStore on a three-node Redis Cluster', () => {
       const password = 'correct horse battery staple'
       const user = await gate.users.create({ username: `trips-${Date.now()}`, password, displayName: 'T', email: 't@example.org' })
       const { accessToken } = await gate.tokens.issue({ userId: user.id, appToken })
+      const bearer = (await gate.tokens.issue({ userId: user.id, appToken })).accessToken
       const { keyId, keySecret } = await gate.apiKeys.create(user.id, { name: 'trips' })
       await ask(gate, undefined, appToken) // the application, into the instance's cache
       const counted = async (authorization: string | undefined, app: string | undefined) => {
@@ -73,6 +74,7 @@ describe.skipIf(!available)('RedisStore on a three-node Redis Cluster', () => {
         'an app token': [undefined, appToken, 'none'],
         'an OAuth token with its app token': [`OAuth ${accessToken}`, appToken, 'oauth'],
         'a Bearer token alone (its application is the budget)': [`Bearer ${accessToken}`, undefined, 'oauth'],
+        'a Bearer token never sent with its app token': [`Bearer ${bearer}`, undefined, 'oauth'],
         'an API key': [basic(keyId, keySecret), appToken, 'api-key'],
         'a password': [basic(user.username, password), appToken, 'password'],
       } as const
@@ -90,6 +92,7 @@ describe.skipIf(!available)('RedisStore on a three-node Redis Cluster', () => {
         'an app token': { auth: 'none', keys: ['rate'], roundTrips: 1 },
         'an OAuth token with its app token': { auth: 'oauth', keys: ['rate', 'token', 'user'], roundTrips: 1 },
         'a Bearer token alone (its application is the budget)': { auth: 'oauth', keys: ['rate', 'token', 'user'], roundTrips: 1 },
+        'a Bearer token never sent with its app token': { auth: 'oauth', keys: ['rate', 'token', 'user'], roundTrips: 1 },
         'an API key': { auth: 'api-key', keys: ['key', 'rate', 'user'], roundTrips: 1 },
         'a password': { auth: 'password', keys: ['rate', 'user'], roundTrips: 1 },
       })

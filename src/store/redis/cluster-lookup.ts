@@ -198,6 +198,16 @@ export class ClusterLookup {
     return out
   }
 
+  /** What a token read outside a lookup (`getAccessToken`) says: its next lookup is then one round trip. */
+  sawToken(tokenHash: string, token: AccessTokenRecord | undefined): void {
+    this.#learn(tokenHash, this.#tokens.peek(tokenHash), token)
+  }
+
+  /** The owner of a key read outside a lookup (`getApiKey`). */
+  sawKey(keyId: string, key: ApiKeyRecord | undefined): void {
+    if (key !== undefined) this.#keyOwners.set(keyId, key.userId)
+  }
+
   /** Remembers what never changes about a token read; forgets a token that is gone. */
   #learn(tokenHash: string, known: TokenFacts | undefined, token: AccessTokenRecord | undefined): void {
     if (token === undefined) {

@@ -169,6 +169,8 @@ export class RedisStore implements GateStore, UsageStore {
    * rate key are in three slots, commands sent to their nodes at once (`./cluster-lookup.ts`).
    */
   readonly lookupRequest?: (lookup: RequestLookup) => Promise<RequestLookupResult>
+  /** On Cluster: what never changes about the tokens and keys this store read (see `./cluster-lookup.ts`). */
+  readonly #cluster: ClusterLookup | undefined
 
   constructor(options: RedisStoreOptions) {
     if (options === null || typeof options !== 'object') throw new TypeError('open-data-gate: RedisStore needs { url } or { client }')
@@ -203,14 +205,14 @@ export class RedisStore implements GateStore, UsageStore {
     }
     if (!('isCluster' in this.#client && this.#client.isCluster)) this.lookupRequest = (lookup) => this.#lookupRequest(lookup)
     else {
-      const cluster = new ClusterLookup({
+      const cluster = (this.#cluster = new ClusterLookup({
         step: (rate) => this.consumeRate(rate.key, rate.limit, rate.windowMs, rate.cost),
         undo: (rate) => this.#run(GCRA_UNDO, [`${this.#p}rate:{${rate.key}}`], [rate.limit, rate.windowMs, rate.cost]),
-        accessToken: (tokenHash) => this.getAccessToken(tokenHash),
+        accessToken: (tokenHash) => this.#readAccessToken(tokenHash),
         user: (userId) => this.getUser(userId),
         keyOwner: (keyId) => this.#call((c) => c.get(this.#keyOwner(keyId))),
         apiKey: async (ownerId, keyId) => decode(API_KEY, await this.#call((c) => c.hgetall(`${this.#userKeys(ownerId)}key:${keyId}`))),
-      })
+      }))
       this.lookupRequest = (lookup) => cluster.lookup(lookup)
     }
     this.#everReady = this.#client.status === 'ready'
@@ -476,7 +478,9 @@ export class RedisStore implements GateStore, UsageStore {
   async getApiKey(keyId: string): Promise<ApiKeyRecord | undefined> {
     const userId = await this.#call((c) => c.get(this.#keyOwner(keyId)))
     if (userId === null) return undefined
-    return decode(API_KEY, await this.#call((c) => c.hgetall(`${this.#userKeys(userId)}key:${keyId}`)))
+    const key = decode<ApiKeyRecord>(API_KEY, await this.#call((c) => c.hgetall(`${this.#userKeys(userId)}key:${keyId}`)))
+    this.#cluster?.sawKey(keyId, key)
+    return key
   }
 
   /**
@@ -535,6 +539,12 @@ export class RedisStore implements GateStore, UsageStore {
   }
 
   async getAccessToken(tokenHash: string): Promise<AccessTokenRecord | undefined> {
+    const token = await this.#readAccessToken(tokenHash)
+    this.#cluster?.sawToken(tokenHash, token)
+    return token
+  }
+
+  async #readAccessToken(tokenHash: string): Promise<AccessTokenRecord | undefined> {
     return decode(ACCESS_TOKEN, await this.#call((c) => c.hgetall(this.#tokenKey(tokenHash))))
   }
 
@@ -559,7 +569,7 @@ export class RedisStore implements GateStore, UsageStore {
   async listAccessTokens(userId: string): Promise<AccessTokenRecord[]> {
     const hashes = await this.#call((c) => c.zrange(this.#tokenIndex({ userId }).index, '0', '-1'))
     const now = Date.now()
-    const tokens = await Promise.all(hashes.map((hash) => this.getAccessToken(hash)))
+    const tokens = await Promise.all(hashes.map((hash) => this.#readAccessToken(hash)))
     return tokens
       .filter((t): t is AccessTokenRecord => t !== undefined && t.userId === userId && t.revokedAt === null && t.expiresAt > now)
       .sort((a, b) => a.createdAt - b.createdAt || (a.tokenHash < b.tokenHash ? -1 : a.tokenHash > b.tokenHash ? 1 : 0))
