@@ -28,6 +28,11 @@
  * says. For that one round trip the application's budget held one count more; when `rate`
  * and `otherwise` are the same step (an app token was sent) the step taken is the one the
  * contract wants, and nothing is given back.
+ *
+ * A command that fails fails the lookup, and the gate makes the separate calls instead (see
+ * `#inOneTrip` in src/pipeline/decide.ts): with one node down while the rate key's node
+ * took the step, that request's step counts twice, as after a lookup that timed out on a
+ * single server.
  */
 import { LRUCache } from 'lru-cache'
 import type { RateResult } from '../../limits/gcra.js'
