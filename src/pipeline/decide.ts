@@ -78,6 +78,11 @@ interface RequestState {
   auth: AuthMethod
 }
 
+/** A request's lookup failed, with this error: its rate step must not be sent again. */
+interface FailedLookup {
+  readonly error: unknown
+}
+
 const INVALID_APP_TOKEN = 'Invalid app_token specified'
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
 const respond = (response: GateResponse): GateOutcome => ({ type: 'respond', response })
@@ -227,13 +232,17 @@ export class Pipeline {
     return oneTrip ?? this.#throttleThenVerify(state, credentials, undefined)
   }
 
-  /** An access token counted against its application: one hash and one read serve both the budget and the verification after the throttle. */
-  #tokenBudget(state: RequestState, credentials: Credentials, tokenHash: string): Awaitable<GateOutcome> {
+  /**
+   * An access token counted against its application: one hash and one read serve both the
+   * budget and the verification after the throttle. `failed`: the request's lookup failed,
+   * and the throttle's verdict comes from the store-failure mode ({@link #inOneTrip}).
+   */
+  #tokenBudget(state: RequestState, credentials: Credentials, tokenHash: string, failed?: FailedLookup): Awaitable<GateOutcome> {
     return andThen(this.#services.store.getAccessToken(tokenHash), (record) => {
       if (record !== undefined && this.#oneTrip) this.#tokenApps.set(tokenHash, record.appToken)
       return andThen(this.#tokenApplication(record, state.application), (budget) => {
         state.application = budget
-        return this.#throttleThenVerify(state, credentials, { record })
+        return this.#throttleThenVerify(state, credentials, { record }, failed)
       })
     })
   }
@@ -288,22 +297,38 @@ export class Pipeline {
   }
 
   /**
-   * Sends a request's lookup; if the store fails, the separate calls run instead, so the
-   * request meets the configured store-failure mode as it would have without the lookup (a
-   * throttle that counts in this process's memory, a 503 for a record). One step may count
-   * twice: a lookup that timed out after Redis took its step, followed by separate calls
-   * that reach the store (the guard's probe, or a data error that does not mark it down).
+   * Sends a request's lookup. If it fails, the request goes on as the separate calls would
+   * take it, except for the rate step, which is not sent again: the lookup may have taken
+   * it before the failure reached the gate (Redis paused past the timeout runs the script
+   * when it resumes; a script can fail on a record after its step, a data error that leaves
+   * the store marked up; a reply lost with its connection), and a second step would reach
+   * the store whenever the store is not marked down at that moment (a data error, a probe).
+   * The throttle's verdict comes from the store-failure mode instead
+   * (`Throttle.checkFailed`: this process's count, no verdict, or 503), and the credential's
+   * records are read by the separate calls, which meet the store's failure handling as
+   * before (a 503 for a record the store cannot give). An access token that decides its own
+   * budget is read first, so that the verdict is on the budget it decides.
+   *
+   * What cannot be exact: the gate cannot know whether the store took the step. If it did,
+   * the request counts once in the store (when a paused Redis resumes) and, with
+   * `onStoreError: 'memory'`, once in this process's own count too, which serves only while
+   * the store is failing; the store never counts it twice.
    */
   #inOneTrip(lookup: RequestLookup, state: RequestState, credentials: Credentials, tokenHash: string | undefined, then: (found: RequestLookupResult) => Awaitable<GateOutcome>): Awaitable<GateOutcome> {
-    const separately = (): Awaitable<GateOutcome> => (tokenHash === undefined ? this.#throttleThenVerify(state, credentials, undefined) : this.#tokenBudget(state, credentials, tokenHash))
     let pending: Awaitable<RequestLookupResult>
     try {
       pending = (this.#services.store.lookupRequest as NonNullable<GateStore['lookupRequest']>)(lookup)
-    } catch {
-      return separately()
+    } catch (error) {
+      return this.#lookupFailed(state, credentials, tokenHash, error)
     }
     if (!isPromiseLike(pending)) return then(pending)
-    return Promise.resolve(pending).then(then, separately)
+    return Promise.resolve(pending).then(then, (error: unknown) => this.#lookupFailed(state, credentials, tokenHash, error))
+  }
+
+  /** The separate calls of a request whose lookup failed with `error`, without its rate step ({@link #inOneTrip}). */
+  #lookupFailed(state: RequestState, credentials: Credentials, tokenHash: string | undefined, error: unknown): Awaitable<GateOutcome> {
+    const failed: FailedLookup = { error }
+    return tokenHash === undefined ? this.#throttleThenVerify(state, credentials, undefined, failed) : this.#tokenBudget(state, credentials, tokenHash, failed)
   }
 
   /** The throttle's verdict on the step the store took, then verification with the records it read. */
@@ -317,8 +342,11 @@ export class Pipeline {
     return andThen(this.#services.auth.verify(credentials, state.client, read), (authentication) => this.#outcome(state, pass, authentication))
   }
 
-  #throttleThenVerify(state: RequestState, credentials: Credentials, token: TokenLookup | undefined): Awaitable<GateOutcome> {
-    return andThen(this.#services.throttle.check(state.application, state.client), (pass) =>
+  /** The throttle, then verification; after a failed lookup (`failed`), the throttle's verdict without a store step. */
+  #throttleThenVerify(state: RequestState, credentials: Credentials, token: TokenLookup | undefined, failed?: FailedLookup): Awaitable<GateOutcome> {
+    const throttle = this.#services.throttle
+    const verdict = failed === undefined ? throttle.check(state.application, state.client) : throttle.checkFailed(state.application, state.client, failed.error)
+    return andThen(verdict, (pass) =>
       andThen(this.#services.auth.verify(credentials, state.client, token), (authentication) => this.#outcome(state, pass, authentication)),
     )
   }
