@@ -34,7 +34,7 @@ import { PlatformError } from '../errors.js'
 import type { Emit } from '../events.js'
 import type { ResolvedConfig } from '../config/options.js'
 import { sha256 } from '../secrets/tokens.js'
-import type { AccessTokenRecord, ApplicationRecord, Awaitable, CredentialLookup, GateStore, RequestLookup, RequestLookupResult } from '../store/store.js'
+import type { AccessTokenRecord, ApplicationRecord, Awaitable, CredentialLookup, GateStore, RequestLookup, RequestLookupResult, UserRecord } from '../store/store.js'
 import { API_KEY_ID } from '../management/users.js'
 import type { DecisionFacts } from '../telemetry/decision-telemetry.js'
 
@@ -355,11 +355,31 @@ export class Pipeline {
     const throttle = this.#services.throttle
     const verdict = failed === undefined ? throttle.check(state.application, state.client) : throttle.checkFailed(state.application, state.client, failed.error)
     const record = token?.record
-    const user = record !== undefined && isLive(record) && !('user' in (token as TokenLookup)) ? readAhead(() => this.#services.store.getUser(record.userId)) : undefined
+    if (record === undefined || !isLive(record)) {
+      return andThen(verdict, (pass) => andThen(this.#services.auth.verify(credentials, state.client, token), (authentication) => this.#outcome(state, pass, authentication)))
+    }
+    const user = this.#readUserAhead(record.userId)
     return andThen(verdict, (pass) => {
-      const read = user === undefined ? token : andThen(user(), (found): TokenLookup => ({ record, user: found }))
-      return andThen(read, (lookup) => andThen(this.#services.auth.verify(credentials, state.client, lookup), (authentication) => this.#outcome(state, pass, authentication)))
+      if (!isPromiseLike(user)) return andThen(this.#services.auth.verify(credentials, state.client, { record, user }), (authentication) => this.#outcome(state, pass, authentication))
+      return user.then((found) => andThen(this.#services.auth.verify(credentials, state.client, { record, user: found }), (authentication) => this.#outcome(state, pass, authentication)))
     })
+  }
+
+  /**
+   * A user read started now for later ({@link #throttleThenVerify}): a failure, thrown or
+   * rejected, surfaces when the value is used, and is not an unhandled rejection if it never is.
+   */
+  #readUserAhead(userId: string): UserRecord | undefined | Promise<UserRecord | undefined> {
+    let user: Awaitable<UserRecord | undefined>
+    try {
+      user = this.#services.store.getUser(userId)
+    } catch (error) {
+      user = Promise.reject(error)
+    }
+    if (!isPromiseLike(user)) return user
+    const pending = Promise.resolve(user)
+    pending.catch(() => {})
+    return pending
   }
 
   /**
@@ -417,25 +437,6 @@ export class Pipeline {
 /** Whether an access token is live now: not revoked, not expired. */
 function isLive(record: AccessTokenRecord): boolean {
   return record.revokedAt === null && record.expiresAt > Date.now()
-}
-
-/**
- * Starts a store read now, for its value later: a failure (thrown or rejected) is thrown
- * when the value is asked for, and is not an unhandled rejection if it never is.
- */
-function readAhead<T>(read: () => Awaitable<T>): () => Awaitable<T> {
-  let value: Awaitable<T>
-  try {
-    value = read()
-  } catch (error) {
-    return () => {
-      throw error
-    }
-  }
-  if (!isPromiseLike(value)) return () => value
-  const pending = Promise.resolve(value)
-  pending.catch(() => {})
-  return () => pending
 }
 
 /**
