@@ -7,6 +7,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it, vi } from 'vitest'
 import { createGate, MemoryStore, type GateOptions, type GateOutcome, type StoreErrorEvent, type StoreRecoveredEvent } from '../src/index.js'
+import type { RequestLookup, RequestLookupResult } from '../src/store/contract/request-lookup.js'
 import { FlakyStore } from './support/flaky-store.js'
 import { coreRequest } from './support/requests.js'
 
@@ -180,6 +181,60 @@ describe('a store outage', () => {
     expect(refused.status).toBe(429)
     expect(refused.headers['retry-after']).toMatch(/^\d+$/)
     expect(refused.headers.ratelimit).toBeUndefined()
+  })
+})
+
+describe('a request whose one-trip lookup fails after the store took its step', () => {
+  /**
+   * A store with `lookupRequest` that takes the request's rate step and then fails on a
+   * record, as a Redis script can: with a data error, so the store is not marked down and
+   * a step sent again would reach it. (Against a real Redis: test/redis-lookup-failure.test.ts.)
+   */
+  class LookupFailsAfterStep extends FlakyStore {
+    readonly lookupRequest = async (lookup: RequestLookup): Promise<RequestLookupResult> => {
+      await Promise.resolve()
+      this.consumeRate(lookup.rate.key, lookup.rate.limit, lookup.rate.windowMs, lookup.rate.cost)
+      throw Object.assign(new Error('a record of the wrong kind'), { code: '22000' })
+    }
+  }
+
+  it.each(['memory', 'fail-open', 'fail-closed'] as const)('counts it once, and the throttle answers as onStoreError %s says', async (mode) => {
+    const store = new LookupFailsAfterStep()
+    // A long window: the budget refills by one request in 864 s, so the count reads exactly.
+    const windowMs = 86_400_000
+    const { gate, appToken, errors } = await gateOn(store, { basic: { scrypt: { logN: 10 } }, throttle: { application: { limit: 100, windowMs }, onStoreError: mode } })
+    const counted = () => (store.consumeRate(`app:${appToken}`, 100, windowMs, 0) as { remaining: number }).remaining
+    const ada = await gate.users.create({ username: 'ada', password: 'correct horse battery', displayName: 'Ada', email: 'ada@example.org' })
+    const key = await gate.apiKeys.create(ada.id, { name: 'etl' })
+    const { accessToken } = await gate.tokens.issue({ userId: ada.id, appToken })
+    const basic = (user: string, secret: string) => `Basic ${Buffer.from(`${user}:${secret}`).toString('base64')}`
+    const credentials = {
+      'API key': { 'x-app-token': appToken, authorization: basic(key.keyId, key.keySecret) },
+      password: { 'x-app-token': appToken, authorization: basic('ada', 'correct horse battery') },
+      'OAuth token with its app token': { 'x-app-token': appToken, authorization: `OAuth ${accessToken}` },
+      'OAuth token alone': { authorization: `OAuth ${accessToken}` },
+    }
+    for (const [credential, headers] of Object.entries(credentials)) {
+      // Twice: a password is sent in the lookup once it was verified, a token alone once its application is known.
+      for (let i = 0; i < 2; i++) {
+        const before = counted()
+        const outcome = await gate.handle(coreRequest({ headers }))
+        expect({ credential, steps: before - counted() }).toEqual({ credential, steps: 1 })
+        if (i === 0) continue
+        if (mode === 'fail-closed') {
+          expect({ credential, status: respond(outcome).status }).toEqual({ credential, status: 503 })
+          continue
+        }
+        const { context, headers: sent } = pass(outcome)
+        expect(context.user?.username).toBe('ada')
+        expect(context.application?.appToken).toBe(appToken)
+        if (mode === 'fail-open') expect(context.throttle).toBeNull()
+        else expect(context.throttle).toMatchObject({ policy: 'application', source: 'local' })
+        expect(sent.ratelimit).toBeUndefined()
+      }
+    }
+    // A data error is not an outage.
+    expect(errors).toEqual([])
   })
 })
 

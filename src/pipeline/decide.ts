@@ -34,7 +34,7 @@ import { PlatformError } from '../errors.js'
 import type { Emit } from '../events.js'
 import type { ResolvedConfig } from '../config/options.js'
 import { sha256 } from '../secrets/tokens.js'
-import type { AccessTokenRecord, ApplicationRecord, Awaitable, CredentialLookup, GateStore, RequestLookup, RequestLookupResult } from '../store/store.js'
+import type { AccessTokenRecord, ApplicationRecord, Awaitable, CredentialLookup, GateStore, RequestLookup, RequestLookupResult, UserRecord } from '../store/store.js'
 import { API_KEY_ID } from '../management/users.js'
 import type { DecisionFacts } from '../telemetry/decision-telemetry.js'
 
@@ -76,6 +76,11 @@ interface RequestState {
   revokedInsecureToken: boolean
   /** How the request authenticated, once it passed (for the metrics of an answer the gate gives itself). */
   auth: AuthMethod
+}
+
+/** A request's lookup failed, with this error: its rate step must not be sent again. */
+interface FailedLookup {
+  readonly error: unknown
 }
 
 const INVALID_APP_TOKEN = 'Invalid app_token specified'
@@ -227,13 +232,17 @@ export class Pipeline {
     return oneTrip ?? this.#throttleThenVerify(state, credentials, undefined)
   }
 
-  /** An access token counted against its application: one hash and one read serve both the budget and the verification after the throttle. */
-  #tokenBudget(state: RequestState, credentials: Credentials, tokenHash: string): Awaitable<GateOutcome> {
+  /**
+   * An access token counted against its application: one hash and one read serve both the
+   * budget and the verification after the throttle. `failed`: the request's lookup failed,
+   * and the throttle's verdict comes from the store-failure mode ({@link #inOneTrip}).
+   */
+  #tokenBudget(state: RequestState, credentials: Credentials, tokenHash: string, failed?: FailedLookup): Awaitable<GateOutcome> {
     return andThen(this.#services.store.getAccessToken(tokenHash), (record) => {
       if (record !== undefined && this.#oneTrip) this.#tokenApps.set(tokenHash, record.appToken)
       return andThen(this.#tokenApplication(record, state.application), (budget) => {
         state.application = budget
-        return this.#throttleThenVerify(state, credentials, { record })
+        return this.#throttleThenVerify(state, credentials, { record }, failed)
       })
     })
   }
@@ -288,22 +297,38 @@ export class Pipeline {
   }
 
   /**
-   * Sends a request's lookup; if the store fails, the separate calls run instead, so the
-   * request meets the configured store-failure mode as it would have without the lookup (a
-   * throttle that counts in this process's memory, a 503 for a record). One step may count
-   * twice: a lookup that timed out after Redis took its step, followed by separate calls
-   * that reach the store (the guard's probe, or a data error that does not mark it down).
+   * Sends a request's lookup. If it fails, the request goes on as the separate calls would
+   * take it, except for the rate step, which is not sent again: the lookup may have taken
+   * it before the failure reached the gate (Redis paused past the timeout runs the script
+   * when it resumes; a script can fail on a record after its step, a data error that leaves
+   * the store marked up; a reply lost with its connection), and a second step would reach
+   * the store whenever the store is not marked down at that moment (a data error, a probe).
+   * The throttle's verdict comes from the store-failure mode instead
+   * (`Throttle.checkFailed`: this process's count, no verdict, or 503), and the credential's
+   * records are read by the separate calls, which meet the store's failure handling as
+   * before (a 503 for a record the store cannot give). An access token that decides its own
+   * budget is read first, so that the verdict is on the budget it decides.
+   *
+   * What cannot be exact: the gate cannot know whether the store took the step. If it did,
+   * the request counts once in the store (when a paused Redis resumes) and, with
+   * `onStoreError: 'memory'`, once in this process's own count too, which serves only while
+   * the store is failing; the store never counts it twice.
    */
   #inOneTrip(lookup: RequestLookup, state: RequestState, credentials: Credentials, tokenHash: string | undefined, then: (found: RequestLookupResult) => Awaitable<GateOutcome>): Awaitable<GateOutcome> {
-    const separately = (): Awaitable<GateOutcome> => (tokenHash === undefined ? this.#throttleThenVerify(state, credentials, undefined) : this.#tokenBudget(state, credentials, tokenHash))
     let pending: Awaitable<RequestLookupResult>
     try {
       pending = (this.#services.store.lookupRequest as NonNullable<GateStore['lookupRequest']>)(lookup)
-    } catch {
-      return separately()
+    } catch (error) {
+      return this.#lookupFailed(state, credentials, tokenHash, error)
     }
     if (!isPromiseLike(pending)) return then(pending)
-    return Promise.resolve(pending).then(then, separately)
+    return Promise.resolve(pending).then(then, (error: unknown) => this.#lookupFailed(state, credentials, tokenHash, error))
+  }
+
+  /** The separate calls of a request whose lookup failed with `error`, without its rate step ({@link #inOneTrip}). */
+  #lookupFailed(state: RequestState, credentials: Credentials, tokenHash: string | undefined, error: unknown): Awaitable<GateOutcome> {
+    const failed: FailedLookup = { error }
+    return tokenHash === undefined ? this.#throttleThenVerify(state, credentials, undefined, failed) : this.#tokenBudget(state, credentials, tokenHash, failed)
   }
 
   /** The throttle's verdict on the step the store took, then verification with the records it read. */
@@ -317,10 +342,44 @@ export class Pipeline {
     return andThen(this.#services.auth.verify(credentials, state.client, read), (authentication) => this.#outcome(state, pass, authentication))
   }
 
-  #throttleThenVerify(state: RequestState, credentials: Credentials, token: TokenLookup | undefined): Awaitable<GateOutcome> {
-    return andThen(this.#services.throttle.check(state.application, state.client), (pass) =>
-      andThen(this.#services.auth.verify(credentials, state.client, token), (authentication) => this.#outcome(state, pass, authentication)),
-    )
+  /**
+   * The throttle, then verification; after a failed lookup (`failed`), the throttle's
+   * verdict without a store step. A live access token's user is read as soon as the step is
+   * on its way rather than after its answer: a store that read the user with the token
+   * answers from that row (PostgresStore keeps it 100 ms, which a slow rate step in another
+   * store used to outlast, costing a second query), and any other store reads it while the
+   * step is in flight. The verdict still comes first: a refused request is refused whatever
+   * the read found, and a read that fails after a refusal changes nothing.
+   */
+  #throttleThenVerify(state: RequestState, credentials: Credentials, token: TokenLookup | undefined, failed?: FailedLookup): Awaitable<GateOutcome> {
+    const throttle = this.#services.throttle
+    const verdict = failed === undefined ? throttle.check(state.application, state.client) : throttle.checkFailed(state.application, state.client, failed.error)
+    const record = token?.record
+    if (record === undefined || !isLive(record)) {
+      return andThen(verdict, (pass) => andThen(this.#services.auth.verify(credentials, state.client, token), (authentication) => this.#outcome(state, pass, authentication)))
+    }
+    const user = this.#readUserAhead(record.userId)
+    return andThen(verdict, (pass) => {
+      if (!isPromiseLike(user)) return andThen(this.#services.auth.verify(credentials, state.client, { record, user }), (authentication) => this.#outcome(state, pass, authentication))
+      return user.then((found) => andThen(this.#services.auth.verify(credentials, state.client, { record, user: found }), (authentication) => this.#outcome(state, pass, authentication)))
+    })
+  }
+
+  /**
+   * A user read started now for later ({@link #throttleThenVerify}): a failure, thrown or
+   * rejected, surfaces when the value is used, and is not an unhandled rejection if it never is.
+   */
+  #readUserAhead(userId: string): UserRecord | undefined | Promise<UserRecord | undefined> {
+    let user: Awaitable<UserRecord | undefined>
+    try {
+      user = this.#services.store.getUser(userId)
+    } catch (error) {
+      user = Promise.reject(error)
+    }
+    if (!isPromiseLike(user)) return user
+    const pending = Promise.resolve(user)
+    pending.catch(() => {})
+    return pending
   }
 
   /**
@@ -331,7 +390,7 @@ export class Pipeline {
    * @throws {PlatformError} 403 `app_token_mismatch`
    */
   #tokenApplication(record: AccessTokenRecord | undefined, sent: ApplicationRecord | null): Awaitable<ApplicationRecord | null> {
-    if (record === undefined || record.revokedAt !== null || record.expiresAt <= Date.now()) return sent
+    if (record === undefined || !isLive(record)) return sent
     if (sent !== null) {
       if (sent.appToken === record.appToken) return sent
       throw new PlatformError('app_token_mismatch', 'The X-App-Token names another application than the one the access token was issued to')
@@ -373,6 +432,11 @@ export class Pipeline {
     }
     return view
   }
+}
+
+/** Whether an access token is live now: not revoked, not expired. */
+function isLive(record: AccessTokenRecord): boolean {
+  return record.revokedAt === null && record.expiresAt > Date.now()
 }
 
 /**

@@ -108,6 +108,26 @@ export class Throttle {
     return this.#verdict(result, policy, limit, application, client)
   }
 
+  /**
+   * The verdict {@link check} gives when the store fails on the step, without sending the
+   * step to the store: for a request whose step went out in a call that failed (the
+   * request's lookup, `lookupRequest`), which the store may have taken before the failure
+   * reached the gate (a timeout, a script that failed after its step), so that sending it
+   * again could count the request twice. The configured `onStoreError` decides, as in
+   * {@link consume}: this process's count, no verdict, or the store's error; a key this
+   * process knows is over its limit is refused as {@link check} refuses it.
+   * @param error what the failed call failed with
+   * @throws {ThrottledError} over the limit (this process's count, or a known refusal)
+   * @throws {StoreError} when the mode is `fail-closed`
+   */
+  checkFailed(application: ApplicationRecord | null, client: ClientInfo, error: unknown): ThrottlePass | null {
+    const budget = this.#budget(application, client)
+    if (budget === undefined) return null
+    const { policy, key, limit } = budget
+    const result = this.#knownRefusal(key) ?? this.#failed(error, key, limit, policy.windowMs, 1)
+    return this.#verdict(result, policy, limit, application, client)
+  }
+
   /** Whether the throttle counts in `store` (not in a separate `rateStore`). */
   countsIn(store: object): boolean {
     return this.#store === store
@@ -178,12 +198,9 @@ export class Throttle {
    * @returns `null` when the store failed and the mode is `fail-open`
    */
   consume(key: string, limit: number, windowMs: number, cost: number): Awaitable<CountedRate | null> {
-    if (this.#blockedUntil.size > 0 && cost > 0) {
-      const until = this.#blockedUntil.get(key)
-      const now = Date.now()
-      if (until !== undefined && until > now) {
-        return { allowed: false, remaining: 0, resetMs: until - now, retryAfterMs: until - now }
-      }
+    if (cost > 0) {
+      const refused = this.#knownRefusal(key)
+      if (refused !== undefined) return refused
     }
     let result: Awaitable<RateResult>
     try {
@@ -196,6 +213,15 @@ export class Throttle {
       (settled) => this.#remember(key, settled),
       (error: unknown) => this.#failed(error, key, limit, windowMs, cost),
     )
+  }
+
+  /** A refusal of `key` without a store call, while this process knows it is over its limit. */
+  #knownRefusal(key: string): CountedRate | undefined {
+    if (this.#blockedUntil.size === 0) return undefined
+    const until = this.#blockedUntil.get(key)
+    const now = Date.now()
+    if (until === undefined || until <= now) return undefined
+    return { allowed: false, remaining: 0, resetMs: until - now, retryAfterMs: until - now }
   }
 
   #remember(key: string, result: CountedRate): CountedRate {
