@@ -9,14 +9,20 @@
 //   ioredis-direct       ioredis with the store's options, the way the store sends on a single
 //                        server: its own Command to sendCommand, the socket corked for the turn
 //   ioredis5             ioredis 5 (the store's peer range allows it) with the store's options
+//   ioredis5-direct      ioredis 5, sent the way the store sends
 //   node-redis           the official `redis` client (it writes a tick's commands in one write)
 //   node-redis-timeout   the same with a per-command timeout, as the store needs
 // Every variant keeps its own connection; rounds run the variants in a shuffled order and
 // the figure is the median of process CPU (user + system) per command, so a busy machine
-// slows every variant alike. For a count that no neighbour can disturb, run one variant
-// under valgrind twice with different N and divide the difference of instructions:
-//   valgrind --tool=callgrind --callgrind-out-file=/dev/null node bench/redis-client.mjs --only ioredis --n 2000 --rounds 1
-//   (then --n 22000; instructions per command = (I22000 - I2000) / 20000)
+// slows every variant alike. For a count that no neighbour can disturb, run one variant at
+// a time under callgrind, which then counts the instructions of the rounds only (warm-up,
+// startup and JIT of the first calls left out), and divide by N:
+//   BENCH_CALLGRIND=1 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=cg.out \
+//     node bench/redis-client.mjs --only ioredis --n 10000 --rounds 1 --warmup 10000
+//   callgrind_annotate cg.out | grep TOTALS      (instructions, all threads, GC included)
+// Under valgrind every reply is back by the time the client reads, so each turn carries
+// all the commands in flight: the counts compare the clients' work per command, not the
+// batching that a real load would see.
 //
 // Needs `npm run build` (it loads dist/). Redis: BENCH_REDIS_URL, or a redis-server it
 // starts on BENCH_REDIS_PORT (default 17191), pinned with BENCH_REDIS_CPU when set.
@@ -28,7 +34,7 @@ import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import { Command, Redis } from 'ioredis'
-import { Redis as Redis5 } from 'ioredis5'
+import { Command as Command5, Redis as Redis5 } from 'ioredis5'
 import { createClient } from 'redis'
 import { RedisStore, redisClientDefaults } from '../dist/redis.js'
 
@@ -50,9 +56,10 @@ const PREFIX = `bench-client:${process.pid}:`
 const LIMIT = 1_000_000_000
 const WINDOW_MS = 3_600_000
 // BENCH_CALLGRIND=1: the process runs under callgrind with --instr-atstart=no; only the
-// rounds are counted (see callgrind()), and valgrind's slowness needs a longer command timeout.
+// rounds are counted (see callgrind()). The command timeout is armed as the store arms it, but
+// long: on a busy machine (or under valgrind) a 500 ms timer firing would end the run.
 const CALLGRIND = process.env.BENCH_CALLGRIND === '1'
-const TIMEOUT_MS = CALLGRIND ? 60_000 : 500
+const TIMEOUT_MS = CALLGRIND ? 60_000 : 5_000
 
 async function startRedis() {
   if (process.env.BENCH_REDIS_URL) return { url: process.env.BENCH_REDIS_URL, stop: async () => {} }
@@ -132,23 +139,10 @@ const variants = {
   // What the store could do on a single server: its own Command, sent by sendCommand
   // (the command timeout still applies), the socket corked until the event loop's turn ends.
   async 'ioredis-direct'(url) {
-    const client = await ready(new Redis(url, redisClientDefaults(TIMEOUT_MS)))
-    const limit = String(LIMIT)
-    const windowMs = String(WINDOW_MS)
-    let corked = null
-    const uncork = () => {
-      corked.uncork()
-      corked = null
-    }
-    const step = (i) => {
-      if (corked === null) {
-        corked = client.stream
-        corked.cork()
-        setImmediate(uncork)
-      }
-      return client.sendCommand(new Command('evalsha', [SHA, '1', keys[i & 63], limit, windowMs, '1'], { replyEncoding: 'utf8' }))
-    }
-    return { step, close: () => client.quit() }
+    return directVariant(url, Redis, Command)
+  },
+  async 'ioredis5-direct'(url) {
+    return directVariant(url, Redis5, Command5)
   },
   async 'node-redis'(url) {
     return nodeRedisVariant(url, undefined)
@@ -165,6 +159,26 @@ async function ioredisVariant(url, options, Client = Redis) {
   const limit = String(LIMIT)
   const windowMs = String(WINDOW_MS)
   return { step: (i) => client.evalsha(SHA, 1, keys[i & 63], limit, windowMs, '1'), close: () => client.quit() }
+}
+
+async function directVariant(url, Client, CommandClass) {
+  const client = await ready(new Client(url, redisClientDefaults(TIMEOUT_MS)))
+  const limit = String(LIMIT)
+  const windowMs = String(WINDOW_MS)
+  let corked = null
+  const uncork = () => {
+    corked.uncork()
+    corked = null
+  }
+  const step = (i) => {
+    if (corked === null) {
+      corked = client.stream
+      corked.cork()
+      setImmediate(uncork)
+    }
+    return client.sendCommand(new CommandClass('evalsha', [SHA, '1', keys[i & 63], limit, windowMs, '1'], { replyEncoding: 'utf8' }))
+  }
+  return { step, close: () => client.quit() }
 }
 
 async function nodeRedisVariant(url, timeout) {

@@ -49,11 +49,18 @@ function countRedisCommands(client) {
   globalThis.benchRedisCommands = () => sent
 }
 
+// BENCH_STORE_TIMEOUT_MS: the gate's storeTimeoutMs and the Redis store's command timeout,
+// for a server run under valgrind (bench/redis-client.mjs says how), so slow that the
+// defaults would time its store calls out and measure the fallback instead.
+const STORE_TIMEOUT_MS = process.env.BENCH_STORE_TIMEOUT_MS ? Number(process.env.BENCH_STORE_TIMEOUT_MS) : undefined
+const storeTimeout = STORE_TIMEOUT_MS === undefined ? {} : { storeTimeoutMs: STORE_TIMEOUT_MS }
+
 /** The gate's store: in memory, or a RedisStore on the bench's own redis-server (run.mjs starts it). */
 async function benchStore(redis, redisOptions = {}) {
   if (!redis) return {}
   const { RedisStore } = await import('../dist/redis.js')
-  const store = new RedisStore({ url: process.env.BENCH_REDIS_URL, prefix: `bench:${process.pid}:`, redisOptions })
+  const timeout = STORE_TIMEOUT_MS === undefined ? {} : { commandTimeoutMs: STORE_TIMEOUT_MS }
+  const store = new RedisStore({ url: process.env.BENCH_REDIS_URL, prefix: `bench:${process.pid}:`, redisOptions, ...timeout })
   countRedisCommands(store.client)
   return { store }
 }
@@ -112,7 +119,7 @@ export async function cleanup() {
 async function gateWithApp(layout = 'memory', extra = {}) {
   const { createGate } = await import('../dist/index.js')
   const { options, queries } = await storeLayout(layout)
-  const gate = createGate({ ...options, throttle: { application: HUGE, anonymous: HUGE }, ...extra })
+  const gate = createGate({ ...options, throttle: { application: HUGE, anonymous: HUGE }, ...storeTimeout, ...extra })
   const { appToken } = await gate.applications.register({ name: 'bench' })
   return { gate, headers: { 'x-app-token': appToken }, queries }
 }
@@ -129,7 +136,7 @@ const basicHeader = (user, password) => `Basic ${Buffer.from(`${user}:${password
 async function gateWithCredentials(kind, layout = 'memory') {
   const { createGate } = await import('../dist/index.js')
   const { options, queries } = await storeLayout(layout)
-  const gate = createGate({ ...options, throttle: { application: HUGE, anonymous: HUGE }, trustProxy: 'loopback' })
+  const gate = createGate({ ...options, throttle: { application: HUGE, anonymous: HUGE }, trustProxy: 'loopback', ...storeTimeout })
   const { appToken } = await gate.applications.register({ name: 'bench' })
   const user = await gate.users.create({ username: 'ada', password: PASSWORD, displayName: 'Ada', email: 'ada@example.org' })
   const headers = { 'x-app-token': appToken, 'x-forwarded-proto': 'https' }
