@@ -4,9 +4,9 @@
  * scripts, and the subscriber connection and the quit the store makes itself.
  */
 import { Command, type Cluster, type Redis, type RedisOptions } from 'ioredis'
+import type { RedisScript } from './scripts.js'
 
 type CommandOptions = NonNullable<ConstructorParameters<typeof Command>[2]>
-import type { RedisScript } from './scripts.js'
 
 /** A client the store can use: an ioredis `Redis` or `Cluster`. */
 export type RedisClient = Redis | Cluster
@@ -52,9 +52,10 @@ function isNoScript(error: unknown): boolean {
  *
  * On a single server the store makes the ioredis `Command` itself and hands it to
  * `sendCommand`, with the socket corked until the event loop's turn ends: the commands of
- * the turn's requests leave in one write, as auto-pipelining would send them, for about
- * half the client's CPU per command (auto-pipelining builds a pipeline, a promise and a
- * callback more per command; `bench/redis-client.mjs` measures both). The command goes
+ * the turn's requests leave in one write, as auto-pipelining would send them, for a
+ * quarter fewer instructions and about 0.6× the CPU per command (auto-pipelining builds a
+ * pipeline per turn, and a promise, a callback and a `nextTick` more per command;
+ * `bench/redis-client.mjs` measures both). The command goes
  * through the client's own checks and timer as any other: it fails at once when the client
  * is not connected (or waits in its offline queue, if you gave it one), and fails after the
  * client's `commandTimeout`. A Cluster routes each command to its node, through `evalsha`.
