@@ -82,7 +82,9 @@ async function storeLayout(layout) {
   if (layout === false || layout === 'memory') return { options: {}, queries: undefined }
   if (layout === true || layout === 'redis') return { options: await benchStore(true), queries: undefined }
   // ioredis's auto-pipelining off (it is on in redisClientDefaults): the client's CPU per
-  // command against the default's, side by side (see docs/performance.md).
+  // command against the default's, side by side (see docs/performance.md). On a single
+  // server the store now sends its scripts itself, one write per turn either way, so the
+  // request path is the same in both rows; the option still governs plain commands.
   if (layout === 'redis-no-autopipelining') return { options: await benchStore(true, { enableAutoPipelining: false }), queries: undefined }
   const { default: pg } = await import('pg')
   const { PostgresStore } = await import('../dist/postgres.js')
