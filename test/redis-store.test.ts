@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { nodeGate } from '../adapters/node.js'
 import { createGate, type ApiKeyRecord } from '../src/index.js'
 import { describeStore } from '../src/testing/index.js'
-import { RedisStore } from '../src/store/redis/store.js'
+import { RedisStore, redisClientDefaults } from '../src/store/redis/store.js'
 import { listen } from './adapters/servers.js'
 import { pagesOf, userWithManyKeys } from './redis/key-pages.js'
 import { describeSameAsMemoryStore } from './redis/same-as-memory.js'
@@ -305,6 +305,40 @@ describe.skipIf(!available)('RedisStore', () => {
     await gate.close()
     expect(await client.ping()).toBe('PONG')
     await client.quit()
+  })
+
+  it('sends the rate steps of one turn of the event loop in one write, on a client of yours without auto-pipelining too', async () => {
+    for (const enableAutoPipelining of [true, false]) {
+      const client = new Redis(REDIS_URL, { ...redisClientDefaults(), enableAutoPipelining })
+      const store = new RedisStore({ client, prefix })
+      const key = `one-write-${String(enableAutoPipelining)}`
+      try {
+        await store.consumeRate(key, 1000, 60_000, 1)
+        // Every write the socket makes goes through _write (one chunk) or _writev (several).
+        let writes = 0
+        const socket = client.stream as unknown as { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void }
+        const [write, writev] = [socket._write, socket._writev]
+        socket._write = (...a) => (writes++, write.apply(socket, a))
+        socket._writev = (...a) => (writes++, writev.apply(socket, a))
+        const steps = await Promise.all(Array.from({ length: 20 }, () => store.consumeRate(key, 1000, 60_000, 1)))
+        expect(steps.map((s) => s.allowed)).toEqual(Array(20).fill(true))
+        expect(writes).toBe(1)
+      } finally {
+        await client.quit()
+      }
+    }
+  })
+
+  it('runs its scripts under the key prefix of a client of yours', async () => {
+    const client = new Redis(REDIS_URL, { ...redisClientDefaults(), keyPrefix: `${prefix}kp:` })
+    const store = new RedisStore({ client, prefix })
+    try {
+      await store.consumeRate('prefixed', 10, 60_000, 1)
+      expect(await admin.exists(`${prefix}kp:${prefix}rate:{prefixed}`)).toBe(1)
+      expect(await admin.exists(`${prefix}rate:{prefixed}`)).toBe(0)
+    } finally {
+      await client.quit()
+    }
   })
 
   describeSameAsMemoryStore('RedisStore', () => new RedisStore({ url: REDIS_URL, prefix }))

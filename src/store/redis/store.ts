@@ -62,7 +62,7 @@ import {
   type RedisScript,
 } from './scripts.js'
 import { usernameSkeleton } from '../../management/usernames.js'
-import { duplicate, quit, redisClientDefaults, type RedisClient } from './client.js'
+import { duplicate, quit, redisClientDefaults, scriptSender, type RedisClient, type ScriptSender } from './client.js'
 import { ACCESS_TOKEN, API_KEY, APPLICATION, CODE, decode, encode, encodePatch, grant, searchFields, SESSION, USER } from './codec.js'
 import type {
   AccessTokenFilter,
@@ -134,11 +134,6 @@ export interface RedisStoreClientOptions extends CommonOptions {
 /** Options of {@link RedisStore}: a URL (the store owns its client) or a client (you own it). */
 export type RedisStoreOptions = RedisStoreUrlOptions | RedisStoreClientOptions
 
-/** Whether the server had no script of that SHA-1 (a restart, a flush, another cluster node): send it with EVAL. */
-function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith('NOSCRIPT')
-}
-
 /**
  * A {@link GateStore} on Redis or Redis Cluster, for several instances of the gate.
  *
@@ -151,6 +146,7 @@ function isNoScript(error: unknown): boolean {
  */
 export class RedisStore implements GateStore, UsageStore {
   readonly #client: RedisClient
+  readonly #send: ScriptSender
   readonly #owned: boolean
   readonly #p: string
   readonly #codeRetentionMs: number
@@ -203,6 +199,7 @@ export class RedisStore implements GateStore, UsageStore {
     } else {
       throw new TypeError('open-data-gate: RedisStore needs { url } or { client }')
     }
+    this.#send = scriptSender(this.#client)
     if (!('isCluster' in this.#client && this.#client.isCluster)) this.lookupRequest = (lookup) => this.#lookupRequest(lookup)
     else {
       const cluster = (this.#cluster = new ClusterLookup({
@@ -244,16 +241,8 @@ export class RedisStore implements GateStore, UsageStore {
 
   /** `EVALSHA`, and `EVAL` when the server does not know the script. */
   #run(script: RedisScript, keys: string[], args: Array<string | number>): Promise<unknown> {
-    if (!this.#everReady) return this.#whenReady().then(() => this.#evalsha(script, keys, args))
-    return this.#evalsha(script, keys, args)
-  }
-
-  #evalsha(script: RedisScript, keys: string[], args: Array<string | number>): Promise<unknown> {
-    const client = this.#client
-    return client.evalsha(script.sha, script.keys, ...keys, ...args).catch((error: unknown) => {
-      if (!isNoScript(error)) throw error
-      return client.eval(script.lua, script.keys, ...keys, ...args)
-    })
+    if (!this.#everReady) return this.#whenReady().then(() => this.#send(script, keys, args))
+    return this.#send(script, keys, args)
   }
 
   /** A plain command, with the same first-connection wait as scripts. */
@@ -648,9 +637,8 @@ export class RedisStore implements GateStore, UsageStore {
 
   // ---- rate steps ----
 
-  async consumeRate(key: string, limit: number, windowMs: number, cost: number): Promise<RateResult> {
-    const reply = (await this.#run(GCRA, [`${this.#p}rate:{${key}}`], [limit, windowMs, cost])) as number[]
-    return { allowed: reply[0] === 1, remaining: reply[1] as number, resetMs: reply[2] as number, retryAfterMs: reply[3] as number }
+  consumeRate(key: string, limit: number, windowMs: number, cost: number): Promise<RateResult> {
+    return this.#run(GCRA, [`${this.#p}rate:{${key}}`], [limit, windowMs, cost]).then(rateResult)
   }
 
   #lookupRequest(lookup: RequestLookup): Promise<RequestLookupResult> {
@@ -703,8 +691,14 @@ export class RedisStore implements GateStore, UsageStore {
 /** What `LOOKUP_REQUEST` answers: stepped, the step, record read, the record, user read, the user. */
 type LookupReply = [number, number[], number, string[], number, string[]]
 
+/** A GCRA step's reply, {allowed 0|1, remaining, resetMs, retryAfterMs}, as a result. */
+function rateResult(reply: unknown): RateResult {
+  const step = reply as number[]
+  return { allowed: step[0] === 1, remaining: step[1] as number, resetMs: step[2] as number, retryAfterMs: step[3] as number }
+}
+
 function lookedUp(kind: string, [stepped, step, recordRead, record, userRead, user]: LookupReply): RequestLookupResult {
-  const result = stepped === 0 ? null : { allowed: step[0] === 1, remaining: step[1] as number, resetMs: step[2] as number, retryAfterMs: step[3] as number }
+  const result = stepped === 0 ? null : rateResult(step)
   const out: { -readonly [K in keyof RequestLookupResult]: RequestLookupResult[K] } = { stepped: stepped === 0 ? null : stepped === 1 ? 'rate' : 'otherwise', result }
   if (recordRead === 1) {
     if (kind === 't') out.accessToken = decode(ACCESS_TOKEN, record)
