@@ -25,7 +25,7 @@
 // batching that a real load would see.
 //
 // Needs `npm run build` (it loads dist/). Redis: BENCH_REDIS_URL, or a redis-server it
-// starts on BENCH_REDIS_PORT (default 17191), pinned with BENCH_REDIS_CPU when set.
+// starts on BENCH_REDIS_PORT (default 17194), pinned with BENCH_REDIS_CPU when set.
 // Options: --n 20000 --inflight 50 --rounds 5 --only a,b
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -37,6 +37,7 @@ import { Command, Redis } from 'ioredis'
 import { Command as Command5, Redis as Redis5 } from 'ioredis5'
 import { createClient } from 'redis'
 import { RedisStore, redisClientDefaults } from '../dist/redis.js'
+import { median, shuffle } from './stats.mjs'
 
 const { values: opts } = parseArgs({
   options: {
@@ -63,7 +64,7 @@ const TIMEOUT_MS = CALLGRIND ? 60_000 : 5_000
 
 async function startRedis() {
   if (process.env.BENCH_REDIS_URL) return { url: process.env.BENCH_REDIS_URL, stop: async () => {} }
-  const port = Number(process.env.BENCH_REDIS_PORT ?? 17191)
+  const port = Number(process.env.BENCH_REDIS_PORT ?? 17194)
   const dir = await mkdtemp(path.join(os.tmpdir(), 'odg-bench-redis-client-'))
   const argv = ['redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--loglevel', 'warning']
   const cpu = process.env.BENCH_REDIS_CPU
@@ -209,21 +210,6 @@ async function measure(step, n, counted = false) {
   const used = process.cpuUsage(before)
   if (counted) callgrind('off')
   return (used.user + used.system) / n
-}
-
-function shuffle(list) {
-  const a = [...list]
-  for (let i = a.length - 1; i > 0; i--) {
-    const j = Math.floor(Math.random() * (i + 1))
-    ;[a[i], a[j]] = [a[j], a[i]]
-  }
-  return a
-}
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b)
-  const m = s.length >> 1
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2
 }
 
 async function main() {

@@ -34,6 +34,7 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { cleanup, expectedBody, variants } from './variants.mjs'
+import { median, shuffle } from './stats.mjs'
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)))
 const children = new Set()
@@ -241,21 +242,6 @@ async function startCluster(config) {
     },
     stop,
   }
-}
-
-function shuffle(list) {
-  const a = [...list]
-  for (let i = a.length - 1; i > 0; i--) {
-    const j = Math.floor(Math.random() * (i + 1))
-    ;[a[i], a[j]] = [a[j], a[i]]
-  }
-  return a
-}
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b)
-  const m = s.length >> 1
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2
 }
 
 function summarize(selected, samples) {
