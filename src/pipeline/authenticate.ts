@@ -29,6 +29,7 @@ import { addressKey, type ClientInfo } from '../http/proxy.js'
 import { NO_SUCH_SECRET, secretMatches, sha256 } from '../secrets/tokens.js'
 import { unstorableCharacter } from '../store/storable.js'
 import type { AccessTokenRecord, ApiKeyRecord, Awaitable, GateStore, UserRecord } from '../store/store.js'
+import { isLiveAccessToken } from '../store/contract/oauth.js'
 import type { Throttle } from './throttle.js'
 import { LastUsed } from './last-used.js'
 import { API_KEY_ID, findUserRecord, MAX_USERNAME_LENGTH, normalizeUsername } from '../management/users.js'
@@ -160,7 +161,7 @@ export class Authenticator {
   }
 
   #verifyToken(record: AccessTokenRecord | undefined, scheme: 'oauth' | 'bearer', client: ClientInfo, read: TokenLookup | undefined): Awaitable<Authentication> {
-    if (record === undefined || record.revokedAt !== null || record.expiresAt <= Date.now()) throw this.#invalidToken(scheme, client)
+    if (!isLiveAccessToken(record, Date.now())) throw this.#invalidToken(scheme, client)
     return andThen(this.#userOf(record.userId, read), (user): Authentication => {
       if (user === undefined) throw this.#invalidToken(scheme, client)
       this.#lastUsed.grant(record)

@@ -36,6 +36,7 @@ import type { ResolvedConfig } from '../config/options.js'
 import { sha256 } from '../secrets/tokens.js'
 import type { AccessTokenRecord, ApplicationRecord, Awaitable, CredentialLookup, GateStore, RequestLookup, RequestLookupResult, UserRecord } from '../store/store.js'
 import { API_KEY_ID } from '../management/users.js'
+import { isLiveAccessToken } from '../store/contract/oauth.js'
 import type { DecisionFacts } from '../telemetry/decision-telemetry.js'
 
 /** The options the decision reads. */
@@ -355,7 +356,7 @@ export class Pipeline {
     const throttle = this.#services.throttle
     const verdict = failed === undefined ? throttle.check(state.application, state.client) : throttle.checkFailed(state.application, state.client, failed.error)
     const record = token?.record
-    if (record === undefined || !isLive(record)) {
+    if (!isLiveAccessToken(record, Date.now())) {
       return andThen(verdict, (pass) => andThen(this.#services.auth.verify(credentials, state.client, token), (authentication) => this.#outcome(state, pass, authentication)))
     }
     const user = this.#readUserAhead(record.userId)
@@ -390,7 +391,7 @@ export class Pipeline {
    * @throws {PlatformError} 403 `app_token_mismatch`
    */
   #tokenApplication(record: AccessTokenRecord | undefined, sent: ApplicationRecord | null): Awaitable<ApplicationRecord | null> {
-    if (record === undefined || !isLive(record)) return sent
+    if (!isLiveAccessToken(record, Date.now())) return sent
     if (sent !== null) {
       if (sent.appToken === record.appToken) return sent
       throw new PlatformError('app_token_mismatch', 'The X-App-Token names another application than the one the access token was issued to')
@@ -432,11 +433,6 @@ export class Pipeline {
     }
     return view
   }
-}
-
-/** Whether an access token is live now: not revoked, not expired. */
-function isLive(record: AccessTokenRecord): boolean {
-  return record.revokedAt === null && record.expiresAt > Date.now()
 }
 
 /**

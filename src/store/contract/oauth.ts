@@ -20,6 +20,14 @@ export interface AccessTokenRecord {
   readonly revokedAt: number | null
 }
 
+/**
+ * Whether an access token is live at `now`: present, not revoked, not expired. The one
+ * rule the gate, the stores and the conformance kit apply to every token they read.
+ */
+export function isLiveAccessToken(token: AccessTokenRecord | undefined, now: number): token is AccessTokenRecord {
+  return token !== undefined && token.revokedAt === null && token.expiresAt > now
+}
+
 /** An OAuth authorization code, bound to everything the token request must match. */
 export interface AuthorizationCodeRecord {
   /** SHA-256 (hex) of the code. */

@@ -32,6 +32,7 @@ import type {
   UserRecord,
 } from '../store.js'
 import type { UsageBatch, UsageBucket, UsageGranularity, UsageStore, UsageTopQuery, UsageTotal } from '../usage-contract.js'
+import { isLiveAccessToken } from '../contract/oauth.js'
 import { MemoryUsage } from './usage.js'
 
 /** Expired records (and API keys past their purge time) are swept out every this many inserts, so memory follows live records only. */
@@ -304,7 +305,7 @@ export class MemoryStore implements GateStore, UsageStore {
   listAccessTokens(userId: string): AccessTokenRecord[] {
     const now = this.#clock()
     return [...this.#tokens.values()]
-      .filter((t) => t.userId === userId && t.revokedAt === null && t.expiresAt > now)
+      .filter((t) => t.userId === userId && isLiveAccessToken(t, now))
       .sort((a, b) => a.createdAt - b.createdAt)
   }
 

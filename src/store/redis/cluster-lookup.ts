@@ -38,6 +38,7 @@ import { LRUCache } from 'lru-cache'
 import type { RateResult } from '../../limits/gcra.js'
 import type { RateStep, RequestLookup, RequestLookupResult } from '../contract/request-lookup.js'
 import type { AccessTokenRecord, ApiKeyRecord, UserRecord } from '../store.js'
+import { isLiveAccessToken } from '../contract/oauth.js'
 
 /** The Redis reads and steps the lookup is made of, each one command on its key's node. */
 export interface ClusterLookupCommands {
@@ -132,7 +133,7 @@ export class ClusterLookup {
     ])
     this.#learn(tokenHash, facts, token)
     if (!result.allowed) return { stepped: 'rate', result }
-    if (!isLive(token, now)) return { stepped: 'rate', result, accessToken: token }
+    if (!isLiveAccessToken(token, now)) return { stepped: 'rate', result, accessToken: token }
     return { stepped: 'rate', result, accessToken: token, user: token.userId === userId ? user : await this.#redis.user(token.userId) }
   }
 
@@ -190,7 +191,7 @@ export class ClusterLookup {
     now: number,
   ): Promise<RequestLookupResult> {
     const step = stepFor(lookup, actual)
-    const userId = actual === 'rate' && isLive(token, now) ? token.userId : undefined
+    const userId = actual === 'rate' && isLiveAccessToken(token, now) ? token.userId : undefined
     // Read with the step, as the step is not known yet to be allowed (the user is kept only if it is).
     const needUser = userId !== undefined && read?.userId !== userId && (taken === undefined || taken?.allowed === true)
     const [result, user] = await Promise.all([
@@ -225,11 +226,6 @@ export class ClusterLookup {
   }
 }
 
-/** Whether a token is live at `now`: present, not revoked, not expired. */
-function isLive(token: AccessTokenRecord | undefined, now: number): token is AccessTokenRecord {
-  return token !== undefined && token.revokedAt === null && token.expiresAt > now
-}
-
 /** The step the contract gives a token with the token's budget. */
 function stepOf(live: boolean, tokenApp: string, appToken: string, otherwise: RateStep | null): Step {
   if (live) return appToken === '' || tokenApp === appToken ? 'rate' : null
@@ -237,7 +233,7 @@ function stepOf(live: boolean, tokenApp: string, appToken: string, otherwise: Ra
 }
 
 function stepOfToken(token: AccessTokenRecord | undefined, now: number, appToken: string, otherwise: RateStep | null): Step {
-  return stepOf(isLive(token, now), token?.appToken ?? '', appToken, otherwise)
+  return stepOf(isLiveAccessToken(token, now), token?.appToken ?? '', appToken, otherwise)
 }
 
 function stepFor(lookup: RequestLookup, step: Step): RateStep | null {

@@ -86,6 +86,7 @@ import type {
   UserRecord,
 } from '../store.js'
 import type { RequestLookup, RequestLookupResult } from '../contract/request-lookup.js'
+import { isLiveAccessToken } from '../contract/oauth.js'
 import type { UsageBatch, UsageBucket, UsageGranularity, UsageStore, UsageTopQuery, UsageTotal } from '../usage-contract.js'
 import { RedisUsage } from './usage.js'
 import { CLAIM, DELETE_APPLICATION, ownerAppsKey, STALE_CLAIM_MS } from './owned-applications.js'
@@ -560,7 +561,7 @@ export class RedisStore implements GateStore, UsageStore {
     const now = Date.now()
     const tokens = await Promise.all(hashes.map((hash) => this.#readAccessToken(hash)))
     return tokens
-      .filter((t): t is AccessTokenRecord => t !== undefined && t.userId === userId && t.revokedAt === null && t.expiresAt > now)
+      .filter((t): t is AccessTokenRecord => isLiveAccessToken(t, now) && t.userId === userId)
       .sort((a, b) => a.createdAt - b.createdAt || (a.tokenHash < b.tokenHash ? -1 : a.tokenHash > b.tokenHash ? 1 : 0))
   }
 

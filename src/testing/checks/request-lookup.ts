@@ -19,6 +19,7 @@ import assert from 'node:assert/strict'
 import type { RateResult } from '../../limits/gcra.js'
 import type { RequestLookup, RequestLookupResult, RateStep } from '../../store/contract/request-lookup.js'
 import type { GateStore } from '../../store/store.js'
+import { isLiveAccessToken } from '../../store/contract/oauth.js'
 import type { StoreCheck } from '../check.js'
 import { accessToken, apiKey, freshAppToken, freshHash, freshKeyId, freshRateKey, freshUserId, LATER, user } from '../fixtures.js'
 
@@ -116,7 +117,7 @@ const lookup = (store: LookupStore, request: RequestLookup): Promise<RequestLook
 async function tokenReads(store: GateStore, hash: string, now: number, withUser = true): Promise<Record<string, unknown>> {
   const record = await store.getAccessToken(hash)
   const out: Record<string, unknown> = { accessToken: record }
-  if (withUser && record !== undefined && record.revokedAt === null && record.expiresAt > now) out.user = await store.getUser(record.userId)
+  if (withUser && isLiveAccessToken(record, now)) out.user = await store.getUser(record.userId)
   return out
 }
 
