@@ -329,6 +329,25 @@ describe.skipIf(!available)('RedisStore', () => {
     }
   })
 
+  it('returns a request lookup\'s records exactly as stored, whatever characters they hold (the script answers in one JSON string)', async () => {
+    const store = new RedisStore({ url: REDIS_URL, prefix })
+    try {
+      const now = Date.now()
+      const userId = `odd-${now}`
+      const odd = 'quote " backslash \\ slash / nul \u0000 newline \n tab \t bell \u0007 é 漢 🦄 \u2028 end'
+      await store.insertUser({ id: userId, username: userId, usernameSkeleton: null, screenName: odd, displayName: odd, email: 'odd@example.org', rights: ['read', odd], passwordHash: null, createdAt: now, updatedAt: now })
+      const token = { tokenHash: `odd-${now}`, userId, appToken: 'appA', codeHash: null, createdAt: now, expiresAt: now + 60_000, revokedAt: null }
+      await store.insertAccessToken(token)
+      const found = await store.lookupRequest!({ credential: { kind: 'accessToken', tokenHash: token.tokenHash, now }, budget: 'token', rate: { key: `odd-${now}`, limit: 10, windowMs: 60_000, cost: 1 }, otherwise: null })
+      expect(found.user).toEqual(await store.getUser(userId))
+      expect(found.user).toMatchObject({ displayName: odd, screenName: odd, rights: ['read', odd] })
+      expect(found.accessToken).toEqual(token)
+      expect(found.result).toMatchObject({ allowed: true, remaining: 9 })
+    } finally {
+      await store.close()
+    }
+  })
+
   it('runs its scripts under the key prefix of a client of yours', async () => {
     const client = new Redis(REDIS_URL, { ...redisClientDefaults(), keyPrefix: `${prefix}kp:` })
     const store = new RedisStore({ client, prefix })

@@ -91,26 +91,52 @@ export function encodePatch(schema: Schema, patch: object): string[] {
   return [String(set.length / 2), ...set, ...unset]
 }
 
+/** A schema ready for {@link decode}: each field's kind, and a record of all its fields set to null (the shape every decoded record shares). */
+interface Decoder {
+  readonly kinds: ReadonlyMap<string, FieldKind>
+  readonly empty: Readonly<Record<string, null>>
+}
+const decoders = new WeakMap<Schema, Decoder>()
+function decoderOf(schema: Schema): Decoder {
+  let decoder = decoders.get(schema)
+  if (decoder === undefined) {
+    const empty: Record<string, null> = {}
+    for (const field of Object.keys(schema)) empty[field] = null
+    decoder = { kinds: new Map(Object.entries(schema)), empty }
+    decoders.set(schema, decoder)
+  }
+  return decoder
+}
+
+function decodeValue(kind: FieldKind, value: string): unknown {
+  return kind === 'json' ? JSON.parse(value) : kind === 'number' || kind === 'number?' ? Number(value) : value
+}
+
+/**
+ * A record from its hash: a flat [field, value, …] array (HGETALL inside a script) or an
+ * object (ioredis's `hgetall`). Every field of the schema is present, `null` where the hash
+ * has none; fields the schema does not name are ignored. `undefined` when no field is there.
+ */
 export function decode<T>(schema: Schema, raw: RawHash | null | undefined): T | undefined {
   if (raw === null || raw === undefined) return undefined
-  let hash: Record<string, string>
-  if (Array.isArray(raw)) {
-    if (raw.length === 0) return undefined
-    hash = {}
-    for (let i = 0; i < raw.length; i += 2) hash[raw[i] as string] = raw[i + 1] as string
-  } else {
-    hash = raw
-  }
-  const out: Record<string, unknown> = {}
+  const { kinds, empty } = decoderOf(schema)
+  // A copy of one template: every record of a schema has the same shape.
+  const out: Record<string, unknown> = { ...empty }
   let any = false
-  for (const [field, kind] of Object.entries(schema)) {
-    const value = hash[field]
-    if (value === undefined) {
-      out[field] = null
-      continue
+  if (Array.isArray(raw)) {
+    for (let i = 0; i < raw.length; i += 2) {
+      const kind = kinds.get(raw[i] as string)
+      if (kind === undefined) continue
+      any = true
+      out[raw[i] as string] = decodeValue(kind, raw[i + 1] as string)
     }
-    any = true
-    out[field] = kind === 'json' ? JSON.parse(value) : kind === 'number' || kind === 'number?' ? Number(value) : value
+  } else {
+    for (const [field, kind] of kinds) {
+      const value = (raw as Record<string, string>)[field]
+      if (value === undefined || !Object.hasOwn(raw, field)) continue
+      any = true
+      out[field] = decodeValue(kind, value)
+    }
   }
   return any ? (out as T) : undefined
 }

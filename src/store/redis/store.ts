@@ -639,7 +639,7 @@ export class RedisStore implements GateStore, UsageStore {
   // ---- rate steps ----
 
   consumeRate(key: string, limit: number, windowMs: number, cost: number): Promise<RateResult> {
-    return this.#run(GCRA, [`${this.#p}rate:{${key}}`], [limit, windowMs, cost]).then(rateResult)
+    return this.#run(GCRA, [`${this.#p}rate:{${key}}`], [limit, windowMs, cost]).then(gcraResult)
   }
 
   #lookupRequest(lookup: RequestLookup): Promise<RequestLookupResult> {
@@ -666,7 +666,7 @@ export class RedisStore implements GateStore, UsageStore {
     const args: Array<string | number> = [kind, lookup.budget, this.#p, now, lookup.appToken ?? '', keyId, rate.limit, rate.windowMs, rate.cost]
     if (other === null) args.push('', '', '')
     else args.push(other.limit, other.windowMs, other.cost)
-    return this.#run(LOOKUP_REQUEST, keys, args).then((reply) => lookedUp(kind, reply as LookupReply))
+    return this.#run(LOOKUP_REQUEST, keys, args).then((reply) => lookedUp(kind, JSON.parse(reply as string) as LookupReply))
   }
 
   async resetRate(key: string): Promise<void> {
@@ -692,7 +692,13 @@ export class RedisStore implements GateStore, UsageStore {
 /** What `LOOKUP_REQUEST` answers: stepped, the step, record read, the record, user read, the user. */
 type LookupReply = [number, number[], number, string[], number, string[]]
 
-/** A GCRA step's reply, {allowed 0|1, remaining, resetMs, retryAfterMs}, as a result. */
+/** The {@link GCRA} script's reply, 'allowed remaining resetMs retryAfterMs', as a result. */
+function gcraResult(reply: unknown): RateResult {
+  const step = (reply as string).split(' ')
+  return { allowed: step[0] === '1', remaining: Number(step[1]), resetMs: Number(step[2]), retryAfterMs: Number(step[3]) }
+}
+
+/** A GCRA step's reply inside a larger one, [allowed 0|1, remaining, resetMs, retryAfterMs], as a result. */
 function rateResult(reply: unknown): RateResult {
   const step = reply as number[]
   return { allowed: step[0] === 1, remaining: step[1] as number, resetMs: step[2] as number, retryAfterMs: step[3] as number }
