@@ -64,6 +64,20 @@ export const GCRA = script(1, `${GCRA_STEP_LUA}local r = step(KEYS[1], ARGV[1], 
 return r[1] .. ' ' .. r[2] .. ' ' .. r[3] .. ' ' .. r[4]`)
 
 /**
+ * A hash as one JSON string of its flat [field, value, …] array (cjson), or nil when it has
+ * no field: what `HGETALL` reads, at a fraction of the client's work (ioredis 6 decodes a
+ * reply element by element, a few thousand instructions each; a user is some twenty).
+ *
+ * KEYS[1] the hash. An error of `HGETALL` (WRONGTYPE) is answered as `HGETALL` would answer
+ * it, not as the script's own failure: the gate's guard tells the two apart (a script that
+ * fails is refused data, a command that fails is the store failing).
+ */
+export const READ_HASH = script(1, `local raw = redis.pcall('HGETALL', KEYS[1])
+if raw.err then return raw end
+if #raw == 0 then return false end
+return cjson.encode(raw)`)
+
+/**
  * Gives back a step {@link GCRA} took and allowed: the arrival time moves back by the step's
  * cost, on the server's clock; a key whose arrival time is then not in the future is
  * deleted (its whole budget is free, as for a key never stepped). Steps taken on the key

@@ -53,6 +53,7 @@ import {
   LOOKUP_REQUEST,
   PATCH,
   PATCH_API_KEY,
+  READ_HASH,
   RECORD_GRANT,
   REVOKE_API_KEY,
   TOUCH_GRANT,
@@ -63,7 +64,7 @@ import {
 } from './scripts.js'
 import { usernameSkeleton } from '../../management/usernames.js'
 import { duplicate, quit, redisClientDefaults, scriptSender, type RedisClient, type ScriptSender } from './client.js'
-import { ACCESS_TOKEN, API_KEY, APPLICATION, CODE, decode, encode, encodePatch, grant, searchFields, SESSION, USER } from './codec.js'
+import { ACCESS_TOKEN, API_KEY, APPLICATION, CODE, decode, encode, encodePatch, grant, searchFields, SESSION, USER, type Schema } from './codec.js'
 import type {
   AccessTokenFilter,
   AccessTokenRecord,
@@ -209,7 +210,7 @@ export class RedisStore implements GateStore, UsageStore {
         accessToken: (tokenHash) => this.#readAccessToken(tokenHash),
         user: (userId) => this.getUser(userId),
         keyOwner: (keyId) => this.#call((c) => c.get(this.#keyOwner(keyId))),
-        apiKey: async (ownerId, keyId) => decode(API_KEY, await this.#call((c) => c.hgetall(`${this.#userKeys(ownerId)}key:${keyId}`))),
+        apiKey: async (ownerId, keyId) => this.#readHash(API_KEY, `${this.#userKeys(ownerId)}key:${keyId}`),
       }))
       this.lookupRequest = (lookup) => cluster.lookup(lookup)
     }
@@ -244,6 +245,11 @@ export class RedisStore implements GateStore, UsageStore {
   #run(script: RedisScript, keys: string[], args: Array<string | number>): Promise<unknown> {
     if (!this.#everReady) return this.#whenReady().then(() => this.#send(script, keys, args))
     return this.#send(script, keys, args)
+  }
+
+  /** A record's hash, through {@link READ_HASH}: one string for the client to decode. */
+  #readHash<T>(schema: Schema, key: string): Promise<T | undefined> {
+    return this.#run(READ_HASH, [key], []).then((reply) => (reply === null ? undefined : decode<T>(schema, JSON.parse(reply as string) as string[])))
   }
 
   /** A plain command, with the same first-connection wait as scripts. */
@@ -349,7 +355,7 @@ export class RedisStore implements GateStore, UsageStore {
   }
 
   async getApplication(appToken: string): Promise<ApplicationRecord | undefined> {
-    return decode(APPLICATION, await this.#call((c) => c.hgetall(this.#appKey(appToken))))
+    return this.#readHash(APPLICATION, this.#appKey(appToken))
   }
 
   async listApplications(filter?: ApplicationFilter): Promise<ApplicationRecord[]> {
@@ -389,7 +395,7 @@ export class RedisStore implements GateStore, UsageStore {
   }
 
   async getUser(id: string): Promise<UserRecord | undefined> {
-    return decode(USER, await this.#call((c) => c.hgetall(this.#userKey(id))))
+    return this.#readHash(USER, this.#userKey(id))
   }
 
   async getUserByUsername(username: string): Promise<UserRecord | undefined> {
@@ -468,7 +474,7 @@ export class RedisStore implements GateStore, UsageStore {
   async getApiKey(keyId: string): Promise<ApiKeyRecord | undefined> {
     const userId = await this.#call((c) => c.get(this.#keyOwner(keyId)))
     if (userId === null) return undefined
-    const key = decode<ApiKeyRecord>(API_KEY, await this.#call((c) => c.hgetall(`${this.#userKeys(userId)}key:${keyId}`)))
+    const key = await this.#readHash<ApiKeyRecord>(API_KEY, `${this.#userKeys(userId)}key:${keyId}`)
     this.#cluster?.sawKey(keyId, key)
     return key
   }
@@ -535,7 +541,7 @@ export class RedisStore implements GateStore, UsageStore {
   }
 
   async #readAccessToken(tokenHash: string): Promise<AccessTokenRecord | undefined> {
-    return decode(ACCESS_TOKEN, await this.#call((c) => c.hgetall(this.#tokenKey(tokenHash))))
+    return this.#readHash(ACCESS_TOKEN, this.#tokenKey(tokenHash))
   }
 
   async revokeAccessToken(tokenHash: string, at: number): Promise<boolean> {
@@ -603,7 +609,7 @@ export class RedisStore implements GateStore, UsageStore {
   }
 
   async getAuthorizationCode(codeHash: string): Promise<AuthorizationCodeRecord | undefined> {
-    return decode(CODE, await this.#call((c) => c.hgetall(this.#codeKey(codeHash))))
+    return this.#readHash(CODE, this.#codeKey(codeHash))
   }
 
   async consumeAuthorizationCode(codeHash: string, at: number): Promise<boolean> {
@@ -622,7 +628,7 @@ export class RedisStore implements GateStore, UsageStore {
   }
 
   async getSession(sessionHash: string): Promise<SessionRecord | undefined> {
-    const session = decode<SessionRecord>(SESSION, await this.#call((c) => c.hgetall(this.#sessionKey(sessionHash))))
+    const session = await this.#readHash<SessionRecord>(SESSION, this.#sessionKey(sessionHash))
     // Redis drops it at expiresAt; this covers the last millisecond.
     return session !== undefined && session.expiresAt > Date.now() ? session : undefined
   }
