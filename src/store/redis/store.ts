@@ -355,7 +355,11 @@ export class RedisStore implements GateStore, UsageStore {
   }
 
   async getApplication(appToken: string): Promise<ApplicationRecord | undefined> {
-    return this.#readHash(APPLICATION, this.#appKey(appToken))
+    // A plain HGETALL, not READ_HASH: the gate keeps the applications it found, so what reaches
+    // Redis is mostly made-up app tokens (a flood of them): a command costs Redis less than a
+    // script (1.9 against 6.3 µs for a user's hash), and an empty reply costs the client next
+    // to nothing either way.
+    return decode(APPLICATION, await this.#call((c) => c.hgetall(this.#appKey(appToken))))
   }
 
   async listApplications(filter?: ApplicationFilter): Promise<ApplicationRecord[]> {
