@@ -12,6 +12,10 @@
  * seen by every instance on its next request.
  *
  * - Records are hashes; tokens, codes and sessions carry a TTL so Redis drops them itself.
+ *   They are read through scripts that answer in one string (JSON of the flat hash, see
+ *   `READ_HASH` and `LOOKUP_REQUEST`): ioredis 6 decodes a reply element by element, and a
+ *   record is some twenty of them. Applications, read mostly for made-up app tokens, are
+ *   the one plain `HGETALL`.
  * - Each throttling step is one `EVALSHA` of a GCRA script computed on the server's clock
  *   (`TIME`), so instances with skewed clocks agree. `EVAL` is sent on `NOSCRIPT`.
  * - Every script touches keys of one hash slot only (hash tags), so it runs on Cluster,
