@@ -314,16 +314,11 @@ describe.skipIf(!available)('RedisStore', () => {
       const key = `one-write-${String(enableAutoPipelining)}`
       try {
         await store.consumeRate(key, 1000, 60_000, 1)
-        // Every write the socket makes goes through _write (one chunk) or _writev (several).
-        let writes = 0
-        const socket = client.stream as unknown as { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void }
-        const [write, writev] = [socket._write, socket._writev]
-        socket._write = (...a) => (writes++, write.apply(socket, a))
-        socket._writev = (...a) => (writes++, writev.apply(socket, a))
+        const writes = countWrites(client)
         // 15: from the 16th on, a turn's first scripts leave early (the next test).
         const steps = await Promise.all(Array.from({ length: 15 }, () => store.consumeRate(key, 1000, 60_000, 1)))
         expect(steps.map((s) => s.allowed)).toEqual(Array(15).fill(true))
-        expect(writes).toBe(1)
+        expect(writes.count).toBe(1)
       } finally {
         await client.quit()
       }
@@ -355,27 +350,23 @@ describe.skipIf(!available)('RedisStore', () => {
     const key = 'early-write'
     try {
       await store.consumeRate(key, 1000, 60_000, 1)
-      let writes = 0
-      const socket = client.stream as unknown as { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void }
-      const [write, writev] = [socket._write, socket._writev]
-      socket._write = (...a) => (writes++, write.apply(socket, a))
-      socket._writev = (...a) => (writes++, writev.apply(socket, a))
+      const writes = countWrites(client)
       const steps = (n: number) => Array.from({ length: n }, () => store.consumeRate(key, 1000, 60_000, 1))
 
       // Nothing in flight: 16 leave while the turn goes on, the other 24 when it ends.
       const idle = steps(40)
-      expect(writes).toBe(1)
+      expect(writes.count).toBe(1)
       expect((await Promise.all(idle)).every((s) => s.allowed)).toBe(true)
-      expect(writes).toBe(2)
+      expect(writes.count).toBe(2)
 
       // A command in flight (a BLPOP that waits 200 ms): Redis has work, the turn's 40 leave together.
       const blocked = client.blpop(`${prefix}early-write-list`, 0.2)
-      while (writes === 2) await new Promise((resolve) => setImmediate(resolve))
-      writes = 0
+      while (writes.count === 2) await new Promise((resolve) => setImmediate(resolve))
+      writes.count = 0
       const busy = steps(40)
-      expect(writes).toBe(0)
+      expect(writes.count).toBe(0)
       expect((await Promise.all(busy)).every((s) => s.allowed)).toBe(true)
-      expect(writes).toBe(1)
+      expect(writes.count).toBe(1)
       expect(await blocked).toBeNull()
     } finally {
       await client.quit()
@@ -441,3 +432,13 @@ describe.skipIf(!available)('RedisStore', () => {
     expect(() => new RedisStore({} as never)).toThrow(/needs \{ url \} or \{ client \}/)
   })
 })
+
+/** Counts the writes a client's socket makes: every one goes through `_write` (one chunk) or `_writev` (several). */
+function countWrites(client: Redis): { count: number } {
+  const writes = { count: 0 }
+  const socket = client.stream as unknown as { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void }
+  const [write, writev] = [socket._write, socket._writev]
+  socket._write = (...a) => (writes.count++, write.apply(socket, a))
+  socket._writev = (...a) => (writes.count++, writev.apply(socket, a))
+  return writes
+}
