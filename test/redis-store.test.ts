@@ -7,6 +7,7 @@ import { describeStore } from '../src/testing/index.js'
 import { RedisStore, redisClientDefaults } from '../src/store/redis/store.js'
 import { listen } from './adapters/servers.js'
 import { pagesOf, userWithManyKeys } from './redis/key-pages.js'
+import { countWrites } from './redis/socket-writes.js'
 import { describeSameAsMemoryStore } from './redis/same-as-memory.js'
 import { deletePrefix, randomPrefix, REDIS_URL, sharedRedisAvailable } from './redis/servers.js'
 
@@ -432,13 +433,3 @@ describe.skipIf(!available)('RedisStore', () => {
     expect(() => new RedisStore({} as never)).toThrow(/needs \{ url \} or \{ client \}/)
   })
 })
-
-/** Counts the writes a client's socket makes: every one goes through `_write` (one chunk) or `_writev` (several). */
-function countWrites(client: Redis): { count: number } {
-  const writes = { count: 0 }
-  const socket = client.stream as unknown as { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void }
-  const [write, writev] = [socket._write, socket._writev]
-  socket._write = (...a) => (writes.count++, write.apply(socket, a))
-  socket._writev = (...a) => (writes.count++, writev.apply(socket, a))
-  return writes
-}
