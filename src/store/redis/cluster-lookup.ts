@@ -29,10 +29,10 @@
  * and `otherwise` are the same step (an app token was sent) the step taken is the one the
  * contract wants, and nothing is given back.
  *
- * A command that fails fails the lookup, and the gate makes the separate calls instead (see
- * `#inOneTrip` in src/pipeline/decide.ts): with one node down while the rate key's node
- * took the step, that request's step counts twice, as after a lookup that timed out on a
- * single server.
+ * A command that fails fails the lookup, and the gate reads the records by the separate calls
+ * without sending the step again (see `#inOneTrip` in src/pipeline/decide.ts): with the
+ * user's node failing while the rate key's node took the step, the request counts once
+ * (tested in test/redis-cluster.test.ts).
  */
 import { LRUCache } from 'lru-cache'
 import type { RateResult } from '../../limits/gcra.js'
