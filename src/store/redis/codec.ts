@@ -141,6 +141,11 @@ export function decode<T>(schema: Schema, raw: RawHash | null | undefined): T | 
   return any ? (out as T) : undefined
 }
 
+/** A record from a script's reply that is its flat hash as one JSON string, or nil (`READ_HASH`, `USER_BY_NAME`). */
+export function decodeJsonHash<T>(schema: Schema, reply: unknown): T | undefined {
+  return reply === null ? undefined : decode<T>(schema, JSON.parse(reply as string) as string[])
+}
+
 /** A grant from its stored form, "firstAuthorizedAt:lastUsedAt". */
 export function grant(userId: string, appToken: string, value: string): GrantRecord {
   const [first, last] = value.split(':')

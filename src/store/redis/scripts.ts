@@ -235,13 +235,16 @@ return 1`,
 
 /**
  * A user by username, in one round trip. KEYS[1] the username → id hash; ARGV username,
- * the user key prefix. Returns the flat hash, or an empty array.
+ * the user key prefix. Returns the flat hash as one JSON string (as {@link READ_HASH} does,
+ * for the same reason), or nil.
  */
 export const USER_BY_NAME = script(
   1,
   `local id = redis.call('HGET', KEYS[1], ARGV[1])
-if not id then return {} end
-return redis.call('HGETALL', ARGV[2] .. id)`,
+if not id then return false end
+local raw = redis.call('HGETALL', ARGV[2] .. id)
+if #raw == 0 then return false end
+return cjson.encode(raw)`,
 )
 
 /**

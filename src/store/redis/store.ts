@@ -68,7 +68,7 @@ import {
 } from './scripts.js'
 import { usernameSkeleton } from '../../management/usernames.js'
 import { duplicate, quit, redisClientDefaults, scriptSender, type RedisClient, type ScriptSender } from './client.js'
-import { ACCESS_TOKEN, API_KEY, APPLICATION, CODE, decode, encode, encodePatch, grant, searchFields, SESSION, USER, type Schema } from './codec.js'
+import { ACCESS_TOKEN, API_KEY, APPLICATION, CODE, decode, decodeJsonHash, encode, encodePatch, grant, searchFields, SESSION, USER, type Schema } from './codec.js'
 import type {
   AccessTokenFilter,
   AccessTokenRecord,
@@ -253,7 +253,7 @@ export class RedisStore implements GateStore, UsageStore {
 
   /** A record's hash, through {@link READ_HASH}: one string for the client to decode. */
   #readHash<T>(schema: Schema, key: string): Promise<T | undefined> {
-    return this.#run(READ_HASH, [key], []).then((reply) => (reply === null ? undefined : decode<T>(schema, JSON.parse(reply as string) as string[])))
+    return this.#run(READ_HASH, [key], []).then((reply) => decodeJsonHash<T>(schema, reply))
   }
 
   /** A plain command, with the same first-connection wait as scripts. */
@@ -406,8 +406,13 @@ export class RedisStore implements GateStore, UsageStore {
     return this.#readHash(USER, this.#userKey(id))
   }
 
+  /** A user by a name in `index` (the usernames or their skeletons), through {@link USER_BY_NAME}. */
+  #userByName(index: string, name: string): Promise<UserRecord | undefined> {
+    return this.#run(USER_BY_NAME, [index], [name, `${this.#p}{users}:user:`]).then((reply) => decodeJsonHash<UserRecord>(USER, reply))
+  }
+
   async getUserByUsername(username: string): Promise<UserRecord | undefined> {
-    return decode(USER, (await this.#run(USER_BY_NAME, [`${this.#p}{users}:names`], [username, `${this.#p}{users}:user:`])) as string[])
+    return this.#userByName(`${this.#p}{users}:names`, username)
   }
 
   /**
@@ -417,7 +422,7 @@ export class RedisStore implements GateStore, UsageStore {
    */
   async getUserBySkeleton(skeleton: string): Promise<UserRecord | undefined> {
     await this.#indexSkeletons()
-    return decode(USER, (await this.#run(USER_BY_NAME, [`${this.#p}{users}:skeletons`], [skeleton, `${this.#p}{users}:user:`])) as string[])
+    return this.#userByName(`${this.#p}{users}:skeletons`, skeleton)
   }
 
   async #indexSkeletons(): Promise<void> {
