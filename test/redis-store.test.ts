@@ -345,6 +345,20 @@ describe.skipIf(!available)('RedisStore', () => {
     }
   })
 
+  it('reports what is left of a budget exactly whatever the limit\'s digits, from a rate step and a request lookup alike (one-string replies)', async () => {
+    const store = new RedisStore({ url: REDIS_URL, prefix })
+    try {
+      // 15 and 16 digits: Lua writes a number with 14 unless told otherwise.
+      for (const limit of [123_456_789_012_345, 9_000_000_000_000_000]) {
+        expect(await store.consumeRate(`digits-${limit}`, limit, 1000, 1)).toMatchObject({ allowed: true, remaining: limit - 1 })
+        const found = await store.lookupRequest!({ credential: { kind: 'user', userId: 'nobody' }, budget: 'fixed', rate: { key: `digits-lookup-${limit}`, limit, windowMs: 1000, cost: 1 } })
+        expect(found.result).toMatchObject({ allowed: true, remaining: limit - 1 })
+      }
+    } finally {
+      await store.close()
+    }
+  })
+
   it('lets the first 16 scripts of a long turn go at once when Redis has nothing else to do, and holds them while it has', async () => {
     const client = new Redis(REDIS_URL, redisClientDefaults())
     const store = new RedisStore({ client, prefix })

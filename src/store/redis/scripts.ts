@@ -47,6 +47,7 @@ local function step(key, limitArg, windowArg, costArg)
   if cost > 0 then redis.call('SET', key, string.format('%.0f', newTat), 'PX', math.ceil((newTat - now) / 1000)) end
   return {1, remaining, ms(newTat - now), retry}
 end
+local function stepReply(r) return string.format('%.0f %.0f %.0f %.0f', r[1], r[2], r[3], r[4]) end
 `
 
 /**
@@ -58,10 +59,10 @@ end
  * KEYS[1] the rate key; ARGV limit, windowMs, cost.
  * Returns 'allowed remaining resetMs retryAfterMs' (allowed 0|1), one string: ioredis 6
  * decodes a reply element by element at a few thousand instructions each, so one string
- * costs the client less than an array of four integers.
+ * costs the client less than an array of four integers. Each number is written whole
+ * (`%.0f`): Lua's own number-to-string keeps 14 digits, and a limit may have more.
  */
-export const GCRA = script(1, `${GCRA_STEP_LUA}local r = step(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
-return r[1] .. ' ' .. r[2] .. ' ' .. r[3] .. ' ' .. r[4]`)
+export const GCRA = script(1, `${GCRA_STEP_LUA}return stepReply(step(KEYS[1], ARGV[1], ARGV[2], ARGV[3]))`)
 
 /**
  * A hash as one JSON string of its flat [field, value, …] array (cjson), or nil when it has
@@ -540,9 +541,9 @@ return 1`,
  * now (ms, the gate's clock: a token's expiry is the gate's decision), the app token a live
  * token must have ('' for any), the key id, then limit, windowMs, cost of the step and of
  * the other step ('' for none).
- * Returns, as one JSON string (cjson; an empty table is `{}`), [stepped 0|1|2, [allowed,
- * remaining, resetMs, retryAfterMs] or {}, record read 0|1, the record's flat hash, user read
- * 0|1, the user's flat hash]. One string rather than the nested array: ioredis 6 decodes a
+ * Returns, as one JSON string (cjson; an empty table is `{}`), [stepped 0|1|2, the step as
+ * {@link GCRA} answers it or {}, record read 0|1, the record's flat hash, user read 0|1, the
+ * user's flat hash]. One string rather than the nested array: ioredis 6 decodes a
  * reply element by element, at a few thousand instructions each, and a token with its user
  * is some forty elements.
  */
@@ -564,25 +565,25 @@ local function lookup()
     if liveToken(raw) then
       if ARGV[5] ~= '' and field(raw, 'appToken') ~= ARGV[5] then return {0, {}, 1, raw, 0, {}} end
       local r = step(KEYS[2], ARGV[7], ARGV[8], ARGV[9])
-      if r[1] == 0 then return {1, r, 1, raw, 0, {}} end
-      return {1, r, 1, raw, 1, user(field(raw, 'userId'))}
+      if r[1] == 0 then return {1, stepReply(r), 1, raw, 0, {}} end
+      return {1, stepReply(r), 1, raw, 1, user(field(raw, 'userId'))}
     end
     if ARGV[10] == '' then return {0, {}, 1, raw, 0, {}} end
-    return {2, step(KEYS[3], ARGV[10], ARGV[11], ARGV[12]), 1, raw, 0, {}}
+    return {2, stepReply(step(KEYS[3], ARGV[10], ARGV[11], ARGV[12])), 1, raw, 0, {}}
   end
   local r = step(KEYS[2], ARGV[7], ARGV[8], ARGV[9])
-  if r[1] == 0 then return {1, r, 0, {}, 0, {}} end
-  if kind == 'u' then return {1, r, 0, {}, 1, redis.call('HGETALL', KEYS[1])} end
+  if r[1] == 0 then return {1, stepReply(r), 0, {}, 0, {}} end
+  if kind == 'u' then return {1, stepReply(r), 0, {}, 1, redis.call('HGETALL', KEYS[1])} end
   if kind == 't' then
     local raw = redis.call('HGETALL', KEYS[1])
-    if liveToken(raw) then return {1, r, 1, raw, 1, user(field(raw, 'userId'))} end
-    return {1, r, 1, raw, 0, {}}
+    if liveToken(raw) then return {1, stepReply(r), 1, raw, 1, user(field(raw, 'userId'))} end
+    return {1, stepReply(r), 1, raw, 0, {}}
   end
   local owner = redis.call('GET', KEYS[1])
-  if not owner then return {1, r, 1, {}, 0, {}} end
+  if not owner then return {1, stepReply(r), 1, {}, 0, {}} end
   local raw = redis.call('HGETALL', P .. '{u:' .. owner .. '}:key:' .. ARGV[6])
-  if #raw > 0 and not field(raw, 'revokedAt') then return {1, r, 1, raw, 1, user(field(raw, 'userId'))} end
-  return {1, r, 1, raw, 0, {}}
+  if #raw > 0 and not field(raw, 'revokedAt') then return {1, stepReply(r), 1, raw, 1, user(field(raw, 'userId'))} end
+  return {1, stepReply(r), 1, raw, 0, {}}
 end
 return cjson.encode(lookup())`,
 )

@@ -709,7 +709,7 @@ export class RedisStore implements GateStore, UsageStore {
 }
 
 /** What `LOOKUP_REQUEST` answers: stepped, the step, record read, the record, user read, the user. */
-type LookupReply = [number, number[], number, string[], number, string[]]
+type LookupReply = [number, string, number, string[], number, string[]]
 
 /** The {@link GCRA} script's reply, 'allowed remaining resetMs retryAfterMs', as a result. */
 function gcraResult(reply: unknown): RateResult {
@@ -717,14 +717,8 @@ function gcraResult(reply: unknown): RateResult {
   return { allowed: step[0] === '1', remaining: Number(step[1]), resetMs: Number(step[2]), retryAfterMs: Number(step[3]) }
 }
 
-/** A GCRA step's reply inside a larger one, [allowed 0|1, remaining, resetMs, retryAfterMs], as a result. */
-function rateResult(reply: unknown): RateResult {
-  const step = reply as number[]
-  return { allowed: step[0] === 1, remaining: step[1] as number, resetMs: step[2] as number, retryAfterMs: step[3] as number }
-}
-
 function lookedUp(kind: string, [stepped, step, recordRead, record, userRead, user]: LookupReply): RequestLookupResult {
-  const result = stepped === 0 ? null : rateResult(step)
+  const result = stepped === 0 ? null : gcraResult(step)
   const out: { -readonly [K in keyof RequestLookupResult]: RequestLookupResult[K] } = { stepped: stepped === 0 ? null : stepped === 1 ? 'rate' : 'otherwise', result }
   if (recordRead === 1) {
     if (kind === 't') out.accessToken = decode(ACCESS_TOKEN, record)
