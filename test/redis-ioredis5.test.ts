@@ -1,7 +1,9 @@
 /**
- * The Redis store on a client of ioredis 5, the other major version its peer range allows,
- * while this package itself resolves ioredis 6: the conformance kit, and the store's own
- * sending (it builds commands of the client's own ioredis and corks its socket).
+ * The Redis store on a client of ioredis 5 (5.11), the other major version its peer range
+ * allows: the conformance kit, and the store's own sending (it builds ioredis commands, hands
+ * them to the client's `sendCommand`, corks its socket and reads its reply queue). This
+ * package resolves ioredis 6 here, so the commands are ioredis 6's on an ioredis 5 client, as
+ * in an app with both installed; an app with ioredis 5 alone builds ioredis 5's own.
  */
 import { Redis } from 'ioredis'
 import { Redis as Redis5, type RedisOptions as RedisOptions5 } from 'ioredis5'
@@ -39,11 +41,11 @@ describe.skipIf(!available)('RedisStore on a client of ioredis 5', () => {
     await store.insertUser({ id: userId, username: userId, usernameSkeleton: null, screenName: 'V', displayName: 'V', email: 'v@example.org', rights: [], passwordHash: null, createdAt: now, updatedAt: now })
     const token = { tokenHash: `v5-${now}`, userId, appToken: 'appA', codeHash: null, createdAt: now, expiresAt: now + 60_000, revokedAt: null }
     await store.insertAccessToken(token)
-    const found = await store.lookupRequest!({ credential: { kind: 'accessToken', tokenHash: token.tokenHash, now }, budget: 'token', rate: { key: `v5-${now}`, limit: 100, windowMs: 60_000, cost: 1 }, otherwise: null })
+    const found = await store.lookupRequest!({ credential: { kind: 'accessToken', tokenHash: token.tokenHash, now }, budget: 'token', rate: { key: `v5-${now}`, limit: 100, windowMs: 3_600_000, cost: 1 }, otherwise: null })
     expect(found).toMatchObject({ stepped: 'rate', result: { allowed: true, remaining: 99 }, accessToken: token, user: await store.getUser(userId) })
 
     const writes = countWrites(made)
-    const steps = Array.from({ length: 40 }, () => store.consumeRate(`v5-${now}`, 100, 60_000, 1))
+    const steps = Array.from({ length: 40 }, () => store.consumeRate(`v5-${now}`, 100, 3_600_000, 1))
     // Nothing else in flight: the first 16 leave at once, the other 24 when the turn ends.
     expect(writes.count).toBe(1)
     const results = await Promise.all(steps)

@@ -360,7 +360,8 @@ describe.skipIf(!available)('RedisStore', () => {
   })
 
   it('lets the first 16 scripts of a long turn go at once when Redis has nothing else to do, and holds them while it has', async () => {
-    const client = new Redis(REDIS_URL, redisClientDefaults())
+    // A command timeout well past the BLPOP's 200 ms, so that a slow machine does not time the steps out.
+    const client = new Redis(REDIS_URL, redisClientDefaults(5000))
     const store = new RedisStore({ client, prefix })
     const key = 'early-write'
     try {
@@ -399,6 +400,22 @@ describe.skipIf(!available)('RedisStore', () => {
       await client.quit()
     }
   })
+
+  // A client of yours with its own keyPrefix: ioredis prefixes the keys a script is given, and
+  // the store the keys its scripts build from their arguments.
+  const prefixedClients: Redis[] = []
+  afterAll(async () => {
+    await Promise.all(prefixedClients.map((c) => c.quit()))
+  })
+  describeStore(
+    'RedisStore (a client with its own keyPrefix)',
+    () => {
+      const client = new Redis(REDIS_URL, { ...redisClientDefaults(), keyPrefix: `${prefix}own:` })
+      prefixedClients.push(client)
+      return new RedisStore({ client, prefix })
+    },
+    { describe, it, after: afterAll, cleanup: (store) => store.close() },
+  )
 
   describeSameAsMemoryStore('RedisStore', () => new RedisStore({ url: REDIS_URL, prefix }))
 

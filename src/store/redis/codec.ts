@@ -143,7 +143,8 @@ export function decode<T>(schema: Schema, raw: RawHash | null | undefined): T | 
 
 /** A record from a script's reply that is its flat hash as one JSON string, or nil (`READ_HASH`, `USER_BY_NAME`). */
 export function decodeJsonHash<T>(schema: Schema, reply: unknown): T | undefined {
-  return reply === null ? undefined : decode<T>(schema, JSON.parse(reply as string) as string[])
+  // Nil is null in RESP2 and false in RESP3 (a client with `protocol: 3`).
+  return typeof reply === 'string' ? decode<T>(schema, JSON.parse(reply) as RawHash) : undefined
 }
 
 /** A grant from its stored form, "firstAuthorizedAt:lastUsedAt". */

@@ -68,7 +68,7 @@ import {
 } from './scripts.js'
 import { usernameSkeleton } from '../../management/usernames.js'
 import { duplicate, quit, redisClientDefaults, scriptSender, type RedisClient, type ScriptSender } from './client.js'
-import { ACCESS_TOKEN, API_KEY, APPLICATION, CODE, decode, decodeJsonHash, encode, encodePatch, grant, searchFields, SESSION, USER, type Schema } from './codec.js'
+import { ACCESS_TOKEN, API_KEY, APPLICATION, CODE, decode, decodeJsonHash, encode, encodePatch, grant, searchFields, SESSION, USER, type RawHash, type Schema } from './codec.js'
 import type {
   AccessTokenFilter,
   AccessTokenRecord,
@@ -155,6 +155,11 @@ export class RedisStore implements GateStore, UsageStore {
   readonly #send: ScriptSender
   readonly #owned: boolean
   readonly #p: string
+  /**
+   * What ioredis puts before the keys a script is given (your client's `keyPrefix`, or ''): the
+   * keys a script builds from its arguments need it too.
+   */
+  #argKeyPrefix = ''
   readonly #codeRetentionMs: number
   readonly #channel: string
   readonly #sinks = new Set<StoreEventSink>()
@@ -205,6 +210,7 @@ export class RedisStore implements GateStore, UsageStore {
     } else {
       throw new TypeError('open-data-gate: RedisStore needs { url } or { client }')
     }
+    this.#argKeyPrefix = this.#client.options.keyPrefix ?? ''
     this.#send = scriptSender(this.#client)
     if (!('isCluster' in this.#client && this.#client.isCluster)) this.lookupRequest = (lookup) => this.#lookupRequest(lookup)
     else {
@@ -254,6 +260,11 @@ export class RedisStore implements GateStore, UsageStore {
   /** A record's hash, through {@link READ_HASH}: one string for the client to decode. */
   #readHash<T>(schema: Schema, key: string): Promise<T | undefined> {
     return this.#run(READ_HASH, [key], []).then((reply) => decodeJsonHash<T>(schema, reply))
+  }
+
+  /** A key, or the start of keys, that a script is given as an argument: as ioredis prefixes the keys it is given. */
+  #argKey(key: string): string {
+    return this.#argKeyPrefix + key
   }
 
   /** A plain command, with the same first-connection wait as scripts. */
@@ -375,7 +386,7 @@ export class RedisStore implements GateStore, UsageStore {
         .filter((r): r is ApplicationRecord => r !== undefined && r.ownerId === filter.ownerId)
         .sort((a, b) => a.createdAt - b.createdAt || (a.appToken < b.appToken ? -1 : a.appToken > b.appToken ? 1 : 0))
     }
-    const rows = (await this.#run(LIST_INDEXED, [`${this.#p}{apps}:index`], [`${this.#p}{apps}:app:`])) as string[][]
+    const rows = (await this.#run(LIST_INDEXED, [`${this.#p}{apps}:index`], [this.#argKey(`${this.#p}{apps}:app:`)])) as string[][]
     return rows.map((row) => decode<ApplicationRecord>(APPLICATION, row)).filter((r) => r !== undefined)
   }
 
@@ -408,7 +419,7 @@ export class RedisStore implements GateStore, UsageStore {
 
   /** A user by a name in `index` (the usernames or their skeletons), through {@link USER_BY_NAME}. */
   #userByName(index: string, name: string): Promise<UserRecord | undefined> {
-    return this.#run(USER_BY_NAME, [index], [name, `${this.#p}{users}:user:`]).then((reply) => decodeJsonHash<UserRecord>(USER, reply))
+    return this.#run(USER_BY_NAME, [index], [name, this.#argKey(`${this.#p}{users}:user:`)]).then((reply) => decodeJsonHash<UserRecord>(USER, reply))
   }
 
   async getUserByUsername(username: string): Promise<UserRecord | undefined> {
@@ -472,7 +483,7 @@ export class RedisStore implements GateStore, UsageStore {
     try {
       const P = this.#userKeys(record.userId)
       const caps = limits === undefined ? ['', ''] : [limits.maxActive, limits.maxTotal]
-      result = await this.#run(CREATE_API_KEY, [`${P}keys:c`], [P, Date.now(), ...caps, record.keyId, ...encode(API_KEY, record), ...searchFields(record.name)])
+      result = await this.#run(CREATE_API_KEY, [`${P}keys:c`], [this.#argKey(P), Date.now(), ...caps, record.keyId, ...encode(API_KEY, record), ...searchFields(record.name)])
     } catch (error) {
       await this.#call((c) => c.del(owner)).catch(() => {})
       throw error
@@ -503,7 +514,7 @@ export class RedisStore implements GateStore, UsageStore {
     const q = query ?? { limit: 1_000_000_000, sortBy: 'createdAt', order: 'asc', includeRevoked: true }
     const set = SORT_SETS[q.sortBy] + (q.includeRevoked ? '' : 'a')
     const search = q.nameSearch ?? ''
-    const rows = (await this.#run(LIST_API_KEYS, [`${P}keys:c`], [P, Date.now(), set, q.order, q.limit, q.after ?? '', q.sortBy, search.toLowerCase(), search, NAME_SEARCH_SCAN])) as string[][]
+    const rows = (await this.#run(LIST_API_KEYS, [`${P}keys:c`], [this.#argKey(P), Date.now(), set, q.order, q.limit, q.after ?? '', q.sortBy, search.toLowerCase(), search, NAME_SEARCH_SCAN])) as string[][]
     return rows.map((row) => decode<ApiKeyRecord>(API_KEY, row)).filter((r): r is ApiKeyRecord => r !== undefined)
   }
 
@@ -517,7 +528,7 @@ export class RedisStore implements GateStore, UsageStore {
     if (patch.name !== undefined) set.push(...searchFields(patch.name))
     // A key made active again is no longer to be purged.
     if (patch.revokedAt === null) unset.push('purgeAt')
-    return decode(API_KEY, (await this.#run(PATCH_API_KEY, [`${P}keys:c`], [P, keyId, set.length / 2, ...set, ...unset])) as string[] | null)
+    return decode(API_KEY, (await this.#run(PATCH_API_KEY, [`${P}keys:c`], [this.#argKey(P), keyId, set.length / 2, ...set, ...unset])) as string[] | null)
   }
 
   /**
@@ -530,7 +541,7 @@ export class RedisStore implements GateStore, UsageStore {
     if (userId === null) return undefined
     const P = this.#userKeys(userId)
     const expireAt = purgeAt + PURGED_KEY_EXPIRY_MS
-    const revoked = decode<ApiKeyRecord>(API_KEY, (await this.#run(REVOKE_API_KEY, [`${P}keys:c`], [P, keyId, at, purgeAt, expireAt])) as string[] | null)
+    const revoked = decode<ApiKeyRecord>(API_KEY, (await this.#run(REVOKE_API_KEY, [`${P}keys:c`], [this.#argKey(P), keyId, at, purgeAt, expireAt])) as string[] | null)
     if (revoked !== undefined) await this.#call((c) => c.pexpireat(owner, expireAt)).catch(() => {})
     return revoked
   }
@@ -647,12 +658,12 @@ export class RedisStore implements GateStore, UsageStore {
   }
 
   async deleteSession(sessionHash: string): Promise<boolean> {
-    return (await this.#run(DELETE_SESSION, [this.#sessionKey(sessionHash)], [sessionHash, `${this.#p}{sessions}:u:`])) === 1
+    return (await this.#run(DELETE_SESSION, [this.#sessionKey(sessionHash)], [sessionHash, this.#argKey(`${this.#p}{sessions}:u:`)])) === 1
   }
 
   /** Deletes all but the newest `keep` sessions of a user; returns how many it deleted. */
   async trimSessions(userId: string, keep: number): Promise<number> {
-    return Number(await this.#run(TRIM_SESSIONS, [`${this.#p}{sessions}:u:${userId}`], [keep, `${this.#p}{sessions}:s:`]))
+    return Number(await this.#run(TRIM_SESSIONS, [`${this.#p}{sessions}:u:${userId}`], [keep, this.#argKey(`${this.#p}{sessions}:s:`)]))
   }
 
   // ---- rate steps ----
@@ -682,7 +693,7 @@ export class RedisStore implements GateStore, UsageStore {
     }
     const rateKey = `${this.#p}rate:{${rate.key}}`
     const keys = [recordKey, rateKey, other === null ? rateKey : `${this.#p}rate:{${other.key}}`]
-    const args: Array<string | number> = [kind, lookup.budget, this.#p, now, lookup.appToken ?? '', keyId, rate.limit, rate.windowMs, rate.cost]
+    const args: Array<string | number> = [kind, lookup.budget, this.#argKey(this.#p), now, lookup.appToken ?? '', keyId, rate.limit, rate.windowMs, rate.cost]
     if (other === null) args.push('', '', '')
     else args.push(other.limit, other.windowMs, other.cost)
     return this.#run(LOOKUP_REQUEST, keys, args).then((reply) => lookedUp(kind, JSON.parse(reply as string) as LookupReply))
@@ -709,7 +720,8 @@ export class RedisStore implements GateStore, UsageStore {
 }
 
 /** What `LOOKUP_REQUEST` answers: stepped, the step, record read, the record, user read, the user. */
-type LookupReply = [number, string, number, string[], number, string[]]
+/** {@link LOOKUP_REQUEST}'s reply, parsed: cjson writes an empty table (no step, no record) as `{}`. */
+type LookupReply = [number, string | Record<string, never>, number, RawHash, number, RawHash]
 
 /** The {@link GCRA} script's reply, 'allowed remaining resetMs retryAfterMs', as a result. */
 function gcraResult(reply: unknown): RateResult {
