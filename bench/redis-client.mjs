@@ -31,12 +31,12 @@ import { spawn, spawnSync } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import { Command, Redis } from 'ioredis'
 import { Command as Command5, Redis as Redis5 } from 'ioredis5'
 import { createClient } from 'redis'
 import { RedisStore, redisClientDefaults } from '../dist/redis.js'
+import { connectWhenUp } from './redis-server.mjs'
 import { median, shuffle } from './stats.mjs'
 
 const { values: opts } = parseArgs({
@@ -70,18 +70,7 @@ async function startRedis() {
   const cpu = process.env.BENCH_REDIS_CPU
   const child = cpu === undefined ? spawn(argv[0], argv.slice(1), { stdio: 'ignore' }) : spawn('taskset', ['-c', cpu, ...argv], { stdio: 'ignore' })
   const url = `redis://127.0.0.1:${port}`
-  const probe = new Redis(url, { lazyConnect: true, retryStrategy: () => null })
-  probe.on('error', () => {})
-  for (let i = 0; ; i++) {
-    try {
-      await probe.connect()
-      break
-    } catch (error) {
-      if (i === 100 || child.exitCode !== null) throw new Error(`redis-server on ${port} did not start: ${error.message}`)
-      await sleep(50)
-    }
-  }
-  probe.disconnect()
+  ;(await connectWhenUp(child, port)).disconnect()
   return {
     url,
     async stop() {

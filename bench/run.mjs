@@ -34,6 +34,7 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { cleanup, expectedBody, variants } from './variants.mjs'
+import { connectWhenUp } from './redis-server.mjs'
 import { median, shuffle } from './stats.mjs'
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)))
@@ -170,18 +171,7 @@ async function redisServer(config, port, dir, extra = []) {
     '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no', '--loglevel', 'warning', ...extra], { stdio: ['ignore', 'ignore', 'inherit'] })
   children.add(child)
   child.on('exit', () => children.delete(child))
-  const { Redis } = await import('ioredis')
-  const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null })
-  client.on('error', () => {})
-  for (let i = 0; ; i++) {
-    try {
-      await client.connect()
-      break
-    } catch (err) {
-      if (i === 100 || child.exitCode !== null) throw new Error(`redis-server on ${port} did not start: ${err.message}`)
-      await sleep(50)
-    }
-  }
+  const client = await connectWhenUp(child, port)
   return {
     client,
     /** used_cpu_sys + used_cpu_user of the Redis server, in µs. */
