@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createGate, type GateOptions, type GateOutcome, type StoreErrorEvent } from '../src/index.js'
+import { createGate, MemoryStore, type GateOptions, type GateOutcome, type StoreErrorEvent } from '../src/index.js'
 import { FlakyStore } from './support/flaky-store.js'
 import { coreRequest } from './support/requests.js'
 
@@ -146,6 +146,37 @@ describe('throttling', () => {
     const calls = store.count('consumeRate')
     for (let i = 0; i < 20; i++) expect(respond(await gate.handle(coreRequest())).status).toBe(429)
     expect(store.count('consumeRate')).toBe(calls)
+  })
+})
+
+describe('an OAuth request on a store that counts rates apart from the records', () => {
+  class CountingRecords extends MemoryStore {
+    userReads = 0
+    override getUser(id: string) {
+      this.userReads++
+      return super.getUser(id)
+    }
+  }
+
+  it('reads the token\'s user while the step is in flight, and none for a request refused without asking the rate store', async () => {
+    const records = new CountingRecords()
+    const rates = new FlakyStore()
+    rates.modes.set('consumeRate', 'async')
+    const gate = createGate({ store: records, rateStore: rates, throttle: { application: { limit: 1, windowMs: 60_000 } } })
+    const { appToken } = await gate.applications.register({ name: 'A' })
+    const ada = await gate.users.create({ username: 'ada', displayName: 'Ada', email: 'ada@example.org' })
+    const { accessToken } = await gate.tokens.issue({ userId: ada.id, appToken })
+    const request = () => gate.handle(coreRequest({ headers: { 'x-app-token': appToken, authorization: `OAuth ${accessToken}` } }))
+
+    const reads = records.userReads
+    expect(pass(await request()).context.user?.username).toBe('ada')
+    expect(records.userReads).toBe(reads + 1)
+    // The rate store refuses: this process now knows the key is over its limit.
+    expect(respond(await request()).status).toBe(429)
+    const [steps, refusedReads] = [rates.count('consumeRate'), records.userReads]
+    for (let i = 0; i < 20; i++) expect(respond(await request()).status).toBe(429)
+    expect(rates.count('consumeRate')).toBe(steps)
+    expect(records.userReads).toBe(refusedReads)
   })
 })
 
