@@ -81,6 +81,24 @@ describe('open-data-gate command line', () => {
     expect((await exec(['users', 'list', ...S])).stdout).toBe('(none)\n')
   })
 
+  it('takes an app token that starts with a dash as the token it is, as an argument and as an option value', async () => {
+    // One generated token in 64 starts with "-" (base64url); parseArgs alone reads it as options.
+    const { store, exec } = harness()
+    const registered = JSON.parse((await exec(['apps', 'register', '--name', 'Dash', ...S, '--json'])).stdout)
+    const dashed = `-k${registered.appToken.slice(2)}`
+    await store.insertApplication({ ...(await store.getApplication(registered.appToken))!, appToken: dashed })
+
+    const shown = await exec(['apps', 'show', dashed, ...S, '--json'])
+    expect(shown).toMatchObject({ code: 0, stderr: '' })
+    expect(JSON.parse(shown.stdout)).toMatchObject({ appToken: dashed, name: 'Dash' })
+    expect(await exec(['apps', 'set-limit', dashed, '7', ...S])).toMatchObject({ code: 0, stderr: '' })
+    expect((await store.getApplication(dashed))?.limit).toBe(7)
+    expect(JSON.parse((await exec(['tokens', 'revoke', '--app', dashed, ...S, '--json'])).stdout)).toEqual({ appToken: dashed, revoked: 0 })
+    expect(await exec(['apps', 'delete', ...S, '--', dashed])).toMatchObject({ code: 0, stderr: '' })
+    expect(await store.getApplication(dashed)).toBeUndefined()
+    expect(await store.getApplication(registered.appToken)).toBeDefined()
+  })
+
   it.each([
     [['frobnicate', ...S], /unknown command "frobnicate"/],
     [['apps', ...S], /apps needs a subcommand: register, list, show, set-limit, rotate-secret, delete/],
@@ -94,6 +112,8 @@ describe('open-data-gate command line', () => {
     [['aps', 'list', ...S], /unknown command "aps"; did you mean "apps"\?/],
     [['apps', 'regster', ...S], /unknown command "apps regster"; did you mean "apps register"\?/],
     [['apps', 'list', '--store'], /--store/],
+    [['apps', 'register', '--name', '--json', ...S], /--name needs a value \(a value that starts with -- goes as --name=VALUE\)/],
+    [['apps', 'list', '-x', ...S], /apps list takes no arguments; unexpected "-x"/],
     [['apps', 'list'], /no store: give --store URL or set OPEN_DATA_GATE_STORE/],
     [['apps', 'list', '--store', 'memory:'], /memory: keeps records inside one process/],
     [['apps', 'list', '--store', 'mysql://x'], /--store must be a redis:\/\/, rediss:\/\/ or postgres:\/\/ URL, not "mysql:\/\/x"/],

@@ -102,8 +102,9 @@ function parse(argv: readonly string[]): { command: Command | undefined; name: s
     )
   }
   let parsed: { values: Values; positionals: string[] }
+  const line = withDashValues(argv)
   try {
-    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true }) as { values: Values; positionals: string[] }
+    parsed = parseArgs({ args: line, options: OPTIONS, allowPositionals: true, strict: true }) as { values: Values; positionals: string[] }
   } catch (error) {
     throw new UsageError(unknownOptionHint(error as Error & { code?: unknown }))
   }
@@ -138,6 +139,47 @@ function parse(argv: readonly string[]): { command: Command | undefined; name: s
   if (args.length < command.args.length) throw new UsageError(`${name} needs ${command.args.slice(args.length).join(' ')}`)
   if (args.length > command.args.length) throw new UsageError(`${name} takes ${command.args.length === 0 ? 'no arguments' : command.args.join(' ')}; unexpected ${JSON.stringify(args[command.args.length])}`)
   return { command, name, args, values }
+}
+
+/** The short options: `-h` and `-v`. Every other word that starts with one dash is a value. */
+const SHORT = new Set(Object.values(OPTIONS).flatMap((option) => ('short' in option ? [`-${option.short}`] : [])))
+
+/**
+ * The line as parseArgs reads it, with a value that starts with a dash kept a value.
+ * Tokens, key ids and secrets are base64url, so one in 64 starts with `-`; parseArgs
+ * would read `apps show -kQ2…` as the options -k, -Q, … and `--app -kQ2…` as an option
+ * without its value. Here a word with one leading dash that is not `-h` or `-v` is a
+ * positional argument (it goes after `--`), and the word after a string option is that
+ * option's value (`--app=-kQ2…`) unless it is itself a long option. @throws {UsageError}
+ */
+function withDashValues(argv: readonly string[]): string[] {
+  const options: string[] = []
+  const positionals: string[] = []
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string
+    if (arg === '--') {
+      positionals.push(...argv.slice(i + 1))
+      break
+    }
+    if (arg.startsWith('--')) {
+      const name = arg.slice(2)
+      const next = argv[i + 1]
+      const takesValue = !name.includes('=') && (OPTIONS as Record<string, { type: string }>)[name]?.type === 'string'
+      if (!takesValue) {
+        options.push(arg)
+      } else if (next === undefined || next.startsWith('--')) {
+        throw new UsageError(`${arg} needs a value (a value that starts with -- goes as ${arg}=VALUE)`)
+      } else {
+        options.push(`${arg}=${next}`)
+        i++
+      }
+    } else if (SHORT.has(arg)) {
+      options.push(arg)
+    } else {
+      positionals.push(arg)
+    }
+  }
+  return [...options, '--', ...positionals]
 }
 
 /** parseArgs's complaint, without its advice on positionals, and with the nearest option for a misspelt one. */
