@@ -97,6 +97,14 @@ describe('open-data-gate command line', () => {
     expect(await exec(['apps', 'delete', ...S, '--', dashed])).toMatchObject({ code: 0, stderr: '' })
     expect(await store.getApplication(dashed)).toBeUndefined()
     expect(await store.getApplication(registered.appToken)).toBeDefined()
+
+    // One in 4,096 starts with two.
+    const twice = `--${registered.appToken.slice(2)}`
+    await store.insertApplication({ ...(await store.getApplication(registered.appToken))!, appToken: twice })
+    expect(JSON.parse((await exec(['apps', 'show', twice, ...S, '--json'])).stdout)).toMatchObject({ appToken: twice })
+    expect(JSON.parse((await exec(['tokens', 'revoke', '--app', twice, ...S, '--json'])).stdout)).toEqual({ appToken: twice, revoked: 0 })
+    expect(await exec(['apps', 'delete', twice, ...S])).toMatchObject({ code: 0, stderr: '' })
+    expect(await store.getApplication(twice)).toBeUndefined()
   })
 
   it.each([

@@ -144,13 +144,17 @@ function parse(argv: readonly string[]): { command: Command | undefined; name: s
 /** The short options: `-h` and `-v`. Every other word that starts with one dash is a value. */
 const SHORT = new Set(Object.values(OPTIONS).flatMap((option) => ('short' in option ? [`-${option.short}`] : [])))
 
+/** What a long option looks like: `--rate-store`, `--lmit`, `--store=URL`. */
+const LONG_OPTION = /^--[a-z][a-z0-9-]*(=|$)/
+
 /**
  * The line as parseArgs reads it, with a value that starts with a dash kept a value.
- * Tokens, key ids and secrets are base64url, so one in 64 starts with `-`; parseArgs
- * would read `apps show -kQ2…` as the options -k, -Q, … and `--app -kQ2…` as an option
- * without its value. Here a word with one leading dash that is not `-h` or `-v` is a
+ * Tokens, key ids and secrets are base64url, so one in 64 starts with `-` (and one in
+ * 4,096 with `--`); parseArgs would read `apps show -kQ2…` as the options -k, -Q, … and
+ * `--app -kQ2…` as an option without its value. Here only `-h`, `-v` and words shaped
+ * like a long option (lower case, `--rate-store`) are options; every other word is a
  * positional argument (it goes after `--`), and the word after a string option is that
- * option's value (`--app=-kQ2…`) unless it is itself a long option. @throws {UsageError}
+ * option's value (`--app=-kQ2…`) unless it is itself shaped like an option. @throws {UsageError}
  */
 function withDashValues(argv: readonly string[]): string[] {
   const options: string[] = []
@@ -161,13 +165,13 @@ function withDashValues(argv: readonly string[]): string[] {
       positionals.push(...argv.slice(i + 1))
       break
     }
-    if (arg.startsWith('--')) {
+    if (LONG_OPTION.test(arg)) {
       const name = arg.slice(2)
       const next = argv[i + 1]
       const takesValue = !name.includes('=') && (OPTIONS as Record<string, { type: string }>)[name]?.type === 'string'
       if (!takesValue) {
         options.push(arg)
-      } else if (next === undefined || next.startsWith('--')) {
+      } else if (next === undefined || next === '--' || LONG_OPTION.test(next) || SHORT.has(next)) {
         throw new UsageError(`${arg} needs a value (a value that starts with -- goes as ${arg}=VALUE)`)
       } else {
         options.push(`${arg}=${next}`)
