@@ -19,6 +19,7 @@ import { createGate, type Gate, type GateOutcome } from '../src/index.js'
 import { PostgresStore, type PostgresPool, type PostgresPoolClient, type PostgresQuery } from '../src/store/postgres/store.js'
 import { RedisStore } from '../src/store/redis/store.js'
 import { DATABASE_URL, dropSchema, freshSchema, postgresAvailable } from './support/postgres.js'
+import { monitorCommands, type CommandLog } from './redis/monitor.js'
 import { OwnRedisServer, redisBinariesAvailable } from './redis/servers.js'
 import { coreRequest } from './support/requests.js'
 
@@ -57,7 +58,7 @@ describe.skipIf(!available)('a request on PostgreSQL records and Redis rates', (
   const schema = freshSchema('cost')
   let pool: pg.Pool
   let admin: Redis
-  let monitor: Redis
+  let monitor: CommandLog
   let store: PostgresStore
   let rates: RedisStore
   let gate: Gate
@@ -66,10 +67,7 @@ describe.skipIf(!available)('a request on PostgreSQL records and Redis rates', (
   beforeAll(async () => {
     await redis.start()
     admin = new Redis(redis.url, { maxRetriesPerRequest: 0 })
-    monitor = await admin.monitor()
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
-      if (source !== 'lua') seen.push(args.join(' ').toLowerCase())
-    })
+    monitor = await monitorCommands(admin)
     pool = new pg.Pool({ connectionString: DATABASE_URL, max: 4 })
     const counting = countingPool(pool)
     sent = counting.sent
@@ -95,34 +93,24 @@ describe.skipIf(!available)('a request on PostgreSQL records and Redis rates', (
     await rates?.close()
     await store?.close()
     await pool?.end()
-    monitor?.disconnect()
+    monitor?.stop()
     admin?.disconnect()
     await redis.stop()
     await dropSchema(schema)
   })
 
-  /** Every command a client sent Redis, as MONITOR shows it (not those a script ran), once {@link settled} has seen it. */
-  const seen: string[] = []
-  let markers = 0
-  /** Waits until MONITOR has shown every command sent so far: it shows them in the order Redis ran them. */
-  async function settled(): Promise<void> {
-    const marker = `settled-${++markers}`
-    await admin.echo(marker)
-    const deadline = Date.now() + 5000
-    while (!seen.includes(`echo ${marker}`)) {
-      if (Date.now() > deadline) throw new Error('MONITOR did not show the marker')
-      await tick()
-    }
-  }
-
   /** One request's queries and Redis commands, counted once the work it started in the background has been sent. */
   async function cost(send: () => Promise<GateOutcome>): Promise<{ outcome: GateOutcome; queries: string[]; redis: string[] }> {
-    await settled()
-    const from = { sql: sent.length, redis: seen.length }
-    const outcome = await send()
-    for (let i = 0; i < 3; i++) await tick()
-    await settled()
-    return { outcome, queries: sent.slice(from.sql), redis: seen.slice(from.redis).filter((command) => !command.startsWith('echo ')) }
+    let outcome: GateOutcome | undefined
+    let from = 0
+    const ran = await monitor.during(async () => {
+      from = sent.length
+      outcome = await send()
+      for (let i = 0; i < 3; i++) await tick()
+    })
+    // What a client sent: a script's own calls ("lua") are not round trips.
+    const redis = ran.filter(({ source }) => source !== 'lua').map(({ args }) => args.join(' ').toLowerCase())
+    return { outcome: outcome as GateOutcome, queries: sent.slice(from), redis }
   }
 
   type Credential = 'app token' | 'OAuth token with its app token' | 'OAuth token alone' | 'API key' | 'password (verified earlier)'

@@ -7,6 +7,7 @@ import { describeStore } from '../src/testing/index.js'
 import { RedisStore, redisClientDefaults } from '../src/store/redis/store.js'
 import { listen } from './adapters/servers.js'
 import { pagesOf, userWithManyKeys } from './redis/key-pages.js'
+import { monitorCommands } from './redis/monitor.js'
 import { countWrites } from './redis/socket-writes.js'
 import { describeSameAsMemoryStore } from './redis/same-as-memory.js'
 import { deletePrefix, randomPrefix, REDIS_URL, sharedRedisAvailable } from './redis/servers.js'
@@ -67,23 +68,18 @@ describe.skipIf(!available)('RedisStore', () => {
 
   it('sends exactly one command per rate step', async () => {
     const store = new RedisStore({ url: REDIS_URL, prefix })
-    const monitor = await admin.monitor()
-    const seen: string[][] = []
-    monitor.on('monitor', (_time: string, args: string[]) => {
-      if (args.some((a) => a.startsWith(prefix) && a.includes('rate:{monitored}'))) seen.push(args)
-    })
+    const monitor = await monitorCommands(admin)
     try {
       await store.consumeRate('monitored', 10, 60_000, 1)
-      await sleep(100)
-      seen.length = 0
-      for (let i = 0; i < 5; i++) await store.consumeRate('monitored', 10, 60_000, 1)
-      await sleep(100)
+      const ran = await monitor.during(async () => {
+        for (let i = 0; i < 5; i++) await store.consumeRate('monitored', 10, 60_000, 1)
+      })
+      const ours = ran.filter(({ args }) => args.some((a) => a.startsWith(prefix) && a.includes('rate:{monitored}')))
       // Only top-level commands: a script's inner GET/SET show as "lua" entries, filtered out by name.
-      const topLevel = seen.filter((args) => /^evalsha$/i.test(args[0] as string))
-      expect(topLevel).toHaveLength(5)
-      expect(seen.filter((args) => /^eval$/i.test(args[0] as string))).toHaveLength(0)
+      expect(ours.filter(({ args }) => /^evalsha$/i.test(args[0] as string))).toHaveLength(5)
+      expect(ours.filter(({ args }) => /^eval$/i.test(args[0] as string))).toHaveLength(0)
     } finally {
-      monitor.disconnect()
+      monitor.stop()
       await store.close()
     }
   })
@@ -269,8 +265,9 @@ describe.skipIf(!available)('RedisStore', () => {
   })
 
   it('tells every attached gate on every instance when an application changes', async () => {
-    const a = new RedisStore({ url: REDIS_URL, prefix })
-    const b = new RedisStore({ url: REDIS_URL, prefix })
+    const own = randomPrefix('pubsub')
+    const a = new RedisStore({ url: REDIS_URL, prefix: own })
+    const b = new RedisStore({ url: REDIS_URL, prefix: own })
     const heardByA: string[] = []
     const heardByB: string[] = []
     const heardByB2: string[] = []
@@ -278,7 +275,8 @@ describe.skipIf(!available)('RedisStore', () => {
     b.attach({ rateKeyEvicted: () => {}, applicationChanged: (t: string) => heardByB.push(t) })
     b.attach({ rateKeyEvicted: () => {}, applicationChanged: (t: string) => heardByB2.push(t) })
     try {
-      await sleep(200) // the subscribers connect
+      // Both stores' subscribers listen before anything changes.
+      while (((await admin.pubsub('NUMSUB', `${own}application-changed`)) as [string, number])[1] < 2) await sleep(20)
       const record = { appToken: `pubsub${Date.now()}`, name: 'x', secretHash: 'a'.repeat(64), callbackPrefix: null, limit: null, ownerId: null, previousSecretHash: null, previousSecretExpiresAt: null, createdAt: 1, updatedAt: 1 }
       await a.insertApplication(record)
       await a.updateApplication(record.appToken, { limit: 5 })
@@ -421,27 +419,15 @@ describe.skipIf(!available)('RedisStore', () => {
 
   it("reads a page of 20 of a user's 5,000 keys in a bounded number of Redis commands, a script's own included", async () => {
     const store = new RedisStore({ url: REDIS_URL, prefix })
-    const monitor = await admin.monitor()
+    const monitor = await monitorCommands(admin)
     try {
       const userId = await userWithManyKeys(store, 5000, 30)
       // MONITOR shows every command Redis runs, those inside a script too ("lua" source); the
       // user's id is in every key of theirs and in every key id.
-      let seen = 0
-      monitor.on('monitor', (_time: string, args: string[]) => {
-        if (args.some((a) => a.includes(userId))) seen++
-      })
-      const settle = async () => {
-        for (let last = -1; last !== seen; ) {
-          last = seen
-          await sleep(100)
-        }
-      }
       const measure = async (read: () => Promise<ApiKeyRecord[]>) => {
-        await settle()
-        const before = seen
-        const page = await read()
-        await settle()
-        return { page, commands: seen - before }
+        let page: ApiKeyRecord[] = []
+        const ran = await monitor.during(async () => (page = await read()))
+        return { page, commands: ran.filter(({ args }) => args.some((a) => a.includes(userId))).length }
       }
       const counts: number[] = []
       for (const read of pagesOf(userId)) {
@@ -454,7 +440,7 @@ describe.skipIf(!available)('RedisStore', () => {
       // The script, the purge check, the seek key, the rank range and one read per key of the page.
       expect(Math.max(...counts)).toBeLessThanOrEqual(40)
     } finally {
-      monitor.disconnect()
+      monitor.stop()
       await store.close()
     }
   }, 60_000)
