@@ -20,7 +20,7 @@ describe.skipIf(!available)('a Redis restarted with data to load', () => {
     await redis.stop()
   })
 
-  it('is used within a quarter second of answering again, not a second or more later', async () => {
+  it('is used within half a second of answering again (at most a quarter second between reconnects), not a second or more later', async () => {
     await redis.start()
     // Enough data that loading it takes a while, so the client reconnects while Redis is still loading.
     const fill = spawnSync('redis-benchmark', ['-p', String(redis.port), '-t', 'set', '-n', '200000', '-r', '200000', '-P', '100', '-d', '64', '-q'], { timeout: 60_000 })
@@ -39,6 +39,8 @@ describe.skipIf(!available)('a Redis restarted with data to load', () => {
       if (performance.now() - answered > 5000) throw new Error('the store did not use the restarted Redis within 5 s')
       await sleep(10)
     }
-    expect(performance.now() - answered).toBeLessThan(250)
+    // At most the client's quarter second between reconnects, then the connection and its
+    // ready check; the rest is room for a busy machine. Without maxLoadingRetryTime it took up to seconds.
+    expect(performance.now() - answered).toBeLessThan(500)
   }, 60_000)
 })

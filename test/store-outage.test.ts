@@ -130,8 +130,8 @@ describe('a store outage', () => {
     const elapsed = performance.now() - started
     expect(outcomes.every((o) => o.type === 'next')).toBe(true)
     expect(store.count('consumeRate') - before).toBe(1)
-    // The probe waits out its timeout; nobody waits longer than that.
-    expect(elapsed).toBeLessThan(200 + 150)
+    // The probe waits out its timeout; nobody waits a second one (the margin is for a busy machine).
+    expect(elapsed).toBeLessThan(2 * 200)
   })
 
   it('spends one timeout on a request whose store calls all hang, not one per call', async () => {
