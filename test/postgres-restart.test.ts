@@ -1,7 +1,7 @@
 /**
  * The database restarts while the gate serves: requests get the configured outage mode
  * while it is down, and the same gate, store and pool serve normally once it is back, with
- * no restart of the service. Runs on a PostgreSQL server of its own (port 15400-15499),
+ * no restart of the service. Runs on a PostgreSQL server of its own (port 15400-15449),
  * never the shared one.
  */
 import pg from 'pg'
@@ -25,7 +25,7 @@ describe.skipIf(!possible)('PostgresStore when its server restarts', () => {
   let server: OwnPostgres
 
   beforeAll(async () => {
-    server = await OwnPostgres.start()
+    server = await OwnPostgres.start({ from: 15400, to: 15449 })
   }, 60_000)
 
   afterAll(async () => {

@@ -1,7 +1,7 @@
 /**
  * Usage flushes around store outages, on servers this file starts itself: a Redis paused
  * (SIGSTOP) while a flush is under way, resumed or killed and restarted (port 17150), and a
- * PostgreSQL stopped and started again (a port of 15400-15499). Counts are kept while the
+ * PostgreSQL stopped and started again (a port of 15450-15499). Counts are kept while the
  * store cannot take them, and end up in it exactly once: nothing lost, nothing doubled.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -100,7 +100,7 @@ describe.skipIf(!pgPossible)('usage flushes around a PostgreSQL restart', () => 
   })
 
   it('keeps the counts while the database is down and writes them once when it is back', async () => {
-    server = await OwnPostgres.start()
+    server = await OwnPostgres.start({ from: 15450, to: 15499 })
     const store = new PostgresStore({ connectionString: server.url, schema: 'usage_outage', sweepIntervalMs: 0, poolOptions: { connectionTimeoutMillis: 1000 } })
     await store.migrate()
     // The application record stays cached for the whole test, however slow a loaded machine makes it.

@@ -1,8 +1,9 @@
 /**
  * A PostgreSQL server of a test's own, in a temporary directory, on a port of the
- * PostgreSQL tests' range (15400-15499), for tests that stop or restart the server: the
- * shared server is never touched. It runs as the `postgres` OS user when the tests run
- * as root (PostgreSQL refuses root), and is stopped by its data directory and its pid.
+ * PostgreSQL tests' range (15400-15499, each file a span of its own), for tests that stop
+ * or restart the server: the shared server is never touched. It runs as the `postgres` OS
+ * user when the tests run as root (PostgreSQL refuses root), and is stopped by its data
+ * directory and its pid.
  */
 import { execFile } from 'node:child_process'
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -28,14 +29,20 @@ function portIsFree(port: number): Promise<boolean> {
   })
 }
 
-async function freePort(): Promise<number> {
-  const span = PORTS.to - PORTS.from + 1
+/** A span of ports: each test file gives its own, so that no other file takes its port while its server is down. */
+export interface PortSpan {
+  readonly from: number
+  readonly to: number
+}
+
+async function freePort(ports: PortSpan): Promise<number> {
+  const span = ports.to - ports.from + 1
   const start = Math.floor(Math.random() * span)
   for (let i = 0; i < span; i++) {
-    const port = PORTS.from + ((start + i) % span)
+    const port = ports.from + ((start + i) % span)
     if (await portIsFree(port)) return port
   }
-  throw new Error(`no free port in ${PORTS.from}-${PORTS.to}`)
+  throw new Error(`no free port in ${ports.from}-${ports.to}`)
 }
 
 export class OwnPostgres {
@@ -51,13 +58,14 @@ export class OwnPostgres {
     return `postgres://postgres@127.0.0.1:${this.port}/postgres`
   }
 
-  /** Creates a cluster and starts it. */
-  static async start(): Promise<OwnPostgres> {
+  /** Creates a cluster and starts it on a free port of `ports` (within 15400-15499). */
+  static async start(ports: PortSpan): Promise<OwnPostgres> {
+    if (ports.from < PORTS.from || ports.to > PORTS.to) throw new Error(`ports ${ports.from}-${ports.to} are outside the PostgreSQL tests' range`)
     const dir = mkdtempSync(join(tmpdir(), 'odg-pg-'))
     if (process.getuid?.() === 0) chownSync(dir, uid('postgres'), gid('postgres'))
     const server = new OwnPostgres(dir)
     await server.#as([join(BIN, 'initdb'), '-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync', '--no-instructions'])
-    server.port = await freePort()
+    server.port = await freePort(ports)
     await server.startAgain()
     return server
   }
