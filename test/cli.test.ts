@@ -99,7 +99,7 @@ describe('open-data-gate command line', () => {
     expect(await store.getApplication(registered.appToken)).toBeDefined()
 
     // One in 4,096 starts with two.
-    const twice = `--${registered.appToken.slice(2)}`
+    const twice = `--Q${registered.appToken.slice(3)}`
     await store.insertApplication({ ...(await store.getApplication(registered.appToken))!, appToken: twice })
     expect(JSON.parse((await exec(['apps', 'show', twice, ...S, '--json'])).stdout)).toMatchObject({ appToken: twice })
     expect(JSON.parse((await exec(['tokens', 'revoke', '--app', twice, ...S, '--json'])).stdout)).toEqual({ appToken: twice, revoked: 0 })
@@ -120,8 +120,12 @@ describe('open-data-gate command line', () => {
     [['aps', 'list', ...S], /unknown command "aps"; did you mean "apps"\?/],
     [['apps', 'regster', ...S], /unknown command "apps regster"; did you mean "apps register"\?/],
     [['apps', 'list', '--store'], /--store/],
-    [['apps', 'register', '--name', '--json', ...S], /--name needs a value \(a value that starts with -- goes as --name=VALUE\)/],
-    [['apps', 'list', '-x', ...S], /apps list takes no arguments; unexpected "-x"/],
+    [['apps', 'register', '--name', '--json', ...S], /--name needs a value \(a value that starts with - goes as --name=VALUE\)/],
+    [['apps', 'list', '-x', ...S], /Unknown option '-x'/],
+    [['apps', 'show', '--Json', ...S], /Unknown option '--Json'; did you mean --json\?/],
+    [['rate', 'reset', '--Secret=abc', ...S], /--Secret is not accepted: secrets never go on the command line/],
+    [['users', 'set-password', 'ada', '--PASSWORD', 'hunter2', ...S], /--PASSWORD is not accepted/],
+    [['keys', 'revoke', '--key_secret=abc', ...S], /--key_secret is not accepted/],
     [['apps', 'list'], /no store: give --store URL or set OPEN_DATA_GATE_STORE/],
     [['apps', 'list', '--store', 'memory:'], /memory: keeps records inside one process/],
     [['apps', 'list', '--store', 'mysql://x'], /--store must be a redis:\/\/, rediss:\/\/ or postgres:\/\/ URL, not "mysql:\/\/x"/],
@@ -397,7 +401,7 @@ describe('open-data-gate command line', () => {
   it('prints its version with --version, and nothing else', async () => {
     const { exec, specs } = harness()
     const version = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version as string
-    for (const argv of [['--version'], ['-v'], ['apps', 'list', '--version']]) {
+    for (const argv of [['--version'], ['-v'], ['-hv'], ['apps', 'list', '--version']]) {
       expect(await exec(argv)).toMatchObject({ code: 0, stdout: `open-data-gate ${version}\n`, stderr: '' })
     }
     expect(specs).toEqual([])

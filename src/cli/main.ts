@@ -34,7 +34,7 @@ const GLOBAL_OPTIONS: readonly OptionName[] = ['store', 'rate-store', 'prefix', 
 export const VERSION: string = manifest.version
 
 /** Options that would carry a secret: refused with a word on how to pass it instead. */
-const SECRET_OPTION = /^--(password|pass|secret|secret-token|key-secret|client-secret|token-secret)(=|$)/
+const SECRET_OPTION = /^--?(password|pass|secret|secret[-_]token|key[-_]secret|client[-_]secret|token[-_]secret)(=|$)/i
 
 /** Every command by its words, in the order the help lists them. */
 const COMMANDS: Record<string, Command> = {
@@ -141,20 +141,32 @@ function parse(argv: readonly string[]): { command: Command | undefined; name: s
   return { command, name, args, values }
 }
 
-/** The short options: `-h` and `-v`. Every other word that starts with one dash is a value. */
-const SHORT = new Set(Object.values(OPTIONS).flatMap((option) => ('short' in option ? [`-${option.short}`] : [])))
-
 /** What a long option looks like: `--rate-store`, `--lmit`, `--store=URL`. */
 const LONG_OPTION = /^--[a-z][a-z0-9-]*(=|$)/
 
+/** The short options, alone or together: `-h`, `-v`, `-hv`. */
+const SHORT_OPTIONS = new RegExp(`^-[${Object.values(OPTIONS).flatMap((option) => ('short' in option ? [option.short] : [])).join('')}]+$`)
+
 /**
- * The line as parseArgs reads it, with a value that starts with a dash kept a value.
- * Tokens, key ids and secrets are base64url, so one in 64 starts with `-` (and one in
- * 4,096 with `--`); parseArgs would read `apps show -kQ2…` as the options -k, -Q, … and
- * `--app -kQ2…` as an option without its value. Here only `-h`, `-v` and words shaped
- * like a long option (lower case, `--rate-store`) are options; every other word is a
- * positional argument (it goes after `--`), and the word after a string option is that
- * option's value (`--app=-kQ2…`) unless it is itself shaped like an option. @throws {UsageError}
+ * A word that starts with a dash and is a credential, not an option: base64url, as long as
+ * a generated app token (24 characters) or near it. A shorter word, or one with `=` or a
+ * space, is an option, and parseArgs says what is wrong with it (`--Json`: did you mean --json?).
+ */
+const DASH_VALUE = /^-[A-Za-z0-9_-]{15,}$/
+
+/** Whether parseArgs should read `word` as an option: a long option, `-h`/`-v`, or any other dash-word that is not a credential. */
+function isOptionWord(word: string): boolean {
+  return LONG_OPTION.test(word) || SHORT_OPTIONS.test(word) || (word.startsWith('-') && !DASH_VALUE.test(word))
+}
+
+/**
+ * The line as parseArgs reads it, with a credential that starts with a dash kept a value.
+ * App tokens and secrets are base64url, so one in 64 starts with `-` (and one in 4,096 with
+ * `--`); parseArgs alone reads `apps show -kQ2…` as the options -k, -Q, … and
+ * `--app -kQ2…` as an option without its value. Here such a word ({@link DASH_VALUE}) is a
+ * positional argument (it goes after `--`), or the value of the string option before it;
+ * every other word that starts with a dash stays an option for parseArgs to judge.
+ * @throws {UsageError} for a string option followed by an option instead of its value
  */
 function withDashValues(argv: readonly string[]): string[] {
   const options: string[] = []
@@ -165,23 +177,22 @@ function withDashValues(argv: readonly string[]): string[] {
       positionals.push(...argv.slice(i + 1))
       break
     }
-    if (LONG_OPTION.test(arg)) {
-      const name = arg.slice(2)
-      const next = argv[i + 1]
-      const takesValue = !name.includes('=') && (OPTIONS as Record<string, { type: string }>)[name]?.type === 'string'
-      if (!takesValue) {
-        options.push(arg)
-      } else if (next === undefined || next === '--' || LONG_OPTION.test(next) || SHORT.has(next)) {
-        throw new UsageError(`${arg} needs a value (a value that starts with -- goes as ${arg}=VALUE)`)
-      } else {
-        options.push(`${arg}=${next}`)
-        i++
-      }
-    } else if (SHORT.has(arg)) {
-      options.push(arg)
-    } else {
+    if (!isOptionWord(arg)) {
       positionals.push(arg)
+      continue
     }
+    const name = arg.slice(2)
+    const takesValue = LONG_OPTION.test(arg) && !name.includes('=') && (OPTIONS as Record<string, { type: string }>)[name]?.type === 'string'
+    if (!takesValue) {
+      options.push(arg)
+      continue
+    }
+    const next = argv[i + 1]
+    if (next === undefined || next === '--' || isOptionWord(next)) {
+      throw new UsageError(`${arg} needs a value (a value that starts with - goes as ${arg}=VALUE)`)
+    }
+    options.push(`${arg}=${next}`)
+    i++
   }
   return [...options, '--', ...positionals]
 }

@@ -1,8 +1,9 @@
 /**
  * The usage slice ({@link UsageStore}): batches add up exactly once, reads give the range
  * asked for, buckets go once they expire, and the top query ranks. Each check works in a
- * random stretch of the past (years ago, with rows that expire in the future), with fresh
- * app tokens and writers, so it sees only its own buckets on a shared server.
+ * day of the past no other check of the process uses (years ago, with rows that expire in
+ * the future), with fresh app tokens and writers, so it sees only its own buckets on a
+ * shared server.
  *
  * A store without the slice (it is optional) passes these checks without running them: the
  * gate then counts no usage, and says so when it starts.
