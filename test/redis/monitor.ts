@@ -5,6 +5,7 @@
  * wait for silence (100 ms without a command) counted a step twice, or not at all, when
  * MONITOR fell behind on a loaded machine.
  */
+import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { setTimeout as sleep } from 'node:timers/promises'
 
@@ -24,8 +25,6 @@ export interface CommandLog {
   stop(): void
 }
 
-let markers = 0
-
 /** MONITOR on a connection of `admin`'s, with `admin` sending the markers. */
 export async function monitorCommands(admin: Redis): Promise<CommandLog> {
   const monitor = await admin.monitor()
@@ -33,7 +32,7 @@ export async function monitorCommands(admin: Redis): Promise<CommandLog> {
   monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ args, source }))
   const isMarker = (entry: Monitored, marker: string) => /^echo$/i.test(entry.args[0] ?? '') && entry.args[1] === marker
   const settled = async (): Promise<void> => {
-    const marker = `monitor-marker-${process.pid}-${++markers}`
+    const marker = `monitor-marker-${randomUUID()}`
     await admin.echo(marker)
     const deadline = Date.now() + 10_000
     while (!seen.some((entry) => isMarker(entry, marker))) {
