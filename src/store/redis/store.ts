@@ -159,7 +159,7 @@ export class RedisStore implements GateStore, UsageStore {
    * What ioredis puts before the keys a script is given (your client's `keyPrefix`, or ''): the
    * keys a script builds from its arguments need it too.
    */
-  #argKeyPrefix = ''
+  readonly #argKeyPrefix: string
   readonly #codeRetentionMs: number
   readonly #channel: string
   readonly #sinks = new Set<StoreEventSink>()
@@ -719,8 +719,10 @@ export class RedisStore implements GateStore, UsageStore {
   }
 }
 
-/** What `LOOKUP_REQUEST` answers: stepped, the step, record read, the record, user read, the user. */
-/** {@link LOOKUP_REQUEST}'s reply, parsed: cjson writes an empty table (no step, no record) as `{}`. */
+/**
+ * What {@link LOOKUP_REQUEST} answers, parsed: stepped, the step, record read, the record, user
+ * read, the user. cjson writes an empty table (no step, no record) as `{}`.
+ */
 type LookupReply = [number, string | Record<string, never>, number, RawHash, number, RawHash]
 
 /** The {@link GCRA} script's reply, 'allowed remaining resetMs retryAfterMs', as a result. */
