@@ -15,6 +15,22 @@ export default tseslint.config(
     },
   },
   {
+    // A promise nobody awaits loses its rejection (an unhandled rejection ends the process),
+    // and one handed where a callback's result is ignored does the same: both are bugs here.
+    files: ['**/*.ts'],
+    ignores: ['scripts/package-smoke/**'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+    },
+  },
+  {
+    // A Koa or Hono listener returned as a node:http RequestListener handles its own promise.
+    files: ['test/**/*.ts'],
+    rules: { '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { returns: false } }] },
+  },
+  {
     files: ['**/*.cjs'],
     languageOptions: { sourceType: 'commonjs' },
     rules: { '@typescript-eslint/no-require-imports': 'off' },

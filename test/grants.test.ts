@@ -98,8 +98,8 @@ describe('connected apps', () => {
     // Deleted with the gate: its tokens are revoked and it is not listed.
     await gate.applications.delete(deleted.appToken)
     // Deleted behind the gate's back, grant and all: its live token is still listed, to be revoked.
-    store.deleteGrant(ada.id, other.appToken)
-    store.deleteApplication(other.appToken)
+    await store.deleteGrant(ada.id, other.appToken)
+    await store.deleteApplication(other.appToken)
     const listed = await gate.grants.list(ada.id)
     // (Issued in the same millisecond, so not compared in order.)
     expect(listed.map((g) => [g.name, g.liveTokens]).sort((a, b) => Number(b[1]) - Number(a[1]))).toEqual([

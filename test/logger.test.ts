@@ -161,8 +161,8 @@ describe('the gate’s warnings and failures, told to the logger', () => {
     gate.on('throttled', () => {
       throw new Error('the dashboard is down')
     })
-    gate.handle(coreRequest())
-    gate.handle(coreRequest())
+    await gate.handle(coreRequest())
+    await gate.handle(coreRequest())
     const guard = gate.guard({ auth: 'required' })
     guard(undefined)
     guard(undefined)

@@ -179,10 +179,10 @@ describe('the plaintext check', () => {
     expect(findPlaintexts(call(secret.toUpperCase()), { cookie: secret })).toHaveLength(1)
   })
 
-  it('records every call with the store itself as this, so private fields keep working', () => {
+  it('records every call with the store itself as this, so private fields keep working', async () => {
     const { store, calls } = recordingStore(new MemoryStore())
-    store.insertUser({ id: 'abcd-1234', username: 'ada', screenName: 'a', displayName: 'a', email: 'a@b.c', rights: [], passwordHash: null, createdAt: 1, updatedAt: 1 })
-    expect(store.getUser('abcd-1234')).toMatchObject({ username: 'ada' })
+    await store.insertUser({ id: 'abcd-1234', username: 'ada', screenName: 'a', displayName: 'a', email: 'a@b.c', rights: [], passwordHash: null, createdAt: 1, updatedAt: 1 })
+    expect(await store.getUser('abcd-1234')).toMatchObject({ username: 'ada' })
     expect(calls.map((c) => c.method)).toEqual(['insertUser', 'getUser'])
   })
 })

@@ -274,7 +274,8 @@ export class Pipeline {
       // No step: a live token of another application than the one sent (403), or one this
       // process cannot place; the separate calls decide it as they always did.
       if (found.stepped === null) {
-        this.#tokenApplication(found.accessToken, sent)
+        // Only for its 403 on a token of another application: with an app token sent it reads nothing.
+        if (sent !== null) void this.#tokenApplication(found.accessToken, sent)
         return this.#tokenBudget(state, credentials, tokenHash)
       }
       return this.#settled(state, credentials, found.stepped === 'rate' ? rate : otherwise, found)
