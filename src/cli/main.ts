@@ -9,7 +9,7 @@
  * the library's own: the same validation, the same hashing, the same revocations.
  */
 import { parseArgs } from 'node:util'
-import { nearestName } from '../config/did-you-mean.js'
+import { nearestName } from '../util/did-you-mean.js'
 import { createGate } from '../gate.js'
 import manifest from '../../package.json' with { type: 'json' }
 import { classify, EXIT, UsageError } from './cli-errors.js'

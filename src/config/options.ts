@@ -6,7 +6,7 @@
  */
 import type { GateRequest } from '../http/request.js'
 import type { HashQueueLimits } from '../secrets/hash-queue.js'
-import type { OAuthPages } from '../oauth/pages.js'
+import type { OAuthPages } from './pages-option.js'
 import type { ScryptParams } from '../secrets/passwords.js'
 import type { ProxyHeadersOption, TrustProxyOption } from '../http/proxy.js'
 import type { RequestIds, RequestIdOptions } from '../http/request-id.js'

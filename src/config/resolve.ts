@@ -8,7 +8,7 @@
 import { compileTrustProxy } from '../http/proxy.js'
 import { resolveRequestIds, type RequestIdOptions } from '../http/request-id.js'
 import { resolveLogger, type GateLog } from '../log/logger.js'
-import type { OAuthPages } from '../oauth/pages.js'
+import type { OAuthPages } from './pages-option.js'
 import type { HashQueueLimits } from '../secrets/hash-queue.js'
 import { DEFAULT_SCRYPT, type ScryptParams } from '../secrets/passwords.js'
 import { MemoryStore } from '../store/memory/store.js'
@@ -66,7 +66,7 @@ import { dependentOption } from './features.js'
 import { resolveUsage } from '../usage/options.js'
 import { resolveMetrics } from '../telemetry/metrics.js'
 import type { GateStore, RateStore } from '../store/store.js'
-import { booleanOption, optionNames, optionsObject, paths, positiveInteger, rejectUnknownKeys, singlePath } from './validate.js'
+import { booleanOption, optionNames, optionsObject, paths, positiveInteger, rejectUnknownKeys, singlePath } from '../util/validate.js'
 
 /** Every top-level option of `createGate`. */
 export const GATE_OPTION_NAMES = optionNames<GateOptions>({

@@ -14,7 +14,7 @@ import type { GateRequest, GateResponse } from '../http/request.js'
 import { jsonResponse } from '../http/responses.js'
 import { bodyParams, CONNECTION_CLOSE, queryParams, type BodyProblem } from '../http/params.js'
 import type { ApiKeyQuery, ApiKeyRecord, ApiKeySortField, GateStore } from '../store/store.js'
-import { API_KEY_ID } from '../management/users.js'
+import { API_KEY_ID } from '../rules/credential-shapes.js'
 
 /** The longest key name the gate keeps, as `gate.apiKeys.create` does. */
 export const MAX_KEY_NAME_LENGTH = 200

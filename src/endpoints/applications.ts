@@ -13,7 +13,7 @@
  * @see docs/guides/applications.md
  */
 import type { Applications, Application } from '../management/applications.js'
-import { isPlausibleAppToken } from '../pipeline/app-token.js'
+import { isPlausibleAppToken } from '../rules/credential-shapes.js'
 import type { GateUser } from '../pipeline/authenticate.js'
 import { PlatformError } from '../errors.js'
 import type { GateRequest, GateResponse } from '../http/request.js'

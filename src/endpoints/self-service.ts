@@ -29,7 +29,7 @@
  */
 import type { ApiKeyEndpoints } from './api-keys.js'
 import type { ApplicationEndpoints } from './applications.js'
-import { isPlausibleAppToken } from '../pipeline/app-token.js'
+import { isPlausibleAppToken } from '../rules/credential-shapes.js'
 import { toGateUser, type AuthMethod, type GateUser } from '../pipeline/authenticate.js'
 import { PlatformError } from '../errors.js'
 import type { GateContext } from '../pipeline/context.js'

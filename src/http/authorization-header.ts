@@ -16,7 +16,7 @@ import { isUtf8 } from 'node:buffer'
 import { PlatformError } from '../errors.js'
 import type { GateRequest } from './request.js'
 import { readsAs } from './params.js'
-import { API_KEY_ID } from '../management/users.js'
+import { API_KEY_ID } from '../rules/credential-shapes.js'
 
 /** The credentials a request presents. */
 export type Credentials =

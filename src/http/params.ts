@@ -4,7 +4,7 @@
  * because RFC 6749 §3.1 and §3.2 make a repeated parameter an error.
  */
 import type { GateRequest } from './request.js'
-import { unstorableText } from '../store/storable.js'
+import { unstorableText } from '../rules/storable.js'
 
 /** Parameters by name. An empty value counts as absent. */
 export class Params {

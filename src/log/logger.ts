@@ -15,7 +15,7 @@
  * error message, from which any password a URL or a `password=` carries is struck.
  * @see docs/guides/operating.md
  */
-import { redactPasswords } from '../store/connection-url.js'
+import { redactPasswords } from '../util/redact-passwords.js'
 
 /** The fields of a log line: a stable `code` (`ODG_STORE_ERROR`, ...) and what the line is about. */
 export interface GateLogFields {

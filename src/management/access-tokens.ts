@@ -5,7 +5,7 @@
  * @see docs/platform-rules.md "OAuth 2.0" 5-7
  */
 import { NotFoundError } from '../errors.js'
-import { optionsObject, positiveInteger } from '../config/validate.js'
+import { optionsObject, positiveInteger } from '../util/validate.js'
 import { randomToken, sha256 } from '../secrets/tokens.js'
 import type { AccessTokenRecord, GateStore } from '../store/store.js'
 import { noSuchUser } from './users.js'

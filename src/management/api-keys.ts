@@ -7,10 +7,11 @@
  */
 import { checkImportedSecret } from './applications.js'
 import { NotFoundError, PlatformError } from '../errors.js'
-import { optionsObject } from '../config/validate.js'
+import { optionsObject } from '../util/validate.js'
 import { randomId, randomToken, sha256 } from '../secrets/tokens.js'
-import { assertStorable } from '../store/storable.js'
-import { API_KEY_ID, noSuchUser } from './users.js'
+import { assertStorable } from '../rules/storable.js'
+import { API_KEY_ID } from '../rules/credential-shapes.js'
+import { noSuchUser } from './users.js'
 import type { ApiKeyInsertResult, ApiKeyLimits, ApiKeyRecord, GateStore } from '../store/store.js'
 
 /** An API key as the gate shows it: everything but the secret's hash. */

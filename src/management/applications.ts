@@ -5,15 +5,15 @@
  *
  * @see docs/platform-rules.md "Resources and their fields", "OAuth 2.0" step 1
  */
-import { isPlausibleAppToken, MAX_APP_TOKEN_LENGTH } from '../pipeline/app-token.js'
+import { isPlausibleAppToken, MAX_APP_TOKEN_LENGTH } from '../rules/credential-shapes.js'
 import { NotFoundError, PlatformError, retryAfterSeconds, ThrottledError } from '../errors.js'
 import { noSuchUser } from './users.js'
 import type { RatePolicyOptions } from '../config/options.js'
 import { registrationsRateKey } from '../limits/rate-keys.js'
 import type { Throttle } from '../pipeline/throttle.js'
-import { optionsObject, positiveInteger } from '../config/validate.js'
+import { optionsObject, positiveInteger } from '../util/validate.js'
 import { randomToken, secretMatches, sha256 } from '../secrets/tokens.js'
-import { assertStorable, unstorableCharacter } from '../store/storable.js'
+import { assertStorable, unstorableCharacter } from '../rules/storable.js'
 import type { ApplicationRecord, GateStore } from '../store/store.js'
 import { hasSlice } from '../store/slices.js'
 

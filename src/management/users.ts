@@ -6,14 +6,15 @@
  */
 import { isIP } from 'node:net'
 import { NotFoundError, PlatformError } from '../errors.js'
-import { optionsObject } from '../config/validate.js'
+import { optionsObject } from '../util/validate.js'
 import { checkPassword, hashPassword, type ScryptParams } from '../secrets/passwords.js'
 import { normalizeAddress, type ClientInfo } from '../http/proxy.js'
 import { randomId } from '../secrets/tokens.js'
-import { assertStorable } from '../store/storable.js'
+import { assertStorable } from '../rules/storable.js'
 import type { GateStore, UserRecord } from '../store/store.js'
-import { legacyUsername, MAX_USERNAME_LENGTH, mapUsername, usernameLookups, usernameProblem, usernameSkeleton } from './usernames.js'
+import { legacyUsername, MAX_USERNAME_LENGTH, mapUsername, usernameLookups, usernameProblem, usernameSkeleton } from '../rules/usernames.js'
 import { hasSlice } from '../store/slices.js'
+import { API_KEY_ID } from '../rules/credential-shapes.js'
 
 export { MAX_USERNAME_LENGTH }
 
@@ -78,7 +79,7 @@ export function toUser(record: UserRecord): User {
 
 /**
  * A username as it was stored before RFC 8265 (NFC, lower case): what a legacy account
- * is found under. New usernames are prepared by PRECIS (see usernames.ts).
+ * is found under. New usernames are prepared by PRECIS (see src/rules/usernames.ts).
  */
 export function normalizeUsername(username: string): string {
   return legacyUsername(username)
@@ -96,12 +97,6 @@ export async function findUserRecord(store: GateStore, sent: string): Promise<Us
   return undefined
 }
 
-/**
- * What an API key id looks like: 25 lower-case letters and digits, as the platform's are
- * (`33a32ov2gl6eh6u6ziushg2uf`), so imported platform keys work; new ids use the
- * unambiguous alphabet of api-keys.ts. No username may look like one.
- */
-export const API_KEY_ID = /^[a-z0-9]{25}$/
 
 /** `gate.users`: create and manage accounts. */
 export class Users {
@@ -279,7 +274,7 @@ export function noSuchUser(id: string): NotFoundError {
 }
 
 /**
- * A new username, prepared by RFC 8265 UsernameCaseMapped (see usernames.ts).
+ * A new username, prepared by RFC 8265 UsernameCaseMapped (see src/rules/usernames.ts).
  * @throws {TypeError} naming what is not allowed
  */
 function checkUsername(username: unknown): string {

@@ -14,7 +14,7 @@
  *
  * @see docs/platform-rules.md "Start OAuth 2.0 authorization", "OAuth 2.0" 2-4, "Errors"
  */
-import { isPlausibleAppToken } from '../pipeline/app-token.js'
+import { isPlausibleAppToken } from '../rules/credential-shapes.js'
 import type { Authenticator } from '../pipeline/authenticate.js'
 import { PlatformError, StoreError, ThrottledError, type OAuthErrorCode } from '../errors.js'
 import type { ReportFailure } from '../events.js'

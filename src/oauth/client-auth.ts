@@ -6,7 +6,7 @@
  * constant time against its stored hash (and the previous secret's, within the grace of a rotation); failed attempts spend a budget per client and
  * source address, and once it is spent every attempt from there is refused.
  */
-import { isPlausibleAppToken } from '../pipeline/app-token.js'
+import { isPlausibleAppToken } from '../rules/credential-shapes.js'
 import { readCredentials } from '../http/authorization-header.js'
 import { GateError, OAuthError, retryAfterSeconds } from '../errors.js'
 import type { Emit } from '../events.js'
@@ -15,7 +15,7 @@ import type { GateRequest } from '../http/request.js'
 import type { ClientInfo } from '../http/proxy.js'
 import { clientFailuresRateKey } from '../limits/rate-keys.js'
 import { applicationSecretMatches } from '../management/applications.js'
-import { unstorableCharacter } from '../store/storable.js'
+import { unstorableCharacter } from '../rules/storable.js'
 import type { ApplicationRecord, GateStore } from '../store/store.js'
 import type { Throttle } from '../pipeline/throttle.js'
 

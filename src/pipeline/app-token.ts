@@ -9,9 +9,6 @@ import { PlatformError } from '../errors.js'
 import type { GateRequest } from '../http/request.js'
 import { readsAs } from '../http/params.js'
 
-/** Longest token the gate will look up; anything longer cannot be one of ours. */
-export const MAX_APP_TOKEN_LENGTH = 128
-
 const CONFLICT = 'Conflicting app tokens: the request names two different application tokens'
 
 /**
@@ -53,18 +50,4 @@ function sameOrConflict(values: readonly string[]): string | undefined {
   const first = values[0]
   for (const v of values) if (v !== first) throw new PlatformError('permission_denied', CONFLICT)
   return first
-}
-
-/**
- * Whether a string can be an application token at all (base64url, not too long), before
- * any store lookup. A loop, not a regular expression: it runs on every request.
- */
-export function isPlausibleAppToken(token: string): boolean {
-  if (token.length > MAX_APP_TOKEN_LENGTH) return false
-  for (let i = 0; i < token.length; i++) {
-    const c = token.charCodeAt(i)
-    // 0-9, A-Z, a-z, '-', '_'
-    if (!((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 45 || c === 95)) return false
-  }
-  return token.length > 0
 }

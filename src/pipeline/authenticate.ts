@@ -20,19 +20,21 @@ import { andThen } from '../util/awaitable.js'
 import type { Credentials } from '../http/authorization-header.js'
 import { PlatformError } from '../errors.js'
 import type { Emit } from '../events.js'
-import { LoginBudgets } from '../limits/login-budgets.js'
+import { LoginBudgets } from './login-budgets.js'
 import { HashQueue } from '../secrets/hash-queue.js'
 import type { ResolvedConfig } from '../config/options.js'
 import { PasswordCache, type VerifiedPassword } from '../secrets/password-cache.js'
 import { decoyHash, verifyPassword } from '../secrets/passwords.js'
 import { addressKey, type ClientInfo } from '../http/proxy.js'
 import { NO_SUCH_SECRET, secretMatches, sha256 } from '../secrets/tokens.js'
-import { unstorableCharacter } from '../store/storable.js'
+import { unstorableCharacter } from '../rules/storable.js'
 import type { AccessTokenRecord, ApiKeyRecord, Awaitable, GateStore, UserRecord } from '../store/store.js'
 import { isLiveAccessToken } from '../store/contract/oauth.js'
+import type { AuthMethod } from '../rules/auth-methods.js'
 import type { Throttle } from './throttle.js'
 import { LastUsed } from './last-used.js'
-import { API_KEY_ID, findUserRecord, MAX_USERNAME_LENGTH, normalizeUsername } from '../management/users.js'
+import { findUserRecord, MAX_USERNAME_LENGTH, normalizeUsername } from '../management/users.js'
+import { API_KEY_ID } from '../rules/credential-shapes.js'
 
 /**
  * Records the gate already read for a request (an access token for its budget, or the
@@ -48,8 +50,7 @@ export interface TokenLookup {
   readonly user?: UserRecord | undefined
 }
 
-/** How a request proved who it acts for. */
-export type AuthMethod = 'password' | 'api-key' | 'oauth' | 'none'
+export type { AuthMethod } from '../rules/auth-methods.js'
 
 /** The authenticated user, as `req.gate.user` shows it: the account without its password hash or dates. */
 export type GateUser = Pick<UserRecord, 'id' | 'username' | 'screenName' | 'displayName' | 'email' | 'rights'>

@@ -15,7 +15,7 @@ import type { GateRequest } from '../http/request.js'
 import type { ClientInfo } from '../http/proxy.js'
 import type { Emit } from '../events.js'
 import { revokeApiKey } from '../management/api-keys.js'
-import { API_KEY_ID } from '../management/users.js'
+import { API_KEY_ID } from '../rules/credential-shapes.js'
 import { secretMatches, sha256 } from '../secrets/tokens.js'
 import type { GateStore } from '../store/store.js'
 

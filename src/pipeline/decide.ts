@@ -11,7 +11,8 @@
  * store anyway. The bench in bench/ measures this path.
  */
 import { LRUCache } from 'lru-cache'
-import { extractAppToken, isPlausibleAppToken } from './app-token.js'
+import { extractAppToken } from './app-token.js'
+import { isPlausibleAppToken } from '../rules/credential-shapes.js'
 import type { ApplicationCache } from './application-cache.js'
 import { toGateUser, type Authentication, type AuthMethod, type Authenticator, type TokenLookup } from './authenticate.js'
 import type { ClearTextRevocation } from './clear-text.js'
@@ -35,7 +36,7 @@ import type { Emit } from '../events.js'
 import type { ResolvedConfig } from '../config/options.js'
 import { sha256 } from '../secrets/tokens.js'
 import type { AccessTokenRecord, ApplicationRecord, Awaitable, CredentialLookup, GateStore, RequestLookup, RequestLookupResult, UserRecord } from '../store/store.js'
-import { API_KEY_ID } from '../management/users.js'
+import { API_KEY_ID } from '../rules/credential-shapes.js'
 import { isLiveAccessToken } from '../store/contract/oauth.js'
 import type { DecisionFacts } from '../telemetry/decision-telemetry.js'
 

@@ -6,7 +6,7 @@
  */
 import { PlatformError } from '../errors.js'
 import type { GateContext } from './context.js'
-import { rejectUnknownKeys } from '../config/validate.js'
+import { rejectUnknownKeys } from '../util/validate.js'
 import type { GateLog } from '../log/logger.js'
 
 /** What a route requires. */

@@ -17,7 +17,7 @@ export interface VerifiedPassword {
   readonly userId: string
   /** The stored hash it was verified against: a password change ends the entry. */
   readonly passwordHash: string
-  /** The username's failure budget (see `src/limits/login-budgets.ts`). */
+  /** The username's failure budget (see `src/pipeline/login-budgets.ts`). */
   readonly failureKey: string
   /** The address (key) that verified it: during a lockout, the only one it may answer for, and only while quiet. */
   readonly address: string

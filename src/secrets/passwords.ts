@@ -7,7 +7,7 @@
  * password typed on two keyboards verifies.
  */
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto'
-import { assertStorable } from '../store/storable.js'
+import { assertStorable } from '../rules/storable.js'
 
 /** scrypt cost parameters. */
 export interface ScryptParams {

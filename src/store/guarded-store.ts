@@ -15,11 +15,9 @@ import { performance } from 'node:perf_hooks'
 import { isPromiseLike } from '../util/awaitable.js'
 import { StoreDataError, StoreError } from '../errors.js'
 import { missingMethod, SLICE_METHODS } from './slices.js'
-import { unstorableCharacter } from './storable.js'
+import { unstorableCharacter } from '../rules/storable.js'
 import type { StoreHealth } from './store-health.js'
 import type { Awaitable, GateStore } from './store.js'
-import type { StoreErrorType } from '../telemetry/metrics.js'
-import type { StoreTelemetry } from '../telemetry/store-telemetry.js'
 
 type Method = { [K in keyof GateStore]-?: NonNullable<GateStore[K]> extends (...args: never[]) => unknown ? K : never }[keyof GateStore]
 
@@ -43,6 +41,20 @@ void everyMethodGuarded
 const UNAVAILABLE = new Error('the store is down and another call is finding out whether it is back')
 const TIMED_OUT = 'store call timed out'
 
+/** Why a guarded call failed, as the store's metrics name it. */
+export type StoreErrorType = 'timeout' | 'unavailable' | 'failure'
+
+/** One call of a store method, as the guard makes it (no contract method takes more than four arguments). */
+export type StoreCall = (a: unknown, b: unknown, c: unknown, d: unknown) => Awaitable<unknown>
+
+/**
+ * What watches the guarded calls (the store's timings and traces, src/telemetry): it wraps
+ * each method's call once, when the store is guarded, so a gate without one runs the call as it was.
+ */
+export interface StoreCallObserver {
+  wrap(operation: string, call: StoreCall): StoreCall
+}
+
 /** Why a guarded call failed, for the store's metrics; `undefined` for a call the store answered (a {@link StoreDataError} too). */
 export function storeFailureType(error: unknown): StoreErrorType | undefined {
   if (!(error instanceof StoreError)) return error instanceof StoreDataError ? undefined : 'failure'
@@ -56,7 +68,7 @@ export function storeFailureType(error: unknown): StoreErrorType | undefined {
  * method of a slice the store lacks (a store of a few slices) becomes one that throws a
  * `TypeError` saying so: `createGate` made sure no feature that is on needs it.
  */
-export function guardStore<S extends Partial<GateStore>>(store: S, timeoutMs: number, health: StoreHealth, telemetry?: StoreTelemetry): S {
+export function guardStore<S extends Partial<GateStore>>(store: S, timeoutMs: number, health: StoreHealth, telemetry?: StoreCallObserver): S {
   const guarded = {} as Record<string, unknown>
   const timeouts = new CallTimeouts(timeoutMs, health)
   if (store.attach !== undefined) guarded.attach = store.attach.bind(store)
@@ -68,7 +80,7 @@ export function guardStore<S extends Partial<GateStore>>(store: S, timeoutMs: nu
       continue
     }
     // Fixed arity (no contract method takes more than four arguments): no rest array per call.
-    const call = (a: unknown, b: unknown, c: unknown, d: unknown) => {
+    const call: StoreCall = (a, b, c, d) => {
       const unstorable = unstorableArgument(a) ?? unstorableArgument(b)
       if (unstorable !== undefined) throw new StoreDataError(name, `an argument ${unstorable}, which no store can hold`)
       if (!health.admit()) {

@@ -1,7 +1,7 @@
 /**
  * The usage slice of the storage contract: time buckets of counts per application, added
  * by each gate process in batches (`usage.flushIntervalMs`, default 10 s) and read by
- * `gate.usage.query` and `gate.usage.top`. Optional on {@link GateStore}: a store without it
+ * `gate.usage.query` and `gate.usage.top`. Optional on `GateStore`: a store without it
  * still works, and the gate then counts nothing (it says so once, at start).
  *
  * A bucket is keyed by application (`appToken`, or `null` for the anonymous pool),
@@ -14,7 +14,7 @@
  *
  * @see docs/guides/usage.md
  */
-import type { Awaitable, GateStore } from './store.js'
+import type { Awaitable } from './contract/lifecycle.js'
 
 /** The size of a time bucket: a minute, an hour or a (UTC) day. */
 export type UsageGranularity = 'minute' | 'hour' | 'day'
@@ -144,7 +144,7 @@ export interface UsageStore {
 export const USAGE_STORE_METHODS = ['addUsage', 'getUsage', 'topUsage'] as const satisfies ReadonlyArray<keyof UsageStore>
 
 /** Whether `store` implements the whole usage slice. */
-export function keepsUsage(store: Partial<GateStore>): store is Partial<GateStore> & UsageStore {
+export function keepsUsage<S extends object>(store: S): store is S & UsageStore {
   return USAGE_STORE_METHODS.every((name) => typeof (store as Partial<UsageStore>)[name] === 'function')
 }
 

@@ -5,7 +5,7 @@
  */
 import { performance } from 'node:perf_hooks'
 import type { GateRequest } from '../http/request.js'
-import type { AuthMethod } from '../pipeline/authenticate.js'
+import type { AuthMethod } from '../rules/auth-methods.js'
 import type { GateOutcome } from '../pipeline/context.js'
 import type { StoreRole } from '../store/store-health.js'
 import type { Awaitable } from '../store/store.js'

@@ -16,8 +16,9 @@
  * (per-application numbers are usage tracking's, docs/guides/usage.md).
  */
 import manifest from '../../package.json' with { type: 'json' }
-import type { AuthMethod } from '../pipeline/authenticate.js'
-import { optionsObject, optionNames } from '../config/validate.js'
+import type { AuthMethod } from '../rules/auth-methods.js'
+import type { StoreErrorType } from '../store/guarded-store.js'
+import { optionsObject, optionNames } from '../util/validate.js'
 
 /** Attributes as the gate records them: a few names, each with a few string values. */
 export type MetricAttributes = Readonly<Record<string, string>>
@@ -85,7 +86,6 @@ export type DecisionPolicy = 'application' | 'anonymous'
 export type StoreKind = 'memory' | 'redis' | 'postgres' | 'custom'
 
 /** Why a store call failed: `error.type` on the store error counter. */
-export type StoreErrorType = 'timeout' | 'unavailable' | 'failure'
 
 /** The meter's instrumentation scope: the package, at its version. */
 export const METER_NAME = 'open-data-gate'

@@ -6,14 +6,14 @@
  */
 import { performance } from 'node:perf_hooks'
 import type { Emit } from '../events.js'
-import { storeFailureType } from '../store/guarded-store.js'
+import { storeFailureType, type StoreCall, type StoreCallObserver } from '../store/guarded-store.js'
 import type { StoreRole } from '../store/store-health.js'
 import type { Awaitable } from '../store/store.js'
 import { isPromiseLike } from '../util/awaitable.js'
 import type { StoreKind, StoreMetrics } from './metrics.js'
 import { storeChannels, traced, type StoreCallMessage } from './tracing.js'
 
-type Call = (a: unknown, b: unknown, c: unknown, d: unknown) => Awaitable<unknown>
+type Call = StoreCall
 
 /** The package's stores, by their class (or a class they extend); any other store is `custom`. */
 const KINDS: Readonly<Record<string, StoreKind>> = { MemoryStore: 'memory', RedisStore: 'redis', PostgresStore: 'postgres' }
@@ -30,7 +30,7 @@ export function storeKind(store: object): StoreKind {
   return 'custom'
 }
 
-export class StoreTelemetry {
+export class StoreTelemetry implements StoreCallObserver {
   readonly #kind: StoreKind
   readonly #role: StoreRole
   readonly #metrics: StoreMetrics | undefined

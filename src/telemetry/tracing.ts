@@ -16,7 +16,7 @@
  * @see https://nodejs.org/api/diagnostics_channel.html#class-tracingchannel
  */
 import diagnosticsChannel from 'node:diagnostics_channel'
-import type { AuthMethod } from '../pipeline/authenticate.js'
+import type { AuthMethod } from '../rules/auth-methods.js'
 import type { GateRequest, HeaderValue } from '../http/request.js'
 import type { DecisionOutcome, DecisionPolicy, StoreKind } from './metrics.js'
 

@@ -2,7 +2,7 @@
  * The `usage` option of {@link createGate}: usage counting, on by default.
  * @see docs/guides/usage.md
  */
-import { optionsObject, positiveInteger } from '../config/validate.js'
+import { optionsObject, positiveInteger } from '../util/validate.js'
 import type { UsageBatch } from '../store/usage-contract.js'
 
 /** How long the stores keep buckets of each granularity, in ms. */

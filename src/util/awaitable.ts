@@ -3,7 +3,8 @@
  * in-memory one) lets a request through the gate without a single promise or microtask:
  * on node:http that is a measurable share of the whole request.
  */
-import type { Awaitable } from '../store/store.js'
+/** A value, or a promise of it: what a store method may answer. */
+export type Awaitable<T> = T | Promise<T>
 
 export function isPromiseLike<T>(value: Awaitable<T> | PromiseLike<T>): value is PromiseLike<T> {
   return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function'

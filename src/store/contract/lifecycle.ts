@@ -4,8 +4,9 @@
  * releases it.
  */
 
-/** A value or a promise of it. */
-export type Awaitable<T> = T | Promise<T>
+import type { Awaitable } from '../../util/awaitable.js'
+
+export type { Awaitable }
 
 /** Notifications a store gives the gate (wired by {@link StoreLifecycle.attach}). */
 export interface StoreEventSink {

@@ -8,7 +8,7 @@
  */
 import { LRUCache } from 'lru-cache'
 import { gcraStep, type RateResult } from '../../limits/gcra.js'
-import { optionsObject } from '../../config/validate.js'
+import { optionsObject } from '../../util/validate.js'
 import { compareApiKeys, matchesApiKeyQuery } from '../api-key-query.js'
 import type {
   AccessTokenFilter,

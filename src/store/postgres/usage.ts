@@ -8,7 +8,7 @@
  * lock the buckets they share in the same order. Expired buckets and forgotten writers go
  * with the store's bounded sweep.
  */
-import type { PostgresResult } from './store.js'
+import type { PostgresResult } from './pool.js'
 import { usageCounts, type UsageBatch, type UsageBucket, type UsageGranularity, type UsageTopQuery, type UsageTotal } from '../usage-contract.js'
 
 type Run = (text: string, values: unknown[]) => Promise<PostgresResult>

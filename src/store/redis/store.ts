@@ -66,7 +66,7 @@ import {
   USER_BY_NAME,
   type RedisScript,
 } from './scripts.js'
-import { usernameSkeleton } from '../../management/usernames.js'
+import { usernameSkeleton } from '../../rules/usernames.js'
 import { duplicate, quit, redisClientDefaults, scriptSender, type RedisClient, type ScriptSender } from './client.js'
 import { ACCESS_TOKEN, API_KEY, APPLICATION, CODE, decode, decodeJsonHash, encode, encodePatch, grant, searchFields, SESSION, USER, type RawHash, type Schema } from './codec.js'
 import type {

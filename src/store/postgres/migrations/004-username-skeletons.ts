@@ -4,7 +4,7 @@
  * one index lookup. Users saved before get theirs in the same transaction, computed here
  * (SQL has no confusables table). Not unique: users saved before may already look alike.
  */
-import { usernameSkeleton } from '../../../management/usernames.js'
+import { usernameSkeleton } from '../../../rules/usernames.js'
 import type { Migration } from './migration.js'
 
 /** Users given their skeleton per statement. */

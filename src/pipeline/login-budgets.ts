@@ -16,11 +16,11 @@ import { retryAfterSeconds, ThrottledError } from '../errors.js'
 import type { Emit } from '../events.js'
 import type { ResolvedConfig } from '../config/options.js'
 import type { ClientInfo } from '../http/proxy.js'
-import type { Throttle } from '../pipeline/throttle.js'
+import type { Throttle } from './throttle.js'
 import type { Awaitable } from '../store/store.js'
-import type { RateResult } from './gcra.js'
-import { usernameLookups } from '../management/usernames.js'
-import { loginAddressLastRateKey, loginAddressRateKey, loginRateKey } from './rate-keys.js'
+import type { RateResult } from '../limits/gcra.js'
+import { usernameLookups } from '../rules/usernames.js'
+import { loginAddressLastRateKey, loginAddressRateKey, loginRateKey } from '../limits/rate-keys.js'
 
 /** The options these budgets read: `basic.failures` and `basic.addressFailures`. */
 export type LoginBudgetOptions = Pick<ResolvedConfig['basic'], 'failures' | 'addressFailures'>

@@ -4,8 +4,8 @@
  * quietly and then answers every request with a 500 ("Cannot read properties of undefined
  * (reading 'errorResponse')"). The adapters only translate, so the wording lives here.
  */
-import type { Gate } from '../gate.js'
-import { GATE_OPTION_NAMES } from './resolve.js'
+import type { Gate } from './gate.js'
+import { GATE_OPTION_NAMES } from './config/resolve.js'
 
 /** What an adapter calls on a gate. */
 type Mountable = Pick<Gate, 'handle' | 'errorResponse' | 'guard'>
