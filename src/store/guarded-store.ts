@@ -73,7 +73,7 @@ export function guardStore<S extends Partial<GateStore>>(store: S, timeoutMs: nu
       if (unstorable !== undefined) throw new StoreDataError(name, `an argument ${unstorable}, which no store can hold`)
       if (!health.admit()) {
         health.refused()
-        throw new StoreError(name, UNAVAILABLE)
+        throw new StoreError(name, UNAVAILABLE, timeoutMs)
       }
       let result: Awaitable<unknown>
       try {
@@ -84,7 +84,7 @@ export function guardStore<S extends Partial<GateStore>>(store: S, timeoutMs: nu
           throw dataError(name, error)
         }
         health.failed(name, error)
-        throw new StoreError(name, error)
+        throw new StoreError(name, error, timeoutMs)
       }
       if (isPromiseLike(result)) return timeouts.watch(result, name)
       if (health.down) health.succeeded()
@@ -173,7 +173,7 @@ class CallTimeouts {
             return
           }
           this.#health.failed(operation, error, performance.now() - started)
-          reject(new StoreError(operation, error))
+          reject(new StoreError(operation, error, this.#timeoutMs))
         },
       )
     })
@@ -226,7 +226,7 @@ class CallTimeouts {
       call.settled = true
       const cause = new Error(`${TIMED_OUT} after ${this.#timeoutMs} ms`)
       this.#health.failed(call.operation, cause, now - call.started)
-      call.reject(new StoreError(call.operation, cause))
+      call.reject(new StoreError(call.operation, cause, this.#timeoutMs))
     }
     this.#tail = undefined
   }
