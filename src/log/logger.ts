@@ -113,7 +113,7 @@ export class GateLog {
       return
     }
     try {
-      if (this.#fieldsFirst) (target[level] as (fields: GateLogFields, message: string) => unknown).call(target, cleanFields(fields), line)
+      if (this.#fieldsFirst) (target[level] as unknown as (fields: GateLogFields, message: string) => unknown).call(target, cleanFields(fields), line)
       else target[level](line, cleanFields(fields))
     } catch {
       // A logger that throws must not turn the request it writes about into a 500.
