@@ -87,8 +87,9 @@ open-data-gate example portal
   User: ${c.username} / ${c.password}
   API key of ${c.username}: ${c.keyId} / ${c.keySecret}
 
-Each line below answers as its comment says when run in this order (the anonymous ones last:
-they spend the budget of 5 a minute per address that the others do not touch).
+Each line below answers as its comment says when run in the order printed (the one without
+an app token last: it spends the anonymous budget, 5 a minute per address, which the others
+do not touch).
 Public data with the app token (1000 requests an hour for this application):
   curl -i ${base}/resource/bike-racks.json -H 'X-App-Token: ${c.appToken}'   # 200
   curl -i '${base}/resource/bike-racks.json?$$app_token=${c.appToken}'   # 200
