@@ -10,7 +10,7 @@ export default defineConfig({
     alias: [
       { find: /^open-data-gate$/, replacement: here('./src/index.ts') },
       { find: /^open-data-gate\/testing$/, replacement: here('./src/testing/index.ts') },
-      { find: /^open-data-gate\/(express|koa|node)$/, replacement: here('./adapters/$1.ts') },
+      { find: /^open-data-gate\/(express|koa|node|fastify|fetch|hono)$/, replacement: here('./adapters/$1.ts') },
       { find: /^open-data-gate\/postgres$/, replacement: here('./src/store/postgres/store.ts') },
       { find: /^open-data-gate\/redis$/, replacement: here('./src/store/redis/store.ts') },
     ],

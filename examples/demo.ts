@@ -5,8 +5,9 @@
  *
  * Public data over http and https; private data, the current user and OAuth sign-in over
  * https only, as the platform requires, with a demo-only self-signed certificate. It
- * prints its addresses, the demo credentials and curl lines to try, and the OAuth flow
- * step by step, to follow by hand.
+ * prints its addresses, the demo credentials and curl lines to try (each with the answer
+ * it gets when they are run in the order printed), and the OAuth flow step by step, to
+ * follow by hand. One sign-in, the portal's, serves every page (see portal.ts).
  *
  * `npm run demo` runs `node --import tsx`, so this process is the one serving (no tsx
  * child holds the ports): stopping it by its process id (SIGTERM), stopping the npm that
@@ -86,21 +87,24 @@ open-data-gate example portal
   User: ${c.username} / ${c.password}
   API key of ${c.username}: ${c.keyId} / ${c.keySecret}
 
+Each line below answers as its comment says when run in the order printed (the one without
+an app token last: it spends the anonymous budget, 5 a minute per address, which the others
+do not touch).
 Public data with the app token (1000 requests an hour for this application):
-  curl -i ${base}/resource/bike-racks.json -H 'X-App-Token: ${c.appToken}'
-  curl -i '${base}/resource/bike-racks.json?$$app_token=${c.appToken}'
-Without a token (5 a minute per address; the 6th is a 429):
-  curl -i ${base}/resource/bike-racks.json
-A token nobody registered (403):
-  curl -i ${base}/resource/bike-racks.json -H 'X-App-Token: made-up'
-
-Private data with the API key, over https (without credentials: 403):
-  ${tls} -i -u '${c.keyId}:${c.keySecret}' -H 'X-App-Token: ${c.appToken}' ${origin}/private/draft-budget.json
-The same over plain http is refused (403 https_required):
-  curl -i -u '${c.username}:${c.password}' -H 'X-App-Token: ${c.appToken}' ${base}/private/draft-budget.json
+  curl -i ${base}/resource/bike-racks.json -H 'X-App-Token: ${c.appToken}'   # 200
+  curl -i '${base}/resource/bike-racks.json?$$app_token=${c.appToken}'   # 200
+A token nobody registered:
+  curl -i ${base}/resource/bike-racks.json -H 'X-App-Token: made-up'   # 403 permission_denied
+Private data, over https: without credentials, then with the API key:
+  ${tls} -i -H 'X-App-Token: ${c.appToken}' ${origin}/private/draft-budget.json   # 403
+  ${tls} -i -u '${c.keyId}:${c.keySecret}' -H 'X-App-Token: ${c.appToken}' ${origin}/private/draft-budget.json   # 200
+The same over plain http is refused:
+  curl -i -u '${c.username}:${c.password}' -H 'X-App-Token: ${c.appToken}' ${base}/private/draft-budget.json   # 403 https_required
 Who am I, in JSON and XML:
-  ${tls} -u '${c.username}:${c.password}' -H 'X-App-Token: ${c.appToken}' ${origin}/api/users/current.json
-  ${tls} -u '${c.username}:${c.password}' -H 'X-App-Token: ${c.appToken}' ${origin}/users/current.xml
+  ${tls} -i -u '${c.username}:${c.password}' -H 'X-App-Token: ${c.appToken}' ${origin}/api/users/current.json   # 200
+  ${tls} -i -u '${c.username}:${c.password}' -H 'X-App-Token: ${c.appToken}' ${origin}/users/current.xml   # 200
+Without a token, on the anonymous budget (5 a minute per address):
+  curl -i ${base}/resource/bike-racks.json   # 200; the 6th in a minute is a 429
 
 OAuth, with a real client: open ${origin}/demo-app/ in a browser (accept the demo
 certificate once), sign in as ${c.username} and allow "Demo dashboard".
@@ -113,8 +117,10 @@ OAuth by hand, as docs/guides/oauth-server.md describes the flow:
 3. Call the API with the access_token from the answer (replace TOKEN):
   ${tls} -H 'Authorization: OAuth TOKEN' ${origin}/api/users/current.json
 
-Developer settings (register an application, API keys, connected apps): sign in as
-${c.username} at ${origin}/profile/edit/developer_settings
+Developer settings (register an application, API keys, connected apps):
+  ${origin}/profile/edit/developer_settings
+One sign-in, the portal's own (${origin}/login), serves every page: the OAuth sign-in
+above, the developer settings and the connected apps (${origin}/oauth/grants).
 
 Store: ${chosen.describe}.
 Ctrl-C (or kill ${process.pid}) stops it.`)

@@ -8,7 +8,8 @@
  *
  * The portal keeps its own browser session and tells the gate who is signed in through
  * `oauth.authenticateUser`, as a host application does: the gate's authorize endpoint and
- * its API key and connected-apps endpoints then know the user without a second sign-in.
+ * its API key and connected-apps endpoints then know the user without a second sign-in,
+ * and `oauth.loginUrl` sends a signed-out user from those pages to `/login` here and back.
  * Passwords are checked by the gate itself, with `gate.users.signIn`: its failed-login
  * budgets and hash queue apply unchanged, and an API key id and secret typed into the form
  * sign nobody in (a leaked key must not become a session that can mint keys and approve

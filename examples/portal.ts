@@ -24,6 +24,12 @@ export interface PortalOptions {
   rateStore?: RateStore
   /** Applications, users and keys to provision (see provision.ts), beside the demo's own. */
   config?: PortalConfig
+  /**
+   * Sign in on the gate's own login page at authorize and on the connected-apps page (its
+   * own session), instead of the portal's `/login`: for the browser tests, which check the
+   * gate's pages. Default `false`: one sign-in, the portal's, for every page.
+   */
+  gateSignIn?: boolean
 }
 
 export async function createPortal(options: PortalOptions) {
@@ -37,7 +43,15 @@ export async function createPortal(options: PortalOptions) {
       anonymous: { limit: 5, windowMs: 60_000, scope: 'ip' },
     },
     // Codes live 10 minutes (the most RFC 6749 allows), time enough to follow the flow by hand.
-    oauth: { issuer: options.origin, codeTtlMs: 600_000, pages: { siteName: 'Example open data portal' }, authenticateUser: sessions.userOf },
+    // One session for the whole portal: the gate asks the portal who is signed in, and sends
+    // whoever is not to the portal's /login, which brings them back (return_to).
+    oauth: {
+      issuer: options.origin,
+      codeTtlMs: 600_000,
+      pages: { siteName: 'Example open data portal' },
+      authenticateUser: sessions.userOf,
+      ...(options.gateSignIn === true ? {} : { loginUrl: '/login' }),
+    },
   })
   gate.on('throttled', (e) => console.log(`throttled: ${e.policy} ${e.appToken ?? e.ip}, retry in ${Math.ceil(e.retryAfterMs / 1000)} s`))
   gate.on('invalidAppToken', (e) => console.log(`refused an unknown app token ${e.tokenPrefix}… from ${e.ip}`))

@@ -194,12 +194,21 @@ export class NotFoundError extends PlatformError {
 /**
  * The store failed or did not answer in time. A different type from "limit reached" so
  * that callers can tell an outage from a refusal.
+ *
+ * Its answer carries `Retry-After`: `retryAfterMs` rounded up to seconds, which the gate's
+ * store guard sets to `storeTimeoutMs` (one second by default). After a failed call the
+ * guard sends the store no new call for as long as that call took, at most about the
+ * timeout; a request retried after it may be the probe that finds the store back, and the
+ * requests in between are answered at once without touching the store.
  */
 export class StoreError extends PlatformError {
   readonly operation: string
-  constructor(operation: string, cause: unknown) {
-    super('service_unavailable', 'The service is temporarily unavailable, please retry', { cause })
+  /** When a client may usefully retry, in ms (the response's `Retry-After` is its ceiling in seconds). */
+  readonly retryAfterMs: number
+  constructor(operation: string, cause: unknown, retryAfterMs = 1000) {
+    super('service_unavailable', 'The service is temporarily unavailable, please retry', { cause, headers: { 'retry-after': String(retryAfterSeconds(retryAfterMs)) } })
     this.operation = operation
+    this.retryAfterMs = retryAfterMs
   }
 }
 

@@ -37,6 +37,7 @@ import { assertStoreServes } from './store/slices.js'
 import { GateUsage } from './usage/usage.js'
 import { DecisionTelemetry, type Decider } from './telemetry/decision-telemetry.js'
 import { gateMeter } from './telemetry/metrics.js'
+import { UsageTelemetry } from './telemetry/usage-telemetry.js'
 import { globalMeter } from './telemetry/otel-api.js'
 import { StoreTelemetry } from './telemetry/store-telemetry.js'
 import { messageOf } from './log/logger.js'
@@ -84,7 +85,8 @@ export class Gate extends TypedEmitter<GateEvents> {
     const separateRates = config.rateStore !== config.store
     const outcome = storeFailureOutcome(config.onStoreError)
     const recordsRole: StoreRole = separateRates ? 'records' : 'records+rates'
-    this.#telemetry = new DecisionTelemetry(gateMeter(config.meterProvider, globalMeter))
+    const meter = gateMeter(config.meterProvider, globalMeter)
+    this.#telemetry = new DecisionTelemetry(meter)
     const recordsTelemetry = new StoreTelemetry(config.store, recordsRole, this.#telemetry.storeMetrics)
     this.store = guardStore(config.store, config.storeTimeoutMs, new StoreHealth(recordsRole, recordsTelemetry.watchOutages(emit), outcome), recordsTelemetry)
     const ratesTelemetry = separateRates ? new StoreTelemetry(config.rateStore, 'rates', this.#telemetry.storeMetrics) : undefined
@@ -97,7 +99,9 @@ export class Gate extends TypedEmitter<GateEvents> {
     }
     config.store.attach?.(sink)
     if (separateRates) config.rateStore.attach?.(sink)
-    this.usage = new GateUsage(config.usage, config.store, config.storeTimeoutMs, emit, config.log)
+    const usageTelemetry = new UsageTelemetry(meter)
+    this.usage = new GateUsage(config.usage, config.store, config.storeTimeoutMs, usageTelemetry.watchDrops(emit), config.log)
+    usageTelemetry.observe(this.usage)
     const throttle = new Throttle(config, rateStore, emit, this.usage)
     const applicationRules = { ...config.applications, spendRegistration: registrationBudget(config.applications.registrations, throttle) }
     this.applications = new Applications(this.store, (appToken) => this.#applicationCache.forget(appToken), config.oauth.allowLoopbackCallbacks, applicationRules)

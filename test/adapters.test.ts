@@ -724,6 +724,15 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       expect(internal).toEqual([])
     })
 
+    it('tells the client when to retry a store outage: Retry-After on the 503', async () => {
+      const { api } = await serve(new ThrowingStore())
+      const res = await api.get('/resource/abcd-1234.json').set('X-App-Token', 'abcdef').expect(503)
+      expect(res.headers['retry-after']).toBe('1')
+      const token = await api.post('/oauth/access_token').type('form').send({ grant_type: 'authorization_code', code: 'c', client_id: 'abcdef', client_secret: 's' }).expect(503)
+      expect(token.body).toMatchObject({ error: 'temporarily_unavailable' })
+      expect(token.headers['retry-after']).toBe('1')
+    })
+
     it('answers an unexpected failure with a generic JSON 500 and tells the internalError event', async () => {
       const { api, internal, ids } = await serve(new GarbageStore())
       const res = await api.get('/resource/abcd-1234.json').expect(500)

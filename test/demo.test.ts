@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url'
 import { Agent } from 'undici'
 import { afterAll, describe, expect, it } from 'vitest'
 import { Redis } from 'ioredis'
-import { Browser, csrfOf } from './support/browser.js'
+import { Browser, csrfOf, type Page } from './support/browser.js'
 import { ensureBuilt } from './support/built-cli.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -66,6 +66,23 @@ const refused = (port: number) =>
     socket.once('error', reject)
   })
 
+/**
+ * Opens a page that needs a signed-in user, as a browser does: sent to the portal's /login
+ * (with `return_to`), signs in there as the demo user, and follows the way back.
+ */
+async function portalSignIn(browser: Browser, url: string): Promise<Page> {
+  const sent = await browser.get(url)
+  expect(sent.status).toBe(303)
+  const login = await browser.get(sent.location as string)
+  expect(new URL(login.url).pathname).toBe('/login')
+  expect(login.html).toContain('name="password"')
+  const returnTo = (login.html.match(/name="return_to" value="([^"]*)"/) as RegExpMatchArray)[1] as string
+  const posted = await browser.post(new URL('/login', login.url).href, { username: 'ada', password: 'correct horse battery staple', return_to: returnTo.replaceAll('&#38;', '&') })
+  expect(posted.status).toBe(303)
+  expect(posted.location).toBe(url)
+  return browser.get(posted.location as string)
+}
+
 const shell = (command: string) => execFileSync('sh', ['-c', command], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
 
 describe('npm run demo', () => {
@@ -81,10 +98,11 @@ describe('npm run demo', () => {
     expect(output).toContain(`kill ${child.pid}`)
     const origin = (output.match(/(https:\/\/localhost:\d+) {2}everything/) as RegExpMatchArray)[1] as string
 
-    // 1. The authorize URL, in a browser: sign in, Allow.
+    // 1. The authorize URL, in a browser: sent to the portal's sign-in, and back; Allow.
     const authorizeUrl = lineAfter(output, '1. Open this authorize URL')
     const browser = new Browser(demoFetch)
-    const consent = await browser.signIn(authorizeUrl, 'ada', 'correct horse battery staple')
+    const consent = await portalSignIn(browser, authorizeUrl)
+    expect(consent.html).toContain('value="approve"')
     const allowed = await browser.post(consent.url, { csrf_token: csrfOf(consent), action: 'approve' })
     expect(allowed.status).toBe(303)
     const landing = await browser.get(allowed.location as string)
@@ -107,11 +125,44 @@ describe('npm run demo', () => {
       console.warn('demo test: no curl on this machine, the printed curl lines were not run')
     }
 
+    // The one sign-in serves the developer settings and the connected-apps page too.
+    const settings = await browser.get(`${origin}/profile/edit/developer_settings`)
+    expect(settings.status).toBe(200)
+    expect(settings.html).toContain('Signed in as <strong>Ada Lovelace</strong>')
+    const grants = await browser.get(`${origin}/oauth/grants`)
+    expect(grants.status).toBe(200)
+    expect(grants.html).toContain('Demo dashboard')
+
     // Stopped by its process id, it lets go of its ports.
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve))
     child.kill('SIGTERM')
     expect(await exited).toBe(0)
     await expect(refused(Number(new URL(origin).port))).rejects.toMatchObject({ code: 'ECONNREFUSED' })
+  })
+
+  it.skipIf(!hasCurl)('answers each printed curl line as its comment says, run in the order printed', async () => {
+    const { child, output } = await startDemo()
+    demo = child
+    try {
+      const block = output.slice(output.indexOf('Each line below answers'), output.indexOf('OAuth, with a real client'))
+      const lines = block.split('\n').filter((line) => /^ {2}curl /.test(line))
+      expect(lines.length).toBeGreaterThanOrEqual(9)
+      const anonymous = lines.at(-1) as string
+      expect(anonymous).not.toMatch(/X-App-Token|app_token|-u '/)
+      for (const line of lines) {
+        const expected = (line.match(/ # (\d{3})\b/) as RegExpMatchArray | null)?.[1]
+        expect(expected, `no answer printed beside: ${line}`).toBeDefined()
+        const answer = shell(line)
+        expect(answer.match(/^HTTP\/1\.1 (\d{3}) /)?.[1], `${line}\n${answer.slice(0, 400)}`).toBe(expected)
+        const code = (line.match(/ # \d{3} ([a-z_]+)$/) as RegExpMatchArray | null)?.[1]
+        if (code !== undefined) expect(answer).toContain(`"code":"${code}"`)
+      }
+      // The anonymous line again: the 2nd to the 5th in the minute are 200, the 6th a 429.
+      const again = Array.from({ length: 5 }, () => (shell(anonymous).match(/^HTTP\/1\.1 (\d{3}) /) as RegExpMatchArray)[1])
+      expect(again).toEqual(['200', '200', '200', '200', '429'])
+    } finally {
+      child.kill('SIGTERM')
+    }
   })
 
   it('stops when the shell that npm started it through is killed', async () => {

@@ -208,7 +208,7 @@ describe('the gate’s warnings and failures, told to the logger', () => {
     }
   })
 
-  it('writes through a real pino, whole as it is, and with its fields through the documented two-line wrapper', async () => {
+  it('writes through a real pino as passed, each entry with its code, hint and fields', async () => {
     const written: string[] = []
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
@@ -218,16 +218,39 @@ describe('the gate’s warnings and failures, told to the logger', () => {
     })
     const log = pino({ level: 'debug' }, sink)
     createGate({ logger: log, oauth: { allowLoopbackCallbacks: true } })
-    const wrapped: GateLogger = {
-      error: (message, fields) => log.error(fields, message),
-      warn: (message, fields) => log.warn(fields, message),
-      info: (message, fields) => log.info(fields, message),
-      debug: (message, fields) => log.debug(fields, message),
-    }
-    createGate({ logger: wrapped, oauth: { allowLoopbackCallbacks: true } })
-    const [plain, structured] = written.map((line) => JSON.parse(line) as Record<string, unknown>)
-    expect(plain).toMatchObject({ level: 40, msg: expect.stringContaining('oauth.allowLoopbackCallbacks is on') })
-    expect(structured).toMatchObject({ level: 40, code: 'ODG_LOOPBACK_CALLBACKS', msg: expect.stringContaining('oauth.allowLoopbackCallbacks is on') })
+    // A child logger (Fastify's request.log is one) is pino too.
+    const { gate, store, app, secrets, requests } = await outageGate({ logger: log.child({ service: 'portal' }) })
+    await requests()
+    store.down = false
+    await untilServed(gate, app.appToken)
+    const [configured, outage, recovered] = written.map((line) => JSON.parse(line) as Record<string, unknown>)
+    expect(configured).toMatchObject({ level: 40, code: 'ODG_LOOPBACK_CALLBACKS', msg: expect.stringContaining('oauth.allowLoopbackCallbacks is on') })
+    expect(outage).toMatchObject({
+      level: 40,
+      service: 'portal',
+      code: 'ODG_STORE_ERROR',
+      store: 'records+rates',
+      operation: 'getApplication',
+      errorCode: 'ECONNREFUSED',
+      hint: expect.stringContaining('nothing accepted a connection at 127.0.0.1:6390'),
+      msg: expect.stringMatching(/^open-data-gate: the store \(records\+rates\) failed on getApplication/),
+    })
+    expect(recovered).toMatchObject({ level: 30, code: 'ODG_STORE_RECOVERED', failedCalls: expect.any(Number) })
+    for (const secret of secrets) expect(written.join('')).not.toContain(secret)
+  })
+
+  it('calls a logger of bunyan\'s shape with its fields first, and console and plain loggers with the message first', () => {
+    const calls: unknown[][] = []
+    const record = (...args: unknown[]) => void calls.push(args)
+    // bunyan's Logger: a list of streams, an object of fields, child(); (fields, message) like pino.
+    const bunyanShaped = { streams: [], fields: { name: 'portal' }, child: () => bunyanShaped, error: record, warn: record, info: record, debug: record }
+    createGate({ logger: bunyanShaped as unknown as GateLogger, oauth: { allowLoopbackCallbacks: true } })
+    expect(calls[0]?.[0]).toMatchObject({ code: 'ODG_LOOPBACK_CALLBACKS' })
+    expect(calls[0]?.[1]).toEqual(expect.stringContaining('oauth.allowLoopbackCallbacks is on'))
+    calls.length = 0
+    createGate({ logger: { error: record, warn: record, info: record, debug: record }, oauth: { allowLoopbackCallbacks: true } })
+    expect(calls[0]?.[0]).toEqual(expect.stringContaining('oauth.allowLoopbackCallbacks is on'))
+    expect(calls[0]?.[1]).toMatchObject({ code: 'ODG_LOOPBACK_CALLBACKS' })
   })
 })
 

@@ -1,9 +1,10 @@
 /**
  * The README's quickstarts run as pasted: each framework's block, below the first block,
- * as one ES module, imported for real, and the curl line it prints is run by curl. Only
+ * as one plain-JavaScript ES module (`.mjs`), checked by Node's own parser and imported for real, and the curl line it prints is run by curl. Only
  * the port is changed (to a free one), by catching the `listen` call the snippet makes.
  */
-import { execFile, execFileSync } from 'node:child_process'
+import { execFile, execFileSync, spawnSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { Server, type AddressInfo } from 'node:net'
@@ -13,13 +14,13 @@ import { createGate, MemoryStore } from '../src/index.js'
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
 const SNIPPETS = new URL('./.readme-snippets/', import.meta.url)
 
-/** The ```ts blocks of a section, in order. */
+/** The ```js blocks of a section, in order. */
 function codeBlocks(section: string): string[] {
   const start = README.indexOf(`\n## ${section}\n`)
   expect(start, `no section ${section}`).toBeGreaterThan(-1)
   const end = README.indexOf('\n## ', start + 1)
   const text = README.slice(start, end === -1 ? undefined : end)
-  return [...text.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] as string)
+  return [...text.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1] as string)
 }
 
 const execFileAsync = promisify(execFile)
@@ -48,13 +49,28 @@ describe('the README quickstarts', () => {
   afterAll(() => rmSync(SNIPPETS, { recursive: true, force: true }))
 
   it('has a block for each adapter, each ending in a listening server', () => {
-    expect(named.map(([name]) => name)).toEqual(['express', 'koa', 'node', 'fastify', 'fetch'])
-    for (const [, code] of named) expect(code.trim()).toMatch(/(\.listen\(8080\)\)?|\.listen\(\{ port: 8080 \}\)|\n {2}port: 8080,\n\}\))$/)
+    expect(named.map(([name]) => name)).toEqual(['express', 'koa', 'node', 'fastify', 'fetch', 'hono'])
+    for (const [, code] of named) expect(code.trim()).toMatch(/(\.listen\(8080\)\)?|\.listen\(\{ port: 8080 \}\)|\n {2}port: 8080,\n\}\)|port: 8080 \}\))$/)
+  })
+
+  it('shows no TypeScript: every quickstart is plain JavaScript, the code blocks too', () => {
+    const start = README.indexOf('\n## Quickstart\n')
+    const section = README.slice(start, README.indexOf('\n## ', start + 1))
+    expect(section).not.toMatch(/```ts\b/)
+    // Node itself parses each file as an ES module: a type annotation or `import type` is a SyntaxError.
+    mkdirSync(SNIPPETS, { recursive: true })
+    for (const [name, code] of named) {
+      const file = new URL(`${name}-syntax.mjs`, SNIPPETS)
+      writeFileSync(file, `${core}\n${code}`)
+      const checked = spawnSync(process.execPath, ['--check', fileURLToPath(file)], { encoding: 'utf8' })
+      expect(checked.stderr, `the ${name} quickstart`).toBe('')
+      expect(checked.status, `the ${name} quickstart`).toBe(0)
+    }
   })
 
   it.each(named)('runs the %s quickstart as pasted', async (name, code) => {
     mkdirSync(SNIPPETS, { recursive: true })
-    const file = new URL(`${name}.ts`, SNIPPETS)
+    const file = new URL(`${name}.mjs`, SNIPPETS)
     writeFileSync(file, `${core}\n${code}`)
     const lines: string[] = []
     const printed = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => void lines.push(args.join(' ')))

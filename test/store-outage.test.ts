@@ -8,6 +8,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it, vi } from 'vitest'
 import { createGate, MemoryStore, type GateOptions, type GateOutcome, type StoreErrorEvent, type StoreRecoveredEvent } from '../src/index.js'
 import type { RequestLookup, RequestLookupResult } from '../src/store/contract/request-lookup.js'
+import { nodeGate } from '../adapters/node.js'
+import { listen } from './adapters/servers.js'
 import { FlakyStore } from './support/flaky-store.js'
 import { coreRequest } from './support/requests.js'
 
@@ -185,6 +187,54 @@ describe('a store outage', () => {
     expect(refused.status).toBe(429)
     expect(refused.headers['retry-after']).toMatch(/^\d+$/)
     expect(refused.headers.ratelimit).toBeUndefined()
+  })
+})
+
+describe('a store outage, told to clients', () => {
+  /** The token endpoint, the authorize page and the data API, each needing an application record the gate has not read. */
+  const needingRecords = (n: number) => [
+    coreRequest({ headers: { 'x-app-token': `unread-token-${n}` } }),
+    coreRequest({
+      method: 'POST',
+      url: '/oauth/access_token',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      readBody: () => Promise.resolve({ kind: 'raw', bytes: Buffer.from(`grant_type=authorization_code&code=c&client_id=unread-client-${n}&client_secret=s&redirect_uri=https%3A%2F%2Fa.example%2Fcb`) }),
+    }),
+    coreRequest({ url: `/oauth/authorize?client_id=unread-client-${n}&response_type=code&redirect_uri=https%3A%2F%2Fa.example%2Fcb` }),
+  ]
+
+  it('answers every 503 of an outage with Retry-After, storeTimeoutMs in seconds rounded up', async () => {
+    const store = asyncStore()
+    const { gate } = await gateOn(store, { storeTimeoutMs: 1500 })
+    store.modes.set('getApplication', 'hang')
+    // The first call finds the outage by waiting out the timeout; the others, sent while it
+    // waits, are answered at once without a call to the store.
+    const [probe, ...others] = needingRecords(0).map((request) => gate.handle(request))
+    const answers = [...(await Promise.all(others)), await probe].map((outcome) => respond(outcome as GateOutcome))
+    // A store that refuses connections fails each call at once: every request is a probe.
+    store.modes.set('getApplication', 'reject')
+    for (const request of needingRecords(1)) answers.push(respond(await gate.handle(request)))
+    expect(answers).toHaveLength(6)
+    for (const answer of answers) {
+      expect(answer.status).toBe(503)
+      expect(answer.headers['retry-after']).toBe('2')
+    }
+    expect(answers.map((a) => a.headers['content-type'])).toEqual(expect.arrayContaining(['application/json; charset=utf-8', 'text/html; charset=utf-8']))
+  })
+
+  it('says Retry-After: 1 with the default storeTimeoutMs, through a node:http server', async () => {
+    const store = asyncStore()
+    const gate = createGate({ store, logger: false })
+    const server = await listen(nodeGate(gate, (_req, res) => res.end('{}')))
+    try {
+      store.modes.set('getApplication', 'reject')
+      const res = await fetch(`${server.url}/resource/abcd-1234.json`, { headers: { 'x-app-token': 'unread-token' } })
+      expect(res.status).toBe(503)
+      expect(res.headers.get('retry-after')).toBe('1')
+      expect(await res.json()).toMatchObject({ code: 'service_unavailable', error: true })
+    } finally {
+      await server.close()
+    }
   })
 })
 

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { metrics } from '@opentelemetry/api'
 import { AggregationTemporality, DataPointType, MeterProvider, MetricReader, type HistogramMetricData, type MetricData, type SumMetricData } from '@opentelemetry/sdk-metrics'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createGate, MemoryStore, type GateOptions, type GateOutcome, type HandleMessage, type StoreCallMessage } from '../src/index.js'
+import { createGate, MemoryStore, StoreError, type GateOptions, type GateOutcome, type HandleMessage, type StoreCallMessage } from '../src/index.js'
 import { RedisStore } from '../src/store/redis/store.js'
 import { FlakyStore } from './support/flaky-store.js'
 import { coreRequest } from './support/requests.js'
@@ -192,6 +192,52 @@ describe('metrics', () => {
     expect(sums(after, 'open_data_gate.requests')['auth=none outcome=error policy=anonymous']).toBeGreaterThanOrEqual(2)
   })
 
+  it('reports each store up (0) and nothing dropped from the start, so an alert needs no absent()', async () => {
+    const { reader, provider } = sdk()
+    createGate({ store: new MemoryStore(), metrics: { meterProvider: provider } })
+    const all = await reader.metrics()
+    expect(sums(all, 'open_data_gate.store.unavailable')).toEqual({ 'store.kind=memory store.role=records+rates': 0 })
+    expect(sums(all, 'open_data_gate.usage.dropped')).toEqual({ '': 0 })
+    expect(sums(all, 'open_data_gate.usage.backlog.batches')).toEqual({ '': 0 })
+    expect(sums(all, 'open_data_gate.usage.backlog.rows')).toEqual({ '': 0 })
+  })
+
+  it('measures the usage flush backlog while the store refuses usage, and counts the batches it drops', async () => {
+    const { reader, provider } = sdk()
+    /** A store whose usage writes fail while `down`. */
+    class UsageDown extends MemoryStore {
+      down = true
+      override addUsage(...args: Parameters<MemoryStore['addUsage']>): ReturnType<MemoryStore['addUsage']> {
+        if (this.down) throw new Error('connect ECONNREFUSED')
+        return super.addUsage(...args)
+      }
+    }
+    const store = new UsageDown()
+    const gate = createGate({ store, usage: { maxPendingFlushes: 2, flushIntervalMs: 3_600_000 }, logger: false, metrics: { meterProvider: provider } })
+    const { appToken } = await gate.applications.register({ name: 'A' })
+    const figures = async () => {
+      const all = await reader.metrics()
+      const one = (name: string) => sums(all, `open_data_gate.usage.${name}`)['']
+      return { batches: one('backlog.batches'), rows: one('backlog.rows'), dropped: one('dropped') }
+    }
+    const dropped: number[] = []
+    gate.on('usageDropped', (e) => dropped.push(e.flushes))
+    // Each flush makes one batch of this application's minute, hour and day rows.
+    for (let i = 0; i < 2; i++) {
+      await gate.handle(coreRequest({ headers: { 'x-app-token': appToken } }))
+      await expect(gate.usage.flush()).rejects.toThrow(StoreError)
+    }
+    expect(await figures()).toEqual({ batches: 2, rows: 6, dropped: 0 })
+    // A third batch is one more than usage.maxPendingFlushes: the oldest is given up.
+    await gate.handle(coreRequest({ headers: { 'x-app-token': appToken } }))
+    await expect(gate.usage.flush()).rejects.toThrow(StoreError)
+    expect(await figures()).toEqual({ batches: 2, rows: 6, dropped: 1 })
+    expect(dropped).toEqual([1])
+    store.down = false
+    await gate.usage.flush()
+    expect(await figures()).toEqual({ batches: 0, rows: 0, dropped: 1 })
+  })
+
   it('tells a separate rate store by its role, and a store of your own as custom', async () => {
     const { reader, provider } = sdk()
     // A store of one's own: a plain object, here lending a MemoryStore's methods.
@@ -207,7 +253,7 @@ describe('metrics', () => {
     rates.modes.set('consumeRate', 'reject')
     await gate.handle(coreRequest({ headers: { 'x-app-token': appToken } }))
     const all = await reader.metrics()
-    expect(sums(all, 'open_data_gate.store.unavailable')).toEqual({ 'store.kind=memory store.role=rates': 1 })
+    expect(sums(all, 'open_data_gate.store.unavailable')).toEqual({ 'store.kind=custom store.role=records': 0, 'store.kind=memory store.role=rates': 1 })
     const operations = histogram(all, 'open_data_gate.store.operation.duration')?.dataPoints.map((p) => `${String(p.attributes['open_data_gate.store.kind'])} ${String(p.attributes['open_data_gate.store.operation'])}`)
     expect(operations).toEqual(expect.arrayContaining(['custom insertApplication', 'custom getApplication']))
   })

@@ -321,7 +321,7 @@ export interface GateOptions {
    * Where the gate says what went wrong: a store outage (its first failure, with a hint
    * where one applies, and its recovery), a 500 and why, and its warnings about the
    * configuration. Any object with `error`, `warn`, `info` and `debug` methods (`console`,
-   * winston, pino), each called with a message and an object of fields. Default: process
+   * winston, pino, bunyan), called with a message and fields (pino, bunyan: fields first). Default: process
    * warnings, one line on stderr each, with a code; `false` says nothing.
    * @see docs/guides/operating.md
    */

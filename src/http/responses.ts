@@ -34,7 +34,9 @@ export type ErrorShape = 'platform' | 'oauth'
  * unexpected error never reaches the wire (reporting it is the caller's: see `src/gate.ts`).
  */
 export function errorResponse(error: unknown, shape: ErrorShape): GateResponse {
-  if (shape === 'oauth' && error instanceof StoreError) return oauthErrorResponse(new OAuthError('temporarily_unavailable', 'The service is temporarily unavailable, please retry'))
+  if (shape === 'oauth' && error instanceof StoreError) {
+    return oauthErrorResponse(new OAuthError('temporarily_unavailable', 'The service is temporarily unavailable, please retry', { headers: error.headers ?? {} }))
+  }
   if (error instanceof OAuthError) return oauthErrorResponse(error)
   if (error instanceof GateError) return platformErrorResponse(error)
   if (shape === 'oauth') return oauthErrorResponse(new OAuthError('server_error', 'Internal server error'))

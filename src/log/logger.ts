@@ -2,9 +2,10 @@
  * Where the gate tells the operator what went wrong: the `logger` option. The gate calls
  * `logger.warn(message, fields)` (and `error`, `info`): a message string first, then a
  * plain object of fields. That is `console`'s shape and winston's (`logger.warn(message,
- * meta)` merges the fields into the entry); pino takes the fields first
- * (`pino.warn(fields, message)`), so with pino the gate's line arrives whole but its
- * fields need the two-line wrapper docs/guides/operating.md shows.
+ * meta)` merges the fields into the entry). pino and bunyan take the fields first
+ * (`pino.warn(fields, message)`; a second argument after a message would be a format
+ * argument, dropped): a logger recognised as one of theirs, a child and Fastify's
+ * `app.log` included, is called that way, so its entries keep `code`, `hint` and the rest.
  *
  * Without a `logger` the lines go where the gate's warnings always went:
  * `process.emitWarning(message, { code })`, one line on stderr, each with its code
@@ -29,9 +30,10 @@ export interface GateLogFields {
 }
 
 /**
- * Any logger with `console`'s four methods: `console`, winston, pino (see the module's
- * note), bunyan, Fastify's `request.log`, your own. Each is called as a method, so a
- * logger that needs its `this` keeps it.
+ * Any logger with `console`'s four methods: `console`, winston, pino, bunyan, Fastify's
+ * `request.log`, your own. Each is called as a method, so a logger that needs its `this`
+ * keeps it; pino and bunyan are called `(fields, message)`, as they expect, the others
+ * `(message, fields)`.
  */
 export interface GateLogger {
   error(message: string, fields: GateLogFields): unknown
@@ -54,16 +56,32 @@ export function resolveLogger(value: unknown): GateLog {
   if (value === null) throw new TypeError('open-data-gate: logger must be an object with error, warn, info and debug methods (console, pino, winston), or false, got null')
   const missing = LEVELS.filter((level) => typeof (value as Partial<Record<Level, unknown>>)[level] !== 'function')
   if (missing.length > 0) throw new TypeError(`open-data-gate: logger has no ${missing.join(', ')} method${missing.length > 1 ? 's' : ''}; it needs error, warn, info and debug (console, pino, winston)`)
-  return new GateLog(value as GateLogger)
+  return new GateLog(value as GateLogger, takesFieldsFirst(value))
+}
+
+/** pino marks each logger (children too) with its serializers under a global symbol. */
+const PINO_SERIALIZERS = Symbol.for('pino.serializers')
+
+/**
+ * Whether a logger takes `(fields, message)`: a pino logger (it carries pino's global
+ * serializers symbol) or a bunyan one (its `streams` list, `fields` object and `child`).
+ */
+function takesFieldsFirst(logger: object): boolean {
+  if (PINO_SERIALIZERS in logger) return true
+  const candidate = logger as { streams?: unknown; fields?: unknown; child?: unknown }
+  return Array.isArray(candidate.streams) && typeof candidate.fields === 'object' && candidate.fields !== null && typeof candidate.child === 'function'
 }
 
 /** The gate's side of the logger: one line per call, never a newline, never a password. */
 export class GateLog {
   /** `'process'`: process warnings (the default); `null`: `logger: false`. */
   readonly #target: GateLogger | 'process' | null
+  /** pino's and bunyan's order: the fields, then the message. */
+  readonly #fieldsFirst: boolean
 
-  constructor(target: GateLogger | 'process' | null) {
+  constructor(target: GateLogger | 'process' | null, fieldsFirst = false) {
     this.#target = target
+    this.#fieldsFirst = fieldsFirst
   }
 
   /**
@@ -95,7 +113,8 @@ export class GateLog {
       return
     }
     try {
-      target[level](line, cleanFields(fields))
+      if (this.#fieldsFirst) (target[level] as unknown as (fields: GateLogFields, message: string) => unknown).call(target, cleanFields(fields), line)
+      else target[level](line, cleanFields(fields))
     } catch {
       // A logger that throws must not turn the request it writes about into a 500.
     }

@@ -115,7 +115,7 @@ export class OAuthServer {
       if (endpoint === 'metadata' && error instanceof StoreError) return errorResponse(error, 'platform')
       return errorResponse(error, 'oauth')
     }
-    if (error instanceof StoreError) return this.#page(503, 'The service is temporarily unavailable', 'Please try again in a moment.', { detail: `The store failed (${error.operation}).` })
+    if (error instanceof StoreError) return this.#page(503, 'The service is temporarily unavailable', 'Please try again in a moment.', { detail: `The store failed (${error.operation}).`, headers: error.headers ?? {} })
     if (error instanceof ThrottledError) return this.#page(429, 'Too many attempts', error.message, { headers: error.headers ?? {} })
     if (error instanceof GateError) return this.#page(error.status, 'This request was refused', error.message, { detail: `Error code: ${error.code}`, headers: error.headers ?? {} })
     return this.#page(500, 'Something went wrong', 'Please try again later.')

@@ -85,7 +85,7 @@ export function guardStore<S extends Partial<GateStore>>(store: S, timeoutMs: nu
       if (unstorable !== undefined) throw new StoreDataError(name, `an argument ${unstorable}, which no store can hold`)
       if (!health.admit()) {
         health.refused()
-        throw new StoreError(name, UNAVAILABLE)
+        throw new StoreError(name, UNAVAILABLE, timeoutMs)
       }
       let result: Awaitable<unknown>
       try {
@@ -96,7 +96,7 @@ export function guardStore<S extends Partial<GateStore>>(store: S, timeoutMs: nu
           throw dataError(name, error)
         }
         health.failed(name, error)
-        throw new StoreError(name, error)
+        throw new StoreError(name, error, timeoutMs)
       }
       if (isPromiseLike(result)) return timeouts.watch(result, name)
       if (health.down) health.succeeded()
@@ -185,7 +185,7 @@ class CallTimeouts {
             return
           }
           this.#health.failed(operation, error, performance.now() - started)
-          reject(new StoreError(operation, error))
+          reject(new StoreError(operation, error, this.#timeoutMs))
         },
       )
     })
@@ -238,7 +238,7 @@ class CallTimeouts {
       call.settled = true
       const cause = new Error(`${TIMED_OUT} after ${this.#timeoutMs} ms`)
       this.#health.failed(call.operation, cause, now - call.started)
-      call.reject(new StoreError(call.operation, cause))
+      call.reject(new StoreError(call.operation, cause, this.#timeoutMs))
     }
     this.#tail = undefined
   }

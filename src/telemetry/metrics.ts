@@ -45,7 +45,7 @@ export interface ObservableResultLike {
   observe(value: number, attributes?: MetricAttributes): void
 }
 
-/** An observable counter, as the OpenTelemetry API's `ObservableCounter`. */
+/** An observable counter or up-down counter, as the OpenTelemetry API's `ObservableCounter` and `ObservableUpDownCounter`. */
 export interface ObservableLike {
   addCallback(callback: (result: ObservableResultLike) => void): void
 }
@@ -56,6 +56,7 @@ export interface MeterLike {
   createUpDownCounter(name: string, options?: InstrumentOptions): CounterLike
   createHistogram(name: string, options?: InstrumentOptions): HistogramLike
   createObservableCounter(name: string, options?: InstrumentOptions): ObservableLike
+  createObservableUpDownCounter(name: string, options?: InstrumentOptions): ObservableLike
 }
 
 /**
@@ -205,6 +206,8 @@ export class StoreMetrics {
     this.#unavailable = unavailable
     this.#kind = kind
     this.#storeAttributes = Object.freeze({ 'open_data_gate.store.kind': kind, 'open_data_gate.store.role': role })
+    // The store's series exists from the start, at 0: an alert on it needs no absent().
+    this.#unavailable.add(0, this.#storeAttributes)
   }
 
   answered(operation: string, seconds: number): void {

@@ -281,6 +281,11 @@ export class GateUsage {
     if (this.#pending.length > config.maxPendingFlushes) this.#drop(this.#pending.length - config.maxPendingFlushes)
   }
 
+  /** @internal the batches waiting for the store after a failed write, and their rows (the backlog metrics) */
+  get backlog(): { readonly batches: number; readonly rows: number } {
+    return { batches: this.#pending.length, rows: this.#pending.reduce((sum, batch) => sum + batch.rows.length, 0) }
+  }
+
   /** Gives up on the oldest `count` batches, and says how many requests they held. */
   #drop(count: number): void {
     const dropped = this.#pending.splice(0, count)

@@ -38,7 +38,8 @@ export async function portalInChromium(): Promise<PortalInChromium> {
   const server = https.createServer({ cert: readFileSync(new URL('cert.pem', tls)), key: readFileSync(new URL('key.pem', tls)) })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const origin = `https://localhost:${(server.address() as AddressInfo).port}`
-  const portal = await createPortal({ origin, fetch: tlsCustomFetch })
+  // The gate's own sign-in page, which these tests check, rather than the portal's /login.
+  const portal = await createPortal({ origin, fetch: tlsCustomFetch, gateSignIn: true })
   server.on('request', portal.app)
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
