@@ -110,6 +110,12 @@ export const OAUTH_ERROR_STATUS = {
   unsupported_grant_type: 400,
   unsupported_response_type: 400,
   access_denied: 403,
+  /**
+   * Not RFC 6749's: a body the token or revocation endpoint reads did not arrive within
+   * `bodyTimeoutMs`, answered in RFC 6749's shape with the status that says so; the
+   * connection is closed.
+   */
+  request_timeout: 408,
   server_error: 500,
   temporarily_unavailable: 503,
 } as const satisfies Record<string, number>

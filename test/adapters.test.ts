@@ -644,12 +644,12 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       expect(sent).toBeLessThan(64 * 1024 * 1024)
     })
 
-    it('answers a body that has not arrived in time with 408 and closes the connection', async () => {
+    it('answers a token request whose body has not arrived in time with 408, in RFC 6749’s shape, and closes the connection', async () => {
       const { server } = await start({ bodyTimeoutMs: 200 })
       const { closed, received } = await rawPost(server.url, 100, (socket) => socket.write('grant_type='), 3000)
       expect(received).toMatch(/^HTTP\/1\.1 408 /)
       expect(received.toLowerCase()).toContain('connection: close')
-      expect(received).toContain('"code":"request_timeout"')
+      expect(received).toContain('{"error":"request_timeout","error_description":"The request body did not arrive in time"}')
       expect(closed).toBe(true)
     })
   })
