@@ -151,6 +151,18 @@ describe('the application endpoints', () => {
     expect([wrongMethod.status, wrongMethod.headers.allow]).toEqual([405, 'GET, PATCH, DELETE, HEAD'])
   })
 
+  it('refuses a name with a control or format character with 400, on registration and rename, and stores nothing', async () => {
+    const { gate, ada, send, json, register } = await setUp()
+    const app = await register('Transit')
+    for (const name of ['Transit\u202egnissecorp', 'Transit\u2028x', 'Tran\u200bsit', 'Transit\u001b]0;x\u0007']) {
+      for (const [method, url] of [['POST', '/api/applications'], ['PATCH', `/api/applications/${app.appToken}`]] as const) {
+        const refused = await send(method, url, { body: { name } })
+        expect([method, refused.status, json<{ code: string; message: string }>(refused)]).toEqual([method, 400, { code: 'invalid_request', error: true, message: expect.stringMatching(/^an application name must not hold control, format or line separator characters .*U\+[0-9A-F]{4} is not allowed$/) }])
+      }
+    }
+    expect((await gate.applications.list({ ownerId: ada.id })).map((a) => a.name)).toEqual(['Transit'])
+  })
+
   it('deletes an application: its app token is refused from then on', async () => {
     const { gate, send, register } = await setUp()
     const app = await register('Short-lived')
