@@ -91,7 +91,7 @@ describe('open-data-gate command line', () => {
       expect(ran.code, JSON.stringify(name)).toBe(1)
       expect(ran.stderr).toMatch(/control, format or line separator characters.*U\+[0-9A-F]{4} is not allowed/)
     }
-    expect(await store.listApplications({})).toEqual([])
+    expect(await store.listApplications()).toEqual([])
   })
 
   it('takes an app token that starts with a dash as the token it is, as an argument and as an option value', async () => {
