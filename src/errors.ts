@@ -36,6 +36,13 @@ export const PLATFORM_ERROR_STATUS = {
    * sign-in, the password or a browser session, may read or change these.
    */
   first_party_credentials_required: 403,
+  /**
+   * A change to the account (the API key, application and connected-apps endpoints) sent by
+   * a page of another origin: `Sec-Fetch-Site` other than `same-origin` or `none`, or else an
+   * `Origin` that is not the request's own, nor one of `trustedOrigins`. Whatever the
+   * credentials: a browser attaches Basic credentials and cookies to a forged request alike.
+   */
+  same_origin_required: 403,
   /** (Management API) the record to change does not exist: {@link NotFoundError}. */
   not_found: 404,
   method_not_allowed: 405,
@@ -110,6 +117,12 @@ export const OAUTH_ERROR_STATUS = {
   unsupported_grant_type: 400,
   unsupported_response_type: 400,
   access_denied: 403,
+  /**
+   * Not RFC 6749's: a body the token or revocation endpoint reads did not arrive within
+   * `bodyTimeoutMs`, answered in RFC 6749's shape with the status that says so; the
+   * connection is closed.
+   */
+  request_timeout: 408,
   server_error: 500,
   temporarily_unavailable: 503,
 } as const satisfies Record<string, number>

@@ -644,12 +644,12 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       expect(sent).toBeLessThan(64 * 1024 * 1024)
     })
 
-    it('answers a body that has not arrived in time with 408 and closes the connection', async () => {
+    it('answers a token request whose body has not arrived in time with 408, in RFC 6749’s shape, and closes the connection', async () => {
       const { server } = await start({ bodyTimeoutMs: 200 })
       const { closed, received } = await rawPost(server.url, 100, (socket) => socket.write('grant_type='), 3000)
       expect(received).toMatch(/^HTTP\/1\.1 408 /)
       expect(received.toLowerCase()).toContain('connection: close')
-      expect(received).toContain('"code":"request_timeout"')
+      expect(received).toContain('{"error":"request_timeout","error_description":"The request body did not arrive in time"}')
       expect(closed).toBe(true)
     })
   })
@@ -836,6 +836,7 @@ describe.each([...FRAMEWORKS, ...FRAMEWORKS_WITH_BODY_PARSERS])('$name: API keys
       ada,
       key,
       token,
+      ownOrigin: tls.url,
       password,
       apiKey,
       oauth,
@@ -844,6 +845,7 @@ describe.each([...FRAMEWORKS, ...FRAMEWORKS_WITH_BODY_PARSERS])('$name: API keys
       get: (path: string, headers: Record<string, string> = {}) => api.get(path).ca(TEST_CERT).set(headers),
       post: (path: string, headers: Record<string, string> = {}) => api.post(path).ca(TEST_CERT).set(headers),
       del: (path: string, headers: Record<string, string> = {}) => api.delete(path).ca(TEST_CERT).set(headers),
+      patch: (path: string, headers: Record<string, string> = {}) => api.patch(path).ca(TEST_CERT).set(headers),
     }
   }
 
@@ -922,6 +924,52 @@ describe.each([...FRAMEWORKS, ...FRAMEWORKS_WITH_BODY_PARSERS])('$name: API keys
     await post('/api/api_keys', { cookie, 'x-csrf-token': csrf, 'sec-fetch-site': 'cross-site' }).send({ keyName: 'forged' }).expect(403)
     await post('/api/api_keys', { cookie, 'x-csrf-token': csrf, 'sec-fetch-site': 'same-origin' }).send({ keyName: 'from the page' }).expect(200)
     await del(`/api/api_keys/${key.keyId}`, { cookie, 'x-csrf-token': csrf }).expect(200)
+  })
+
+  it('refuses a change sent by a page of another site or origin, whatever the credentials, and lets scripts and the gate’s own pages through', async () => {
+    const { gate, ada, app, key, ownOrigin, password, signIn, get, post, del, patch } = await start()
+    const mine = await gate.applications.register({ name: 'Mine', ownerId: ada.id })
+    const foreign = [
+      { 'sec-fetch-site': 'cross-site', origin: 'https://evil.example' },
+      { 'sec-fetch-site': 'same-site', origin: 'https://user-content.127.0.0.1.example' },
+      { origin: 'https://evil.example' },
+      { origin: 'null' },
+      { 'sec-fetch-site': 'cross-site' },
+    ]
+    const cookie = await signIn()
+    const csrf = (await get('/api/api_keys', { cookie }).expect(200)).headers['x-csrf-token'] as string
+    for (const [who, credentials] of [
+      ['Basic', password],
+      ['a session', { cookie, 'x-csrf-token': csrf }],
+    ] as const) {
+      for (const site of foreign) {
+        for (const [what, request] of [
+          ['create a key (form body)', () => post('/api/api_keys', { ...credentials, ...site }).type('form').send('keyName=forged')],
+          ['create a key (JSON)', () => post('/api/api_keys', { ...credentials, ...site }).send({ keyName: 'forged' })],
+          ['delete a key', () => del(`/api/api_keys/${key.keyId}`, { ...credentials, ...site })],
+          ['revoke a connected app', () => del(`/api/oauth/grants/${app.appToken}`, { ...credentials, ...site })],
+          ['register an application', () => post('/api/applications', { ...credentials, ...site }).type('form').send('name=forged')],
+          ['rename an application', () => patch(`/api/applications/${mine.appToken}`, { ...credentials, ...site }).send({ name: 'forged' })],
+          ['rotate a secret', () => post(`/api/applications/${mine.appToken}/secret`, { ...credentials, ...site })],
+          ['delete an application', () => del(`/api/applications/${mine.appToken}`, { ...credentials, ...site })],
+        ] as const) {
+          const res = await request()
+          expect([who, site, what, res.status, res.body?.code]).toEqual([who, site, what, 403, 'same_origin_required'])
+        }
+      }
+    }
+    // Nothing changed: no key, no application, the secret and the grant as they were.
+    expect((await gate.apiKeys.list(ada.id)).map((k) => [k.name, k.revokedAt])).toEqual([['etl', null]])
+    expect((await gate.applications.list({ ownerId: ada.id })).map((a) => [a.name, a.previousSecretExpiresAt])).toEqual([['Mine', null]])
+    expect((await gate.grants.list(ada.id)).map((g) => g.appToken)).toEqual([app.appToken])
+    // Reading from another site is not refused (no CORS header lets the page see the answer).
+    await get('/api/api_keys', { ...password, 'sec-fetch-site': 'cross-site', origin: 'https://evil.example' }).expect(200)
+    // A script (no Origin, no Sec-Fetch-*), the gate's own pages, the user's own navigation, the own Origin.
+    await post('/api/api_keys', password).send({ keyName: 'script' }).expect(200)
+    await post('/api/api_keys', { ...password, 'sec-fetch-site': 'same-origin', origin: ownOrigin }).send({ keyName: 'page' }).expect(200)
+    await post('/api/api_keys', { ...password, 'sec-fetch-site': 'none' }).send({ keyName: 'typed' }).expect(200)
+    await post('/api/api_keys', { ...password, origin: ownOrigin }).send({ keyName: 'older browser' }).expect(200)
+    await post('/api/applications', { cookie, 'x-csrf-token': csrf, 'sec-fetch-site': 'same-origin' }).send({ name: 'from the portal' }).expect(201)
   })
 
   it('lists connected apps as JSON and revokes one: its token is refused from then on', async () => {

@@ -41,13 +41,14 @@ async function setUp(options: GateOptions = {}) {
   const portal = await gate.applications.register({ name: 'Portal' })
   const ada = await gate.users.create({ username: 'ada', password: PASSWORD, displayName: 'Ada Lovelace', email: 'ada@example.org' })
   const bob = await gate.users.create({ username: 'bob', password: PASSWORD, displayName: 'Bob', email: 'bob@example.org' })
-  const send = async (method: string, url: string, options: { body?: unknown; headers?: Record<string, string>; as?: string; tls?: boolean } = {}): Promise<GateResponse> => {
+  const send = async (method: string, url: string, options: { body?: unknown; headers?: Record<string, string>; as?: string; tls?: boolean; peerAddress?: string } = {}): Promise<GateResponse> => {
     const authorization = options.as === undefined ? basic('ada', PASSWORD) : options.as
     const outcome = await gate.handle(
       coreRequest({
         method,
         url,
         tls: options.tls ?? true,
+        ...(options.peerAddress === undefined ? {} : { peerAddress: options.peerAddress }),
         headers: { ...(authorization === '' ? {} : { authorization }), 'x-app-token': portal.appToken, ...options.headers },
         readBody: async () => ({ kind: 'parsed', value: options.body }),
       }),
@@ -149,6 +150,47 @@ describe('the application endpoints', () => {
     expect([noName.status, json<{ code: string }>(noName).code]).toEqual([400, 'invalid_request'])
     const wrongMethod = await send('PUT', `/api/applications/${app.appToken}`)
     expect([wrongMethod.status, wrongMethod.headers.allow]).toEqual([405, 'GET, PATCH, DELETE, HEAD'])
+  })
+
+  it('refuses a name with a control or format character with 400, on registration and rename, and stores nothing', async () => {
+    const { gate, ada, send, json, register } = await setUp()
+    const app = await register('Transit')
+    for (const name of ['Transit\u202egnissecorp', 'Transit\u2028x', 'Tran\u200bsit', 'Transit\u001b]0;x\u0007']) {
+      for (const [method, url] of [['POST', '/api/applications'], ['PATCH', `/api/applications/${app.appToken}`]] as const) {
+        const refused = await send(method, url, { body: { name } })
+        expect([method, refused.status, json<{ code: string; message: string }>(refused)]).toEqual([method, 400, { code: 'invalid_request', error: true, message: expect.stringMatching(/^an application name must not hold control, format or line separator characters .*U\+[0-9A-F]{4} is not allowed$/) }])
+      }
+    }
+    expect((await gate.applications.list({ ownerId: ada.id })).map((a) => a.name)).toEqual(['Transit'])
+  })
+
+  it('takes a change from an origin in trustedOrigins, from oauth.issuer’s, and from the host a trusted proxy forwarded, and from no other', async () => {
+    const portal = 'https://portal.example.org'
+    const { send, json } = await setUp({ trustedOrigins: [`${portal}/`, 'http://localhost:5173'], trustProxy: 'loopback', oauth: { issuer: 'https://data.example.org' } })
+    const code = (response: GateResponse) => [response.status, response.status === 201 ? 'created' : json<{ code: string }>(response).code]
+    const register = (headers: Record<string, string>, peerAddress?: string) => send('POST', '/api/applications', { body: { name: 'App' }, headers: { host: 'gate.internal:3000', ...headers }, ...(peerAddress === undefined ? {} : { peerAddress }) })
+    // A portal front end on another origin, cross-site or same-site, and one in development.
+    expect(code(await register({ origin: portal, 'sec-fetch-site': 'cross-site' }))).toEqual([201, 'created'])
+    expect(code(await register({ origin: 'https://PORTAL.example.org:443', 'sec-fetch-site': 'same-site' }))).toEqual([201, 'created'])
+    expect(code(await register({ origin: 'http://localhost:5173', 'sec-fetch-site': 'cross-site' }))).toEqual([201, 'created'])
+    // The public origin: oauth.issuer's, the Host, the host a trusted proxy forwarded.
+    expect(code(await register({ origin: 'https://data.example.org' }))).toEqual([201, 'created'])
+    expect(code(await register({ origin: 'https://gate.internal:3000' }))).toEqual([201, 'created'])
+    const proxied = { 'x-forwarded-for': '198.51.100.7', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'opendata.example.net' }
+    expect(code(await register({ ...proxied, origin: 'https://opendata.example.net' }, '127.0.0.1'))).toEqual([201, 'created'])
+    // The same header from a peer that is no trusted proxy names no origin of the gate's.
+    expect(code(await register({ ...proxied, origin: 'https://opendata.example.net' }))).toEqual([403, 'same_origin_required'])
+    for (const origin of ['https://portal.example.org.evil.example', 'http://portal.example.org', 'https://evil.example', 'https://data.example.org:8443']) {
+      expect([origin, ...code(await register({ origin }))]).toEqual([origin, 403, 'same_origin_required'])
+    }
+    expect(code(await register({ origin: 'https://gate.internal:3000', 'sec-fetch-site': 'cross-site' }))).toEqual([403, 'same_origin_required'])
+  })
+
+  it('refuses a trustedOrigins entry that is not an https origin, naming it', () => {
+    for (const entry of ['https://portal.example.org/app', 'http://portal.example.org', 'portal.example.org', 'https://u:p@portal.example.org', 'https://portal.example.org?x', 'null']) {
+      expect(() => createGate({ trustedOrigins: [entry] }), entry).toThrow(/^open-data-gate: trustedOrigins entry .* is not an origin/)
+    }
+    expect(() => createGate({ trustedOrigins: 'https://portal.example.org' as never })).toThrow(/trustedOrigins must be a list/)
   })
 
   it('deletes an application: its app token is refused from then on', async () => {

@@ -192,4 +192,31 @@ describe('applications', () => {
     await expect(gate.applications.register({ name: ' ' })).rejects.toThrow(/name must be a non-empty string/)
     await expect(gate.applications.register({ name: 'a', limit: 0 })).rejects.toThrow(/limit must be a positive integer/)
   })
+
+  it('refuses names with control, format or line separator characters, in every call that sets one, and keeps joiners the scripts need', async () => {
+    const gate = createGate({ store: new MemoryStore() })
+    const ada = await gate.users.create({ username: 'ada', password: 'correct horse battery', displayName: 'Ada', email: 'ada@example.org' })
+    const { appToken } = await gate.applications.register({ name: 'Transit' })
+    const refused = {
+      'U+202E': 'Transit\u202egnissecorp',
+      'U+2028': 'Transit\u2028dashboard',
+      'U+200B': 'Tran\u200bsit',
+      'U+001B': 'Transit\u001b[31m',
+      'U+0007': 'Transit\u0007',
+      'U+000D': 'Transit\r\nDashboard',
+      'U+2066': '\u2066Transit\u2069 dashboard',
+      'U+200D': '\u200dTransit',
+    }
+    for (const [code, name] of Object.entries(refused)) {
+      const why = new RegExp(`^open-data-gate: an application name must not hold control, format or line separator characters .*; ${code.replace('+', '\\+')} is not allowed$`)
+      await expect(gate.applications.register({ name }), name).rejects.toThrow(why)
+      await expect(gate.applications.registerOwn({ ownerId: ada.id, name }), name).rejects.toThrow(why)
+      await expect(gate.applications.update(appToken, { name }), name).rejects.toThrow(why)
+    }
+    expect((await gate.applications.list()).map((a) => a.name)).toEqual(['Transit'])
+    // Persian and Devanagari need their joiners, emoji sequences too; a trailing line break is trimmed as before.
+    for (const name of ['می\u200cخواهم', 'क्\u200dष', 'Dev \u{1f469}\u200d\u{1f4bb} tools', 'Transit\n']) {
+      await expect(gate.applications.register({ name }), name).resolves.toMatchObject({ application: { name: name.trim() } })
+    }
+  })
 })

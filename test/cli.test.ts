@@ -71,14 +71,27 @@ describe('open-data-gate command line', () => {
   })
 
   it('prints human tables and field lines without --json', async () => {
-    const { exec } = harness()
-    const registered = await exec(['apps', 'register', '--name', 'Line\nbreak', ...S])
-    expect(registered.stdout).toMatch(/^app token: +\S+\nname: +Line↵break\n/)
+    const { store, exec } = harness()
+    const registered = await exec(['apps', 'register', '--name', 'Transit dashboard', ...S])
+    expect(registered.stdout).toMatch(/^app token: +\S+\nname: +Transit dashboard\n/)
     expect(registered.stdout).toMatch(/secret token: +\S{43}\nShown once/)
+    // A name stored before control and format characters were refused: one line, nothing invisible.
+    const appToken = /^app token: +(\S+)/.exec(registered.stdout)?.[1] as string
+    await store.updateApplication(appToken, { name: 'Line\nbreak\u202eevil\u2028\u200b\u001b[2J' })
     const list = await exec(['apps', 'list', ...S])
     expect(list.stdout.split('\n')[0]).toMatch(/^APP TOKEN +NAME +LIMIT +CALLBACK PREFIX +CREATED$/)
-    expect(list.stdout.split('\n')[1]).toContain('Line↵break')
+    expect(list.stdout.split('\n')[1]).toContain('Line↵break?evil???[2J')
     expect((await exec(['users', 'list', ...S])).stdout).toBe('(none)\n')
+  })
+
+  it('refuses an application name with a control or format character, and says which', async () => {
+    const { store, exec } = harness()
+    for (const name of ['Transit\u202edashboard', 'Transit\u2028dashboard', 'Transit\u200bdashboard', 'Transit\u001b[31m', 'Transit\u0007', 'Transit\r\ndashboard']) {
+      const ran = await exec(['apps', 'register', '--name', name, ...S])
+      expect(ran.code, JSON.stringify(name)).toBe(1)
+      expect(ran.stderr).toMatch(/control, format or line separator characters.*U\+[0-9A-F]{4} is not allowed/)
+    }
+    expect(await store.listApplications()).toEqual([])
   })
 
   it('takes an app token that starts with a dash as the token it is, as an argument and as an option value', async () => {

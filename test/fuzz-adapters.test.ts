@@ -239,7 +239,9 @@ describe('hostile input, generated, through every adapter', () => {
         for (const { mount, got } of answers) {
           const where = `${mount.name}: ${target}, ${json ? 'JSON' : 'form'}, ${first} bytes then ${bytes} every ${intervalMs} ms\n${got.head}\n${got.body}`
           expect(got.status, where).toBe(408)
-          expect(got.head.toLowerCase(), where).toContain('x-error-code: request_timeout')
+          // The token endpoint answers in RFC 6749's shape, the API key endpoint in the platform's.
+          if (target === 'token') expect(got.body, where).toContain('"error":"request_timeout"')
+          else expect(got.head.toLowerCase(), where).toContain('x-error-code: request_timeout')
           expect(got.head.toLowerCase(), where).toContain('connection: close')
           expect(got.closed, where).toBe(true)
           // Not before the deadline, and within bounds after it: generous, the machine may be busy.

@@ -25,6 +25,15 @@ class CodeFailingStore extends MemoryStore {
     if (this.failCodes) throw new Error('disk full')
     super.insertAuthorizationCode(...args)
   }
+  /** Runs once, right after the next getUser has read its answer: a deletion racing a request. */
+  afterGetUser: (() => void) | undefined
+  override getUser(...args: Parameters<MemoryStore['getUser']>): ReturnType<MemoryStore['getUser']> {
+    const user = super.getUser(...args)
+    const race = this.afterGetUser
+    this.afterGetUser = undefined
+    race?.()
+    return user
+  }
 }
 
 const running: RunningServer[] = []
@@ -679,6 +688,22 @@ describe('token endpoint', () => {
       expect(res.body.error_description).toMatch(/unknown client_id or wrong client_secret/)
     }
     expect(throttled).toEqual([])
+  })
+
+  it('answers a client or a user deleted during the exchange with an RFC 6749 error, never the platform’s 404', async () => {
+    const { gate, store, app, ada, approve, authorizeUrl, exchange } = await start()
+    const code = (await approve(authorizeUrl())).searchParams.get('code') as string
+    store.afterGetUser = () => store.deleteApplication(app.appToken)
+    const clientGone = await exchange({ code }).expect(401)
+    expect(clientGone.body).toEqual({ error: 'invalid_client', error_description: 'The client was deleted during the request' })
+    expect(clientGone.headers['www-authenticate']).toMatch(/^Basic realm="/)
+    expect(clientGone.headers['cache-control']).toBe('no-store')
+
+    const other = await gate.applications.register({ name: 'Other', callbackPrefix: PREFIX })
+    const otherCode = (await approve(authorizeUrl({ client_id: other.appToken }))).searchParams.get('code') as string
+    store.afterGetUser = () => store.deleteUser(ada.id)
+    const userGone = await exchange({ code: otherCode, client_id: other.appToken, client_secret: other.secretToken }).expect(400)
+    expect(userGone.body).toEqual({ error: 'invalid_grant', error_description: 'The user who approved the request no longer exists' })
   })
 
   it('refuses a code replayed by another application without revoking the rightful token', async () => {

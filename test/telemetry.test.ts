@@ -364,6 +364,27 @@ describe('traces', () => {
     for (const secret of [keySecret, authorization, accessToken, 's3cr3t-session']) expect(text).not.toContain(secret)
   })
 
+  it('carries the value of no header outside its short list: no CSRF token, no host credential header, no cookie under any name', async () => {
+    const { appToken, keyId, keySecret, send } = await gateWithEveryone({})
+    const seen = watch('open-data-gate:handle')
+    const authorization = basic(keyId, keySecret)
+    const secrets = { 'x-csrf-token': 'csrf-0123456789abcdefghijklmnopqrstuvwxyzABCDEFG', 'x-api-key': 'host-api-key-s3cr3t', 'x-auth-session': 'host-session-s3cr3t' }
+    await send({ 'x-app-token': appToken, authorization, cookie: '__Host-odg-csrf=csrf-0123456789abcdefghijklmnopqrstuvwxyzABCDEFG', ...secrets, 'user-agent': 'soda-js/4', 'sec-fetch-site': 'same-origin' })
+    const start = seen[0]?.message as HandleMessage
+    expect(start.request.headers).toEqual({
+      'x-app-token': appToken,
+      'user-agent': 'soda-js/4',
+      'sec-fetch-site': 'same-origin',
+      authorization: '[redacted]',
+      cookie: '[redacted]',
+      'x-csrf-token': '[redacted]',
+      'x-api-key': '[redacted]',
+      'x-auth-session': '[redacted]',
+    })
+    const text = JSON.stringify(seen.map((s) => s.message))
+    for (const secret of [keySecret, authorization, ...Object.values(secrets)]) expect(text).not.toContain(secret)
+  })
+
   it('publishes each store call on open-data-gate:store, with its operation and store', async () => {
     const store = new FlakyStore()
     store.modes.set('getApplication', 'async')

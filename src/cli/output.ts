@@ -38,11 +38,11 @@ export function json(value: unknown): string {
   return `${JSON.stringify(value, null, 2)}\n`
 }
 
-// Names and other stored text may hold line breaks or control characters; a table row
-// must stay one line and must not drive the terminal.
+// Names and other stored text may hold line breaks, control or format characters (names
+// stored before the rules that refuse them); a table row must stay one line, must not drive
+// the terminal, and must not be reordered (U+202E) or padded by anything invisible.
 function oneLine(text: string): string {
-  // eslint-disable-next-line no-control-regex
-  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => (c === '\n' ? '\u21b5' : '?'))
+  return text.replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, (c) => (c === '\n' ? '\u21b5' : '?'))
 }
 
 function width(text: string): number {

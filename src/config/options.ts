@@ -7,6 +7,7 @@
 import type { GateRequest } from '../http/request.js'
 import type { HashQueueLimits } from '../secrets/hash-queue.js'
 import type { OAuthPages } from './pages-option.js'
+import type { CurrentUserOptions, OAuthPaths } from './endpoint-paths.js'
 import type { ScryptParams } from '../secrets/passwords.js'
 import type { ProxyHeadersOption, TrustProxyOption } from '../http/proxy.js'
 import type { RequestIds, RequestIdOptions } from '../http/request-id.js'
@@ -95,18 +96,6 @@ export interface BasicOptions {
   scrypt?: Partial<ScryptParams>
 }
 
-/** Where the OAuth endpoints live; `false` turns one off. */
-export interface OAuthPaths {
-  /** Default `/oauth/authorize`. */
-  authorize?: string | false
-  /** Default `/oauth/access_token`. */
-  token?: string | false
-  /** RFC 7009 revocation. Default `/oauth/revoke`. */
-  revoke?: string | false
-  /** RFC 8414 metadata. Default `/.well-known/oauth-authorization-server`. */
-  metadata?: string | false
-}
-
 /** OAuth 2.0: the authorization server and access tokens. */
 export interface OAuthOptions {
   /** Accept `Authorization: Bearer <token>` beside the platform's `OAuth <token>`. Default `true`. */
@@ -164,14 +153,6 @@ export interface OAuthOptions {
    * 60 per minute; `false` turns it off.
    */
   throttle?: RatePolicyOptions | false
-}
-
-/** Where the gate serves the current-user record; `false` turns the endpoints off. */
-export interface CurrentUserOptions {
-  /** Default `['/api/users/current.json', '/users/current.json']`. */
-  json?: readonly string[]
-  /** Default `['/users/current.xml']`. */
-  xml?: readonly string[]
 }
 
 /**
@@ -266,6 +247,14 @@ export interface GateOptions {
   trustProxy?: TrustProxyOption
   /** Which proxy headers trusted proxies set. Default `'x-forwarded'`. */
   proxyHeaders?: ProxyHeadersOption
+  /**
+   * Origins besides the gate's own (`https://portal.example.org`) whose pages may change the
+   * account through the API key, application and connected-apps endpoints: a portal front
+   * end served from another origin. Default none: a change whose `Sec-Fetch-Site` is not
+   * `same-origin`, or whose `Origin` is another, is refused (403 `same_origin_required`).
+   * @see docs/guides/api-key-endpoints.md
+   */
+  trustedOrigins?: readonly string[]
   /** Accept the SODA 1.0 query parameter `app_token` beside `$$app_token`. Default `true`. */
   legacyAppTokenParam?: boolean
   /**
@@ -358,6 +347,8 @@ export interface ResolvedConfig {
   /** `trustProxy: true`: every peer is a proxy whose headers are believed. */
   readonly trustsEveryProxy: boolean
   readonly proxyHeaders: ProxyHeadersOption
+  /** `trustedOrigins` and `oauth.issuer`'s origin, serialized as `URL#origin`. */
+  readonly trustedOrigins: ReadonlySet<string>
   readonly legacyAppTokenParam: boolean
   readonly storeTimeoutMs: number
   readonly bodyTimeoutMs: number

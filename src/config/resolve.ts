@@ -53,16 +53,16 @@ import type {
   ApplicationOptions,
   BasicOptions,
   ConnectedAppsOptions,
-  CurrentUserOptions,
   GateOptions,
   OAuthOptions,
-  OAuthPaths,
   RatePolicyOptions,
   ResolvedConfig,
   ResolvedPolicy,
   ThrottleOptions,
 } from './options.js'
 import { dependentOption } from './features.js'
+import type { CurrentUserOptions, OAuthPaths } from './endpoint-paths.js'
+import { isIssuer, resolveTrustedOrigins } from './origins.js'
 import { resolveUsage } from '../usage/options.js'
 import { resolveMetrics } from '../telemetry/metrics.js'
 import type { GateStore, RateStore } from '../store/store.js'
@@ -70,7 +70,7 @@ import { booleanOption, optionNames, optionsObject, paths, positiveInteger, reje
 
 /** Every top-level option of `createGate`. */
 export const GATE_OPTION_NAMES = optionNames<GateOptions>({
-  store: true, rateStore: true, applicationCacheMs: true, apiKeyEndpoints: true, connectedApps: true, applications: true, throttle: true, trustProxy: true, proxyHeaders: true, legacyAppTokenParam: true, storeTimeoutMs: true, bodyTimeoutMs: true,
+  store: true, rateStore: true, applicationCacheMs: true, apiKeyEndpoints: true, connectedApps: true, applications: true, throttle: true, trustProxy: true, proxyHeaders: true, trustedOrigins: true, legacyAppTokenParam: true, storeTimeoutMs: true, bodyTimeoutMs: true,
   basic: true, oauth: true, currentUser: true, realm: true, usage: true,
   metrics: true, logger: true, requestId: true,
 })
@@ -119,6 +119,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
     trustsAnyProxy: proxies.trustsAnyProxy,
     trustsEveryProxy: proxies.trustsEveryProxy,
     proxyHeaders: proxies.proxyHeaders,
+    trustedOrigins: resolveTrustedOrigins(options.trustedOrigins, oauth.issuer),
     legacyAppTokenParam: booleanOption('legacyAppTokenParam', options.legacyAppTokenParam, true),
     storeTimeoutMs,
     bodyTimeoutMs,
@@ -304,12 +305,6 @@ function resolveOAuth(input: OAuthOptions | false | undefined): ResolvedConfig['
     throttle: budget(throttle),
     rememberConsent: booleanOption('oauth.rememberConsent', oauth.rememberConsent, false),
   }
-}
-
-function isIssuer(value: unknown): boolean {
-  if (typeof value !== 'string' || !URL.canParse(value)) return false
-  const url = new URL(value)
-  return url.protocol === 'https:' && url.search === '' && url.hash === '' && !value.includes('?') && !value.includes('#')
 }
 
 /** `currentUser`: where the current-user record is served, in JSON and in XML. */

@@ -17,6 +17,11 @@
  *   header without a CORS preflight the gate never grants. A page gets the token from the
  *   `X-CSRF-Token` response header of any GET to these endpoints made on a session.
  *
+ * Whatever the credentials, a change sent by a page of another site or origin is refused
+ * (403 `same_origin_required`, `../http/cross-site.ts`): a browser attaches Basic
+ * credentials it was given after a `basic.challenge` prompt to a forged form post as it
+ * does cookies.
+ *
  * An OAuth access token or an API key gets 403 `first_party_credentials_required`, for
  * reading as for changing: a third-party application the user approved once could
  * otherwise mint itself an API key that outlives its revocation on the connected-apps page,
@@ -38,6 +43,7 @@ import { headerValue, type GateRequest, type GateResponse } from '../http/reques
 import { jsonResponse } from '../http/responses.js'
 import type { ResolvedConfig } from '../config/options.js'
 import { csrfToken, csrfValid, type LoginSessions } from './sign-in-session.js'
+import { crossSiteProblem } from '../http/cross-site.js'
 import type { GateStore } from '../store/store.js'
 
 /** Which of these endpoints a path is: a collection (`id` null), one item, or a part of one (`/secret`, `/usage`). */
@@ -62,7 +68,7 @@ interface Caller {
 const PRIVATE = { 'cache-control': 'private, no-store', vary: 'Authorization, Cookie' }
 
 /** The options these endpoints read: where they are, and the host's own sign-in. */
-export type SelfServiceConfig = Pick<ResolvedConfig, 'apiKeyEndpoints' | 'connectedApps'> & {
+export type SelfServiceConfig = Pick<ResolvedConfig, 'apiKeyEndpoints' | 'connectedApps' | 'trust' | 'proxyHeaders' | 'trustedOrigins'> & {
   readonly applications: Pick<ResolvedConfig['applications'], 'path'>
 } & { readonly oauth: Pick<ResolvedConfig['oauth'], 'authenticateUser' | 'enabled'> }
 
@@ -137,6 +143,9 @@ export class SelfService {
       })
     }
     if (!context.secure) throw new PlatformError('https_required', 'These endpoints are served over https only')
+    // Before the credentials: a browser attaches Basic credentials and cookies to a forged request alike.
+    const crossSite = method === 'GET' ? undefined : crossSiteProblem(request, context.secure, this.#config)
+    if (crossSite !== undefined) throw new PlatformError('same_origin_required', `A change to the account must come from this site's own pages, and ${crossSite}`)
     const caller = await this.#caller(request, context)
     if (caller === undefined) throw new PlatformError('authentication_required', 'Sign in, or send your password, to manage your own API keys and applications')
     if (caller.via === 'oauth' || caller.via === 'api-key') throw notFirstParty(caller.via)

@@ -8,6 +8,7 @@
 import { isPlausibleAppToken, MAX_APP_TOKEN_LENGTH } from '../rules/credential-shapes.js'
 import { NotFoundError, PlatformError, retryAfterSeconds, ThrottledError } from '../errors.js'
 import { noSuchUser } from './users.js'
+import { checkApplicationName } from './application-names.js'
 import type { RatePolicyOptions } from '../config/options.js'
 import { registrationsRateKey } from '../limits/rate-keys.js'
 import type { Throttle } from '../pipeline/throttle.js'
@@ -187,7 +188,7 @@ export class Applications {
     optionsObject('register()', input, REGISTER_FIELDS)
     const secretToken = input.secretToken === undefined ? randomToken(32) : checkImportedSecret('secretToken', input.secretToken)
     const appToken = input.appToken === undefined ? randomToken(18) : checkImportedAppToken(input.appToken)
-    const fields = { name: checkName(input.name), callbackPrefix: checkCallbackPrefix(input.callbackPrefix ?? null, this.#allowLoopback), limit: checkLimit(input.limit ?? null) }
+    const fields = { name: checkApplicationName(input.name), callbackPrefix: checkCallbackPrefix(input.callbackPrefix ?? null, this.#allowLoopback), limit: checkLimit(input.limit ?? null) }
     const ownerId = checkOwnerId(input.ownerId ?? null)
     if (ownerId !== null && hasSlice(this.#store, 'users') && (await this.#store.getUser(ownerId)) === undefined) throw noSuchUser(ownerId)
     if (input.appToken !== undefined && (await this.#store.getApplication(appToken)) !== undefined) {
@@ -219,7 +220,7 @@ export class Applications {
     optionsObject('registerOwn()', input, ['ownerId', 'name', 'callbackPrefix'])
     const ownerId = checkOwnerId(input.ownerId)
     if (ownerId === null) throw new TypeError('open-data-gate: registerOwn() needs the ownerId of the user registering')
-    const fields = { name: checkName(input.name), callbackPrefix: checkCallbackPrefix(input.callbackPrefix ?? null, this.#allowLoopback), limit: null }
+    const fields = { name: checkApplicationName(input.name), callbackPrefix: checkCallbackPrefix(input.callbackPrefix ?? null, this.#allowLoopback), limit: null }
     if (hasSlice(this.#store, 'users') && (await this.#store.getUser(ownerId)) === undefined) throw noSuchUser(ownerId)
     const waitMs = await this.#rules.spendRegistration(ownerId)
     if (waitMs > 0) throw new ThrottledError(`Too many applications registered lately; retry in ${retryAfterSeconds(waitMs)} seconds`, waitMs)
@@ -262,7 +263,7 @@ export class Applications {
   async update(appToken: string, changes: UpdateApplication): Promise<Application> {
     optionsObject('applications.update() changes', changes, APPLICATION_FIELDS)
     const patch: { name?: string; callbackPrefix?: string | null; limit?: number | null; updatedAt: number } = { updatedAt: Date.now() }
-    if (changes.name !== undefined) patch.name = checkName(changes.name)
+    if (changes.name !== undefined) patch.name = checkApplicationName(changes.name)
     if (changes.callbackPrefix !== undefined) patch.callbackPrefix = checkCallbackPrefix(changes.callbackPrefix, this.#allowLoopback)
     if (changes.limit !== undefined) patch.limit = checkLimit(changes.limit)
     const record = await this.#store.updateApplication(appToken, patch)
@@ -370,13 +371,6 @@ export function checkImportedSecret(field: string, secret: unknown): string {
   return secret
 }
 
-function checkName(name: unknown): string {
-  if (typeof name !== 'string' || name.trim() === '' || name.length > 200) {
-    throw new TypeError('open-data-gate: an application name must be a non-empty string of at most 200 characters')
-  }
-  assertStorable('an application name', name)
-  return name.trim()
-}
 
 function checkLimit(limit: unknown): number | null {
   if (limit === null) return null

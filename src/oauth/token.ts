@@ -12,8 +12,8 @@
  *
  * @see docs/platform-rules.md "Exchange code for access token"; SECURITY.md "Checklist", "Token endpoint" and "Codes"
  */
-import type { AccessTokens } from '../management/access-tokens.js'
-import { OAuthError, PlatformError } from '../errors.js'
+import type { AccessTokens, IssuedAccessToken } from '../management/access-tokens.js'
+import { NotFoundError, OAuthError } from '../errors.js'
 import type { Emit } from '../events.js'
 import type { GateRequest, GateResponse } from '../http/request.js'
 import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, Params, queryParams } from '../http/params.js'
@@ -94,7 +94,7 @@ export class TokenEndpoints {
     checkPkce(record, params.get('code_verifier'))
     if ((await this.#store.getUser(record.userId)) === undefined) throw new OAuthError('invalid_grant', 'The user who approved the request no longer exists')
 
-    const issued = await this.#tokens.issue({ userId: record.userId, appToken: application.appToken, codeHash })
+    const issued = await this.#issue(record.userId, application.appToken, codeHash)
     if (!(await this.#store.consumeAuthorizationCode(codeHash, Date.now()))) {
       // Another exchange of this code won the compare-and-set: this one is a replay.
       throw await this.#replayed(record, client)
@@ -110,6 +110,22 @@ export class TokenEndpoints {
       status: 200,
       headers: { 'content-type': 'application/json; charset=utf-8', ...NO_STORE },
       body: JSON.stringify({ access_token: issued.accessToken, token_type: 'bearer', expires_in: issued.expiresIn }),
+    }
+  }
+
+  /**
+   * The token, or the RFC 6749 error of a record deleted since it was read: the application
+   * (deleted after it authenticated) is `invalid_client`, the user `invalid_grant`.
+   */
+  async #issue(userId: string, appToken: string, codeHash: string): Promise<IssuedAccessToken> {
+    try {
+      return await this.#tokens.issue({ userId, appToken, codeHash })
+    } catch (error) {
+      if (!(error instanceof NotFoundError)) throw error
+      if ((await this.#store.getApplication(appToken)) === undefined) {
+        throw new OAuthError('invalid_client', 'The client was deleted during the request', { headers: { 'www-authenticate': `Basic realm="${this.#clientAuth.realm}"` } })
+      }
+      throw new OAuthError('invalid_grant', 'The user who approved the request no longer exists')
     }
   }
 
@@ -133,7 +149,7 @@ export class TokenEndpoints {
   async #readParams(request: GateRequest, client: ClientInfo, endpoint: 'token' | 'revoke', names: readonly string[]): Promise<Params> {
     if (request.method !== 'POST') throw new OAuthError('invalid_request', `The ${endpoint} endpoint accepts POST only`, { headers: { allow: 'POST' } })
     const body = await bodyParams(request, BODY_LIMIT, this.#bodyTimeoutMs)
-    if (body === 'timeout') throw new PlatformError('request_timeout', 'The request body did not arrive in time', { headers: CONNECTION_CLOSE })
+    if (body === 'timeout') throw new OAuthError('request_timeout', 'The request body did not arrive in time', { headers: CONNECTION_CLOSE })
     if (typeof body === 'string' && CLOSE_AFTER[body]) throw new OAuthError('invalid_request', BODY_PROBLEMS[body], { headers: CONNECTION_CLOSE })
     if (!client.secure) {
       await this.#sentInClear(request, Params.merge(queryParams(request.url), typeof body === 'string' ? new Params() : body), endpoint, client)

@@ -36,9 +36,11 @@ export interface GateDecision {
 
 /**
  * The message of `open-data-gate:handle`. The request is a copy made for the trace: the
- * path without its query, and the headers with the values of `authorization`,
- * `proxy-authorization` and `cookie` replaced by `[redacted]` (credentials and session
- * cookies never reach a subscriber; the app token does, as it is no secret).
+ * path without its query, and the headers by name, the value only of those on a short list
+ * ({@link TRACED_HEADERS}: `host`, `user-agent`, `content-type`, `x-app-token`, the proxy
+ * and `sec-fetch-*` headers, ...), every other value `[redacted]` (credentials, cookies and
+ * CSRF tokens never reach a subscriber, whatever header carries them; the app token does,
+ * as it is no secret).
  */
 export interface HandleMessage {
   readonly request: {
@@ -94,12 +96,40 @@ export function traced(channels: Channels<never> | Channels<HandleMessage> | Cha
 }
 
 const REDACTED = '[redacted]'
-const SECRET_HEADERS = new Set(['authorization', 'proxy-authorization', 'cookie'])
+/**
+ * The headers a trace carries as sent: the ones that describe a request without holding a
+ * credential. Every other header a request has is carried by name with its value
+ * `[redacted]`, whatever it is called: a host's own credential header (`x-api-key`), the
+ * CSRF header (the value of the CSRF cookie), a session cookie under any name.
+ */
+const TRACED_HEADERS: ReadonlySet<string> = new Set([
+  'accept',
+  'accept-encoding',
+  'accept-language',
+  'content-length',
+  'content-type',
+  'forwarded',
+  'host',
+  'origin',
+  'sec-fetch-dest',
+  'sec-fetch-mode',
+  'sec-fetch-site',
+  'traceparent',
+  'tracestate',
+  'user-agent',
+  'x-app-token',
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-request-id',
+])
 
-/** The request as a trace shows it: no query, no credentials. */
+/** The request as a trace shows it: no query, and only the values of {@link TRACED_HEADERS}. */
 export function tracedRequest(request: GateRequest): HandleMessage['request'] {
   const headers: Record<string, HeaderValue> = {}
-  for (const name in request.headers) headers[name] = SECRET_HEADERS.has(name) && request.headers[name] !== undefined ? REDACTED : request.headers[name]
+  for (const name in request.headers) {
+    const value = request.headers[name]
+    if (value !== undefined) headers[name] = TRACED_HEADERS.has(name) ? value : REDACTED
+  }
   const q = request.url.indexOf('?')
   return { method: request.method, path: q === -1 ? request.url : request.url.slice(0, q), headers }
 }

@@ -172,8 +172,8 @@ function checkResponse(world: CheckedWorld, request: HostileRequest, route: Rout
     if (headers['x-error-code'] !== code) problems.push('X-Error-Code differs from the body')
     if (headers['x-error-message'] !== String(object.message).replace(/[^\x20-\x7e]/g, '?')) problems.push('X-Error-Message differs from the body')
     // The token and revocation endpoints speak RFC 6749, but for what happens before the
-    // request is understood as one: a throttle, a body too slow, a proxy left untrusted.
-    if ((route === 'token' || route === 'revoke') && !['too_many_requests', 'request_timeout', 'proxy_not_trusted'].includes(code)) problems.push(`a platform error ${code} from the ${route} endpoint, which speaks RFC 6749`)
+    // request is understood as one: a throttle, a proxy left untrusted.
+    if ((route === 'token' || route === 'revoke') && !['too_many_requests', 'proxy_not_trusted'].includes(code)) problems.push(`a platform error ${code} from the ${route} endpoint, which speaks RFC 6749`)
     if (status === 429 && !/^\d+$/.test(String(headers['retry-after']))) problems.push('a 429 without Retry-After')
     return
   }
