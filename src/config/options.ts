@@ -222,7 +222,8 @@ export interface ApplicationOptions {
   /**
    * How long a secret token replaced by `rotateSecret` (or `POST <path>/<appToken>/secret`)
    * keeps working at the token and revocation endpoints, in ms, so that a deployed client
-   * can be updated without an outage. 0 retires it at once. Default 24 hours.
+   * can be updated without an outage. 0 retires it at once. At most 7 days. Default 1 hour.
+   * A rotation can choose its own grace (`graceMs`, 0 after a leak).
    */
   secretGraceMs?: number
 }
