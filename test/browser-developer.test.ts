@@ -158,7 +158,7 @@ describe.skipIf(!chromiumAvailable)('the developer settings page in Chromium', (
     expect(await page.locator('#secret-token').count()).toBe(0)
   })
 
-  it('charts an application’s traffic, rotates its secret with a grace, renames and deletes it', async () => {
+  it('charts an application’s traffic, rotates its secret with a grace and then at once after a leak, renames and deletes it', async () => {
     const { page, problems } = await open()
     const { gate } = (running as PortalInChromium).portal
     await signIn(page)
