@@ -88,7 +88,7 @@ export async function rotateSecret(store: GateStore, appToken: string, graceMs: 
  * already has its new secret, so nothing that was updated breaks. The store has no
  * compare-and-set for this; a rotation that lands between the read and this write loses
  * its own grace, which fails safe (the new secret works).
- * @returns whether there was a previous secret to retire
+ * @returns `false` when the application is gone
  */
 export async function retirePreviousSecret(store: GateStore, record: ApplicationRecord): Promise<boolean> {
   const updated = await store.updateApplication(record.appToken, { previousSecretHash: null, previousSecretExpiresAt: null, updatedAt: Date.now() })
