@@ -241,7 +241,9 @@ ${cards.length === 0 ? '<p>You have not registered an application yet.</p>' : ca
 <h4>Last 24 hours, by hour</h4>${usage === undefined ? unavailable : usageChart(usage[0].buckets, { granularity: 'hour', title: `${app.name}: requests in the last 24 hours`, id: `hours-${app.appToken}` })}
 <h4>Last 30 days, by day</h4>${usage === undefined ? unavailable : usageChart(usage[1].buckets, { granularity: 'day', title: `${app.name}: requests in the last 30 days`, id: `days-${app.appToken}` })}
 <form method="post" action="${action}/name">${csrf}<label>New name <input name="name" required maxlength="200" value="${name}"></label><button>Rename</button></form>
-<form method="post" action="${action}/secret">${csrf}<p>A new secret token replaces this one; the current one keeps working for a while, so your server can be updated first.</p><button>New secret token</button></form>
+<form method="post" action="${action}/secret">${csrf}<fieldset><legend>A new secret token replaces this one. The current one:</legend>
+<label><input type="radio" name="previous" value="grace" checked> keeps working for a short grace (its end is shown next), so your server can be updated first</label>
+<label><input type="radio" name="previous" value="retire"> stops working now: it leaked</label></fieldset><button>New secret token</button></form>
 <p><a class="danger" href="${action}/delete">Delete ${name}</a></p></article>`
   }
 
@@ -313,7 +315,8 @@ ${cards.length === 0 ? '<p>You have not registered an application yet.</p>' : ca
     const session = formSession(req, res)
     const app = session === undefined ? undefined : await ownApplication(req, res, session)
     if (session === undefined || app === undefined) return
-    const secretToken = await gate.applications.rotateSecret(app.appToken)
+    // After a leak the old secret must stop now; otherwise it gets the gate's grace (applications.secretGraceMs).
+    const secretToken = await gate.applications.rotateSecret(app.appToken, field(req, 'previous') === 'retire' ? { graceMs: 0 } : {})
     const expiresAt = (await gate.applications.find(app.appToken))?.previousSecretExpiresAt ?? null
     const until =
       expiresAt === null || expiresAt <= Date.now()

@@ -23,7 +23,7 @@ const OVERSIZED = new Map([
 ])
 
 let failed = false
-const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard', 'src', 'adapters'], { encoding: 'utf8' }).split('\n')
+const files = new Set(execFileSync('git', ['ls-files', '-co', '--exclude-standard', 'src', 'adapters'], { encoding: 'utf8' }).split('\n'))
 for (const file of files) {
   if (!/\.(ts|mts|cts)$/.test(file) || /^src\/store\/(memory|redis|postgres)\//.test(file)) continue
   let lines

@@ -103,12 +103,16 @@ export interface ApiKeyRevokedEvent {
 }
 
 /**
- * An application's client secret was sent over plain http, and it was the right one. The
- * gate does not rotate it (that would break the application at once): rotate it with
- * `gate.applications.rotateSecret(appToken)` and give the application the new one.
+ * An application's client secret was sent over plain http, and it was a right one. The
+ * current secret is not rotated (that would break the application at once): rotate it with
+ * `gate.applications.rotateSecret(appToken, { graceMs: 0 })` and give the application the
+ * new one. The previous secret of a rotation, still in its grace, is retired at once (the
+ * application already has its new one).
  */
 export interface ClientSecretExposedEvent {
   readonly appToken: string
+  /** Which secret was seen: `'current'` (still valid: rotate it), or `'previous'` (retired by the gate now). */
+  readonly secret: 'current' | 'previous'
   readonly ip: string
   /** The request's id (`X-Request-Id`), or `undefined` with `requestId: false`. */
   readonly requestId: string | undefined

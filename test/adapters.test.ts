@@ -459,7 +459,7 @@ describe.each(FRAMEWORKS)('$name adapter', (framework) => {
       const later = await post('/oauth/access_token').type('form').send(form).expect(400)
       expect(later.body.error).toBe('invalid_grant')
       // The right client secret was seen in clear: reported, not rotated (the application keeps working).
-      expect(exposed).toEqual([{ appToken: client.appToken, ip: '127.0.0.1', requestId: expect.any(String) }])
+      expect(exposed).toEqual([{ appToken: client.appToken, secret: 'current', ip: '127.0.0.1', requestId: expect.any(String) }])
       expect(await gate.applications.verifySecret(client.appToken, client.secretToken)).toBe(true)
     })
 

@@ -220,6 +220,44 @@ describe('the application endpoints', () => {
     expect(json<AppJson>(await send('GET', `/api/applications/${app.appToken}`)).previousSecretExpiresAt).toBeNull()
   })
 
+  it('keeps the replaced secret 1 hour by default, and retires it at once with graceMs 0 in the body or the query', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    vi.setSystemTime(Date.UTC(2026, 0, 1))
+    const { gate, send, json, register } = await setUp()
+    const app = await register('Rotating')
+    const graced = json<AppJson>(await send('POST', `/api/applications/${app.appToken}/secret`))
+    expect(graced.previousSecretExpiresAt).toBe('2026-01-01T01:00:00.000Z')
+    expect(await gate.applications.verifySecret(app.appToken, app.secretToken!)).toBe(true)
+    // A leak: the secret in use and the one still in its grace both stop now.
+    const leaked = await send('POST', `/api/applications/${app.appToken}/secret`, { body: { graceMs: 0 } })
+    expect(leaked.status, leaked.body).toBe(200)
+    const now = json<AppJson>(leaked)
+    expect(now.previousSecretExpiresAt).toBeNull()
+    expect(await gate.applications.verifySecret(app.appToken, graced.secretToken!)).toBe(false)
+    expect(await gate.applications.verifySecret(app.appToken, app.secretToken!)).toBe(false)
+    expect(await gate.applications.verifySecret(app.appToken, now.secretToken!)).toBe(true)
+    const inQuery = json<AppJson>(await send('POST', `/api/applications/${app.appToken}/secret?graceMs=0`))
+    expect(await gate.applications.verifySecret(app.appToken, now.secretToken!)).toBe(false)
+    const asText = json<AppJson>(await send('POST', `/api/applications/${app.appToken}/secret`, { body: { graceMs: '600000' } }))
+    expect(asText.previousSecretExpiresAt).toBe('2026-01-01T00:10:00.000Z')
+    expect(await gate.applications.verifySecret(app.appToken, inQuery.secretToken!)).toBe(true)
+  })
+
+  it('refuses a graceMs that is not a whole number of ms up to 7 days with 400, and rotates nothing', async () => {
+    const { gate, send, json, register } = await setUp()
+    const app = await register('Rotating')
+    for (const graceMs of [-1, 1.5, 604_800_001, 'soon', '', '1e3', true, { ms: 0 }]) {
+      const refused = await send('POST', `/api/applications/${app.appToken}/secret`, { body: { graceMs } })
+      expect(refused.status, JSON.stringify(graceMs)).toBe(400)
+      expect(json<{ code: string; message: string }>(refused)).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/graceMs must be a whole number of milliseconds from 0|values are strings/) })
+    }
+    const twice = await send('POST', `/api/applications/${app.appToken}/secret?graceMs=0`, { body: { graceMs: 0 } })
+    expect([twice.status, json<{ message: string }>(twice).message]).toEqual([400, 'graceMs was sent more than once'])
+    expect((await send('POST', `/api/applications/${app.appToken}/secret?graceMs=later`)).status).toBe(400)
+    expect(await gate.applications.verifySecret(app.appToken, app.secretToken!)).toBe(true)
+    expect((await gate.applications.find(app.appToken))?.previousSecretExpiresAt).toBeNull()
+  })
+
   it('gives the application’s usage by bucket, empty buckets included, and refuses a bad range with 400', async () => {
     vi.useFakeTimers({ toFake: ['Date'] })
     const hour = Date.UTC(2026, 0, 1, 10)

@@ -3,7 +3,7 @@ import { createGate, MemoryStore, NotFoundError } from '../src/index.js'
 import { timingSafeEqual } from 'node:crypto'
 import type * as Crypto from 'node:crypto'
 import { sha256 } from '../src/secrets/tokens.js'
-import { applicationSecretMatches } from '../src/management/applications.js'
+import { applicationSecretMatches } from '../src/management/secret-rotation.js'
 import { application } from '../src/testing/fixtures.js'
 import { captureWarnings } from './support/warnings.js'
 
@@ -42,7 +42,7 @@ describe('applications', () => {
     expect(await gate.applications.verifySecret(appToken, next)).toBe(true)
   })
 
-  it('keeps the replaced secret working for 24 hours by default, then refuses it; a second rotation retires the first secret at once', async () => {
+  it('keeps the replaced secret working for 1 hour by default, then refuses it; a second rotation retires the first secret at once', async () => {
     vi.useFakeTimers({ toFake: ['Date'] })
     vi.setSystemTime(Date.UTC(2026, 0, 1))
     const store = new MemoryStore()
@@ -51,13 +51,13 @@ describe('applications', () => {
     const second = await gate.applications.rotateSecret(appToken)
     expect(await gate.applications.verifySecret(appToken, first)).toBe(true)
     expect(await gate.applications.verifySecret(appToken, second)).toBe(true)
-    expect((await gate.applications.find(appToken))?.previousSecretExpiresAt).toBe(Date.UTC(2026, 0, 2))
+    expect((await gate.applications.find(appToken))?.previousSecretExpiresAt).toBe(Date.UTC(2026, 0, 1, 1))
     // Only hashes are kept, the previous one included.
     expect(JSON.stringify(store.getApplication(appToken))).not.toContain(first)
     expect(store.getApplication(appToken)?.previousSecretHash).toBe(sha256(first))
-    vi.setSystemTime(Date.UTC(2026, 0, 2) - 1)
+    vi.setSystemTime(Date.UTC(2026, 0, 1, 1) - 1)
     expect(await gate.applications.verifySecret(appToken, first)).toBe(true)
-    vi.setSystemTime(Date.UTC(2026, 0, 2))
+    vi.setSystemTime(Date.UTC(2026, 0, 1, 1))
     expect(await gate.applications.verifySecret(appToken, first)).toBe(false)
     expect(await gate.applications.verifySecret(appToken, second)).toBe(true)
     const third = await gate.applications.rotateSecret(appToken, { graceMs: 60_000 })
@@ -93,9 +93,22 @@ describe('applications', () => {
     expect(await gate.applications.verifySecret(appToken, secretToken)).toBe(true)
     vi.setSystemTime(Date.UTC(2026, 0, 1) + 1000)
     expect(await gate.applications.verifySecret(appToken, secretToken)).toBe(false)
-    await expect(gate.applications.rotateSecret(appToken, { graceMs: -1 })).rejects.toThrow(/graceMs must be 0 or a positive integer/)
+    for (const graceMs of [-1, 1.5, 604_800_001, '0', null]) {
+      await expect(gate.applications.rotateSecret(appToken, { graceMs: graceMs as number })).rejects.toThrow(/graceMs must be a whole number of milliseconds from 0 \(retire the old secret now\) to 604800000/)
+    }
     expect(() => createGate({ applications: { secretGraceMs: 1.5 } })).toThrow(/applications.secretGraceMs/)
     await expect(gate.applications.rotateSecret('no-such-app')).rejects.toBeInstanceOf(NotFoundError)
+  })
+
+  it('bounds the grace of a rotated secret at 7 days, in the gate options and in a rotation', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    vi.setSystemTime(Date.UTC(2026, 0, 1))
+    expect(() => createGate({ applications: { secretGraceMs: 604_800_001 } })).toThrow(/applications.secretGraceMs must be a whole number of milliseconds from 0 .* to 604800000/)
+    const gate = createGate({ applications: { secretGraceMs: 604_800_000 } })
+    const { appToken } = await gate.applications.register({ name: 'a' })
+    await gate.applications.rotateSecret(appToken, { graceMs: 604_800_000 })
+    expect((await gate.applications.find(appToken))?.previousSecretExpiresAt).toBe(Date.UTC(2026, 0, 8))
+    await expect(gate.applications.rotateSecret(appToken, { graceMs: 604_800_001 })).rejects.toThrow(TypeError)
   })
 
   it('records who registered an application and lists one owner\'s only; an operator\'s has no owner', async () => {

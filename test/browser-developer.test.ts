@@ -5,7 +5,7 @@
  * an API key there and use it from a script, sign in to the new application through
  * OAuth, then revoke it on the connected-apps page and see its token refused; see an
  * application's traffic on its usage chart, rotate its secret (the old one accepted for the
- * grace, then refused), rename and delete it there.
+ * grace, then refused; or refused at once after a leak), rename and delete it there.
  * Screenshots of each page go to test-artifacts/ (gitignored).
  *
  * Skipped, with a notice, where Chromium is not installed; `.ci/run` installs it.
@@ -158,7 +158,7 @@ describe.skipIf(!chromiumAvailable)('the developer settings page in Chromium', (
     expect(await page.locator('#secret-token').count()).toBe(0)
   })
 
-  it('charts an application’s traffic, rotates its secret with a grace, renames and deletes it', async () => {
+  it('charts an application’s traffic, rotates its secret with a grace and then at once after a leak, renames and deletes it', async () => {
     const { page, problems } = await open()
     const { gate } = (running as PortalInChromium).portal
     await signIn(page)
@@ -233,6 +233,19 @@ describe.skipIf(!chromiumAvailable)('the developer settings page in Chromium', (
 
     await page.goto(`${origin}/profile/edit/developer_settings`)
     expect(await page.content()).not.toContain(newSecret)
+    // After a leak: the secret in use, and the one still in its grace, stop at once.
+    await card.getByLabel('stops working now: it leaked').check()
+    await card.getByRole('button', { name: 'New secret token' }).click()
+    await page.getByRole('status').waitFor()
+    await expect(page.getByRole('status').textContent()).resolves.toContain('The previous secret token no longer works.')
+    const afterLeak = (await page.locator('#new-secret-token').textContent()) as string
+    await shot(page, 'developer-settings-secret-leaked')
+    await expect(exchange(newSecret)).resolves.toBe('invalid_client')
+    await expect(exchange(oldSecret)).resolves.toBe('invalid_client')
+    await expect(exchange(afterLeak)).resolves.toBe('invalid_grant')
+    await expect(gate.applications.find(appToken)).resolves.toMatchObject({ previousSecretExpiresAt: null })
+    await page.goto(`${origin}/profile/edit/developer_settings`)
+    expect(await page.content()).not.toContain(afterLeak)
     await card.getByLabel('New name').fill('Ferry & tram times')
     await card.getByRole('button', { name: 'Rename' }).click()
     await expect(card.getByRole('heading', { level: 3 }).textContent()).resolves.toBe('Ferry & tram times')

@@ -226,6 +226,8 @@ describe('open-data-gate command line', () => {
     [['apps', 'show', 'nope', ...S], 'no application with app token nope'],
     [['apps', 'set-limit', 'nope', '10', ...S], 'No application has the app token "nope"'],
     [['apps', 'rotate-secret', 'nope', ...S], 'No application has the app token "nope"'],
+    [['apps', 'rotate-secret', 'nope', '--grace-ms', 'soon', ...S], '--grace-ms must be a whole number of milliseconds from 0 (retire the old secret now) to 604800000 (7 days), not "soon"'],
+    [['apps', 'rotate-secret', 'nope', '--grace-ms', '0', '--retire-now', ...S], 'give --retire-now or --grace-ms, not both'],
     [['keys', 'rotate', 'nope', ...S], 'No active API key has the id "nope"'],
     [['apps', 'delete', 'nope', ...S], 'no application with app token nope'],
     [['apps', 'register', '--name', 'x', '--callback-prefix', 'http://x.example/', ...S], 'callbackPrefix must be an absolute https URL'],
@@ -300,6 +302,30 @@ describe('open-data-gate command line', () => {
     expect(differ.stderr).toContain('the two passwords differ; nothing was changed')
   })
 
+  it('keeps the old secret for the gate\'s grace by default, and retires it at once with --retire-now or --grace-ms 0', async () => {
+    const store = new MemoryStore()
+    const { exec } = harness(store)
+    const gate = createGate({ store })
+    const app = await gate.applications.register({ name: 'Dash' })
+    const rotate = async (...flags: string[]) => {
+      const ran = await exec(['apps', 'rotate-secret', app.appToken, ...flags, ...S])
+      expect([ran.code, ran.stderr]).toEqual([0, ''])
+      return ran.stdout
+    }
+    const graced = await rotate()
+    expect(graced).toMatch(/previous secret: +works until \d{4}-\d\d-\d\d/)
+    expect(await gate.applications.verifySecret(app.appToken, app.secretToken)).toBe(true)
+    expect((await gate.applications.find(app.appToken))?.previousSecretExpiresAt).toBeGreaterThan(Date.now() + 3_500_000)
+    for (const flags of [['--retire-now'], ['--grace-ms', '0']]) {
+      expect(await rotate(...flags)).toMatch(/previous secret: +stopped working now/)
+      expect((await gate.applications.find(app.appToken))?.previousSecretExpiresAt).toBeNull()
+    }
+    expect(await gate.applications.verifySecret(app.appToken, app.secretToken)).toBe(false)
+    const tooLong = await exec(['apps', 'rotate-secret', app.appToken, '--grace-ms', '604800001', ...S])
+    expect(tooLong.code).toBe(1)
+    expect(tooLong.stderr).toContain('graceMs must be a whole number of milliseconds from 0 (retire the old secret now) to 604800000')
+  })
+
   it('edits hidden input as a terminal user expects', () => {
     expect(typeHidden('', 'abc\u007fd')).toEqual({ done: false, text: 'abd' })
     expect(typeHidden('ab', '\u0015xy\r')).toEqual({ done: true, text: 'xy' })
@@ -329,7 +355,7 @@ describe('open-data-gate command line', () => {
     const app = await json(['apps', 'register', '--name', 'Dash'])
     expect(await json(['apps', 'set-limit', app.appToken, '20'])).toMatchObject({ limit: 20 })
     expect(await json(['apps', 'set-limit', app.appToken, 'default'])).toMatchObject({ limit: null })
-    const rotatedApp = await json(['apps', 'rotate-secret', app.appToken])
+    const rotatedApp = await json(['apps', 'rotate-secret', app.appToken, '--retire-now'])
     const gate = createGate({ store })
     expect(await gate.applications.verifySecret(app.appToken, app.secretToken)).toBe(false)
     expect(await gate.applications.verifySecret(app.appToken, rotatedApp.secretToken)).toBe(true)

@@ -556,6 +556,26 @@ describe('token endpoint', () => {
     expect((await exchange({ code: 'x', client_secret: next }).expect(400)).body.error).toBe('invalid_grant')
   })
 
+  it('retires a previous client secret seen over plain http and reports it; it issues no token over https after, and the new one does', async () => {
+    const { gate, app, approve, exchange, authorizeUrl } = await start()
+    const next = await gate.applications.rotateSecret(app.appToken)
+    const exposed: unknown[] = []
+    gate.on('clientSecretExposed', (event) => exposed.push(event))
+    const fields = { grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT, client_id: app.appToken }
+    const basic = `Basic ${Buffer.from(`${app.appToken}:${app.secretToken}`).toString('base64')}`
+    // Posted, then in Basic.
+    for (const [headers, body] of [[{}, { ...fields, client_secret: app.secretToken }], [{ authorization: basic }, fields]] as const) {
+      const inClear = await gate.handle(coreRequest({ method: 'POST', url: '/oauth/access_token', tls: false, headers, readBody: async () => ({ kind: 'parsed', value: body }) }))
+      expect(inClear.type === 'respond' && inClear.response.status).toBe(400)
+    }
+    // Reported once: the second time it was no longer a secret of the application.
+    expect(exposed).toEqual([{ appToken: app.appToken, secret: 'previous', ip: '203.0.113.5', requestId: expect.any(String) }])
+    expect((await gate.applications.find(app.appToken))?.previousSecretExpiresAt).toBeNull()
+    const code = (await approve(authorizeUrl())).searchParams.get('code')!
+    expect((await exchange({ code }).expect(401)).body.error).toBe('invalid_client')
+    expect((await exchange({ code, client_secret: next }).expect(200)).body.access_token).toEqual(expect.any(String))
+  })
+
   it('answers bad client credentials with 401 invalid_client and a Basic challenge', async () => {
     const { exchange, post, app } = await start()
     const wrong = await exchange({ code: 'x', client_secret: 'wrong' }).expect(401)

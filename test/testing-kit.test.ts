@@ -83,6 +83,8 @@ describe('checkStore', () => {
       'applications: applies a patch and returns the new record, leaving other fields alone; undefined for an unknown token',
       'applications: applies concurrent patches of different fields without losing any',
       "applications: keeps a rotated secret's previous hash and its expiry, and clears them",
+      // Retiring the previous secret patches only it: a store that drops the rest loses the application's name and secret.
+      'a gate over the store: retires a rotated secret seen over plain http, so no instance on the store accepts it after, and keeps the new one',
     ])
   })
 

@@ -35,6 +35,7 @@ export const OPTIONS = {
   limit: { type: 'string' },
   'window-ms': { type: 'string' },
   'grace-ms': { type: 'string' },
+  'retire-now': { type: 'boolean' },
   user: { type: 'string' },
   app: { type: 'string' },
   username: { type: 'string' },

@@ -114,8 +114,15 @@ export const DEFAULT_MAX_APPLICATIONS_PER_USER = 20
 /** Registrations one user may make: 10 per hour. */
 export const DEFAULT_REGISTRATIONS = { limit: 10, windowMs: 3_600_000 } as const
 
-/** How long a rotated secret token keeps working: 24 hours. */
-export const DEFAULT_SECRET_GRACE_MS = 86_400_000
+/**
+ * How long a rotated secret token keeps working unless the rotation says otherwise: one
+ * hour, long enough to roll a deployment, short enough that a leaked secret rotated
+ * without a choice is not worth much for long. 0 retires it at once (a leak).
+ */
+export const DEFAULT_SECRET_GRACE_MS = 3_600_000
+
+/** The longest grace a rotation may give the secret it replaces: 7 days. */
+export const MAX_SECRET_GRACE_MS = 604_800_000
 
 /** The realm named in `WWW-Authenticate` challenges. */
 export const DEFAULT_REALM = 'api'

@@ -201,9 +201,9 @@ export interface ApplicationOptions {
    */
   registrations?: RatePolicyOptions | false
   /**
-   * How long a secret token replaced by `rotateSecret` (or `POST <path>/<appToken>/secret`)
-   * keeps working at the token and revocation endpoints, in ms, so that a deployed client
-   * can be updated without an outage. 0 retires it at once. Default 24 hours.
+   * How long a secret replaced by `rotateSecret` (or `POST <path>/<appToken>/secret`) keeps
+   * working at the token and revocation endpoints, in ms, so a deployed client can be updated
+   * first; 0 retires it at once; at most 7 days; a rotation may give its own. Default 1 hour.
    */
   secretGraceMs?: number
 }

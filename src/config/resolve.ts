@@ -22,6 +22,7 @@ import {
   DEFAULT_MAX_APPLICATIONS_PER_USER,
   DEFAULT_REGISTRATIONS,
   DEFAULT_SECRET_GRACE_MS,
+  MAX_SECRET_GRACE_MS,
   DEFAULT_APPLICATION_CACHE_MS,
   DEFAULT_APPLICATION_LIMIT,
   DEFAULT_BODY_TIMEOUT_MS,
@@ -66,7 +67,7 @@ import { isIssuer, resolveTrustedOrigins } from './origins.js'
 import { resolveUsage } from '../usage/options.js'
 import { resolveMetrics } from '../telemetry/metrics.js'
 import type { GateStore, RateStore } from '../store/store.js'
-import { booleanOption, optionNames, optionsObject, paths, positiveInteger, rejectUnknownKeys, singlePath } from '../util/validate.js'
+import { booleanOption, optionNames, optionsObject, paths, positiveInteger, rejectUnknownKeys, secretGrace, singlePath } from '../util/validate.js'
 
 /** Every top-level option of `createGate`. */
 export const GATE_OPTION_NAMES = optionNames<GateOptions>({
@@ -369,10 +370,7 @@ function resolveApplications(input: ApplicationOptions | false | undefined, sign
   const path = endpoints === false ? null : given?.path === undefined ? DEFAULT_APPLICATIONS_PATH : singlePath('applications.path', given.path)
   const maxPerUser = given?.maxPerUser ?? DEFAULT_MAX_APPLICATIONS_PER_USER
   positiveInteger('applications.maxPerUser', maxPerUser)
-  const secretGraceMs = given?.secretGraceMs ?? DEFAULT_SECRET_GRACE_MS
-  if (!Number.isSafeInteger(secretGraceMs) || secretGraceMs < 0) {
-    throw new TypeError(`open-data-gate: applications.secretGraceMs must be 0 or a positive integer, got ${JSON.stringify(secretGraceMs)}`)
-  }
+  const secretGraceMs = secretGrace('applications.secretGraceMs', given?.secretGraceMs ?? DEFAULT_SECRET_GRACE_MS, MAX_SECRET_GRACE_MS)
   return { path, maxPerUser, registrations: budget(resolvePolicy('applications.registrations', given?.registrations, DEFAULT_REGISTRATIONS, 'app')), secretGraceMs }
 }
 

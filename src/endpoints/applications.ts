@@ -18,7 +18,8 @@ import type { GateUser } from '../pipeline/authenticate.js'
 import { PlatformError } from '../errors.js'
 import type { GateRequest, GateResponse } from '../http/request.js'
 import { jsonResponse } from '../http/responses.js'
-import { bodyParams, queryParams, type Params } from '../http/params.js'
+import { bodyParams, Params, queryParams } from '../http/params.js'
+import { MAX_SECRET_GRACE_MS } from '../config/defaults.js'
 import type { GateUsage, UsageSeries } from '../usage/usage.js'
 import type { UsageGranularity } from '../store/usage-contract.js'
 import { bodyError } from './api-keys.js'
@@ -126,11 +127,13 @@ export class ApplicationEndpoints {
 
   /**
    * `POST /api/applications/{appToken}/secret`: a new secret token, shown this once; the
-   * one it replaces keeps working for `applications.secretGraceMs`.
+   * one it replaces keeps working for `applications.secretGraceMs`, or for `graceMs` (in the
+   * body or the query; `0` retires it now, after a leak).
    */
-  async rotateSecret(user: GateUser, appToken: string): Promise<GateResponse> {
+  async rotateSecret(user: GateUser, appToken: string, request: GateRequest): Promise<GateResponse> {
     await this.#own(user, appToken)
-    const secretToken = await this.#applications.rotateSecret(appToken)
+    const graceMs = await this.#graceMs(request)
+    const secretToken = await invalidAsRequest(() => this.#applications.rotateSecret(appToken, graceMs === undefined ? {} : { graceMs }))
     const rotated = await this.#applications.find(appToken)
     if (rotated === undefined) throw notFound()
     return jsonResponse(200, applicationJson(rotated, secretToken), PRIVATE)
@@ -160,6 +163,18 @@ export class ApplicationEndpoints {
     const application = isPlausibleAppToken(appToken) ? await this.#applications.find(appToken) : undefined
     if (application === undefined || application.ownerId !== user.id) throw notFound()
     return application
+  }
+
+  /** The `graceMs` a rotation asks for: digits (a JSON number too); its bounds are the rotation's to check. */
+  async #graceMs(request: GateRequest): Promise<number | undefined> {
+    const body = await bodyParams(request, BODY_LIMIT, this.#bodyTimeoutMs, ['graceMs'])
+    if (typeof body === 'string') throw bodyError(body)
+    const params = Params.merge(queryParams(request.url), body)
+    if (params.firstDuplicated(['graceMs']) !== undefined) throw new PlatformError('invalid_request', 'graceMs was sent more than once')
+    if (!params.has('graceMs')) return undefined
+    const text = params.get('graceMs') ?? ''
+    if (!/^\d{1,16}$/.test(text)) throw new PlatformError('invalid_request', `graceMs must be a whole number of milliseconds from 0 (retire the old secret now) to ${MAX_SECRET_GRACE_MS} (7 days)`)
+    return Number(text)
   }
 
   async #body(request: GateRequest): Promise<Params> {

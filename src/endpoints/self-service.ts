@@ -170,7 +170,7 @@ export class SelfService {
   #dispatchApplications(route: SelfServiceRoute, method: string, request: GateRequest, user: GateUser): Promise<GateResponse> {
     const endpoints = this.#applications
     if (route.id === null) return method === 'GET' ? endpoints.list(user) : endpoints.register(user, request)
-    if (route.part === 'secret') return endpoints.rotateSecret(user, route.id)
+    if (route.part === 'secret') return endpoints.rotateSecret(user, route.id, request)
     if (route.part === 'usage') return endpoints.usage(user, route.id, request)
     if (method === 'GET') return endpoints.get(user, route.id)
     return method === 'PATCH' ? endpoints.update(user, route.id, request) : endpoints.delete(user, route.id)

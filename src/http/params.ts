@@ -102,8 +102,9 @@ const UTF8 = new TextDecoder()
 /**
  * The body's parameters, or the problem with it.
  * @param timeoutMs the body must have arrived by then, or the problem is `timeout`
+ * @param numbers names whose value may be a JSON number (kept as its JSON text, for the caller to check)
  */
-export async function bodyParams(request: GateRequest, limit: number, timeoutMs: number): Promise<Params | BodyProblem> {
+export async function bodyParams(request: GateRequest, limit: number, timeoutMs: number, numbers: readonly string[] = []): Promise<Params | BodyProblem> {
   if (request.readBody === undefined) return new Params()
   const deadline = new AbortController()
   const timer = setTimeout(() => deadline.abort(), timeoutMs)
@@ -116,7 +117,7 @@ export async function bodyParams(request: GateRequest, limit: number, timeoutMs:
     clearTimeout(timer)
   }
   if (body.kind === 'too-large') return 'too-large'
-  if (body.kind === 'parsed') return fromParsed(body.value)
+  if (body.kind === 'parsed') return fromParsed(body.value, numbers)
   if (body.bytes.length === 0) return new Params()
   const type = (typeof request.headers['content-type'] === 'string' ? request.headers['content-type'] : '').split(';')[0]?.trim().toLowerCase()
   const text = UTF8.decode(body.bytes)
@@ -127,7 +128,7 @@ export async function bodyParams(request: GateRequest, limit: number, timeoutMs:
   }
   if (type === 'application/json') {
     try {
-      return fromParsed(JSON.parse(text))
+      return fromParsed(JSON.parse(text), numbers)
     } catch {
       return 'malformed'
     }
@@ -135,13 +136,14 @@ export async function bodyParams(request: GateRequest, limit: number, timeoutMs:
   return 'unsupported-type'
 }
 
-/** What a framework's body parser produced: flat string values only; an array is a repeated name. */
-function fromParsed(value: unknown): Params | BodyProblem {
+/** What a framework's body parser produced: flat string values only (and numbers under `numbers`); an array is a repeated name. */
+function fromParsed(value: unknown, numbers: readonly string[]): Params | BodyProblem {
   const params = new Params()
   if (value === undefined || value === null) return params
   if (typeof value !== 'object' || Array.isArray(value) || ArrayBuffer.isView(value)) return 'malformed'
   for (const [name, v] of Object.entries(value)) {
     if (typeof v === 'string') params.add(name, v)
+    else if (typeof v === 'number' && numbers.includes(name)) params.add(name, String(v))
     else if (Array.isArray(v) && v.every((x) => typeof x === 'string')) for (const x of v) params.add(name, x)
     else return 'malformed'
   }

@@ -6,14 +6,16 @@
  * @see docs/platform-rules.md "Resources and their fields", "OAuth 2.0" step 1
  */
 import { isPlausibleAppToken, MAX_APP_TOKEN_LENGTH } from '../rules/credential-shapes.js'
-import { NotFoundError, PlatformError, retryAfterSeconds, ThrottledError } from '../errors.js'
+import { PlatformError, retryAfterSeconds, ThrottledError } from '../errors.js'
 import { noSuchUser } from './users.js'
 import { checkApplicationName } from './application-names.js'
 import type { RatePolicyOptions } from '../config/options.js'
 import { registrationsRateKey } from '../limits/rate-keys.js'
 import type { Throttle } from '../pipeline/throttle.js'
 import { optionsObject, positiveInteger } from '../util/validate.js'
-import { randomToken, secretMatches, sha256 } from '../secrets/tokens.js'
+import { randomToken, sha256 } from '../secrets/tokens.js'
+import { DEFAULT_SECRET_GRACE_MS } from '../config/defaults.js'
+import { applicationSecretMatches, noSuchApplication, rotateSecret, rotationGrace, type RotateSecretOptions } from './secret-rotation.js'
 import { assertStorable, unstorableCharacter } from '../rules/storable.js'
 import type { ApplicationRecord, GateStore } from '../store/store.js'
 import { hasSlice } from '../store/slices.js'
@@ -86,15 +88,6 @@ export interface ListApplications {
   ownerId?: string
 }
 
-/** What {@link Applications.rotateSecret} takes. */
-export interface RotateSecretOptions {
-  /**
-   * How long the replaced secret keeps working, in ms; 0 retires it at once. Default
-   * `applications.secretGraceMs` (24 hours).
-   */
-  graceMs?: number
-}
-
 /** The bounds on users' own registrations and the grace of a rotated secret: the gate's `applications` options. */
 export interface ApplicationRules {
   readonly maxPerUser: number
@@ -120,7 +113,7 @@ export function registrationBudget(policy: RatePolicyOptions | null, throttle: T
   }
 }
 
-const NO_RULES: ApplicationRules = { maxPerUser: 20, secretGraceMs: 86_400_000, spendRegistration: async () => 0 }
+const NO_RULES: ApplicationRules = { maxPerUser: 20, secretGraceMs: DEFAULT_SECRET_GRACE_MS, spendRegistration: async () => 0 }
 
 /** The public view of a stored application. */
 export function toApplication(record: ApplicationRecord): Application {
@@ -134,22 +127,6 @@ export function toApplication(record: ApplicationRecord): Application {
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
   }
-}
-
-/** Until when the previous secret is accepted, or `null` when there is none or its grace is over. */
-function graceUntil(record: ApplicationRecord, now: number): number | null {
-  const until = record.previousSecretExpiresAt ?? null
-  return record.previousSecretHash !== null && record.previousSecretHash !== undefined && until !== null && until > now ? until : null
-}
-
-/**
- * Whether `secret` is the application's secret token, or its previous one within the
- * grace of the last rotation. Both hashes are compared in constant time, whichever matches.
- */
-export function applicationSecretMatches(record: ApplicationRecord, secret: string, now = Date.now()): boolean {
-  const current = secretMatches(secret, record.secretHash)
-  const previous = graceUntil(record, now) !== null && secretMatches(secret, record.previousSecretHash!)
-  return current || previous
 }
 
 /** `gate.applications`: register and manage applications. */
@@ -274,37 +251,21 @@ export class Applications {
 
   /**
    * Issues a new secret token. The one it replaces keeps working at the token and
-   * revocation endpoints for `graceMs` (default `applications.secretGraceMs`, 24 hours), so
-   * a deployed client can be updated without an outage; the one before it stops at once.
+   * revocation endpoints for `graceMs` (default `applications.secretGraceMs`, 1 hour; at
+   * most 7 days), so a deployed client can be updated without an outage; the one before
+   * it stops at once. After a leak, pass `graceMs: 0`: the old secret stops at once.
    * @returns the new secret, shown this once
+   * @throws {TypeError} for a `graceMs` that is not a whole number of ms from 0 to 7 days
    * @throws {NotFoundError} `not_found` when no application has this token
    * @throws {PlatformError} `conflict` when another rotation of the same application
    *   overtook this one (its secret was never saved; the other's is the one that works)
    * @example
-   * const secret = await gate.applications.rotateSecret(appToken, { graceMs: 3_600_000 })
+   * const secret = await gate.applications.rotateSecret(appToken)                  // the old one works for the grace
+   * const afterLeak = await gate.applications.rotateSecret(appToken, { graceMs: 0 }) // the old one stops now
    */
   async rotateSecret(appToken: string, options: RotateSecretOptions = {}): Promise<string> {
-    optionsObject('rotateSecret() options', options, ['graceMs'])
-    const graceMs = options.graceMs ?? this.#rules.secretGraceMs
-    if (!Number.isSafeInteger(graceMs) || graceMs < 0) throw new TypeError(`open-data-gate: graceMs must be 0 or a positive integer, got ${JSON.stringify(graceMs)}`)
-    const current = await this.#store.getApplication(appToken)
-    if (current === undefined) throw noSuchApplication(appToken)
-    const secretToken = randomToken(32)
-    const secretHash = sha256(secretToken)
-    const now = Date.now()
-    const record = await this.#store.updateApplication(appToken, {
-      secretHash,
-      previousSecretHash: graceMs === 0 ? null : current.secretHash,
-      previousSecretExpiresAt: graceMs === 0 ? null : now + graceMs,
-      updatedAt: now,
-    })
-    this.#changed(appToken)
-    if (record === undefined) throw noSuchApplication(appToken)
-    // Two rotations at once both read the same secret; the last write wins. The caller
-    // whose secret was overwritten must not be handed a secret that never works.
-    const after = await this.#store.getApplication(appToken)
-    if (after !== undefined && after.secretHash !== secretHash) throw new PlatformError('conflict', 'The secret token was rotated again at the same time; use the secret that rotation gave')
-    return secretToken
+    const graceMs = rotationGrace(options, this.#rules.secretGraceMs)
+    return rotateSecret(this.#store, appToken, graceMs, this.#changed)
   }
 
   /**
@@ -345,10 +306,6 @@ function checkOwnerId(ownerId: unknown): string | null {
   }
   assertStorable('ownerId', ownerId)
   return ownerId
-}
-
-function noSuchApplication(appToken: string): NotFoundError {
-  return new NotFoundError(`No application has the app token ${JSON.stringify(appToken.slice(0, 40))}`)
 }
 
 function checkImportedAppToken(token: unknown): string {

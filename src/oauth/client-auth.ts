@@ -14,7 +14,7 @@ import type { Params } from '../http/params.js'
 import type { GateRequest } from '../http/request.js'
 import type { ClientInfo } from '../http/proxy.js'
 import { clientFailuresRateKey } from '../limits/rate-keys.js'
-import { applicationSecretMatches } from '../management/applications.js'
+import { applicationSecretMatches, matchingSecret, retirePreviousSecret } from '../management/secret-rotation.js'
 import { unstorableCharacter } from '../rules/storable.js'
 import type { ApplicationRecord, GateStore } from '../store/store.js'
 import type { Throttle } from '../pipeline/throttle.js'
@@ -90,6 +90,34 @@ export async function authenticateClient(request: GateRequest, params: Params, c
     throw refuse()
   }
   return application
+}
+
+/**
+ * A client secret that came over plain http (the request is refused; see the token
+ * endpoint). The right current secret is reported (`clientSecretExposed`) and kept:
+ * replacing it would break the application until its operators deploy a new one. The
+ * previous secret of a rotation, still in its grace, is retired at once and reported: the
+ * application already has its new secret, so nothing that was updated breaks, and the
+ * one seen in clear must not keep issuing tokens over https.
+ */
+export async function clientSecretSentInClear(request: GateRequest, params: Params, client: ClientInfo, deps: Pick<ClientAuthDeps, 'store' | 'emit'>): Promise<void> {
+  let clientId = params.get('client_id')
+  let secret = params.get('client_secret')
+  try {
+    const credentials = readCredentials(request, false)
+    if (credentials?.kind === 'basic') {
+      clientId = decodeURIComponent(credentials.user.replace(/\+/g, ' '))
+      secret = decodeURIComponent(credentials.password.replace(/\+/g, ' '))
+    }
+  } catch {
+    // Malformed credentials hold no secret to report.
+  }
+  if (clientId === undefined || secret === undefined || !isPlausibleAppToken(clientId)) return
+  const application = await deps.store.getApplication(clientId)
+  const match = application === undefined ? undefined : matchingSecret(application, secret)
+  if (application === undefined || match === undefined) return
+  if (match === 'previous') await retirePreviousSecret(deps.store, application)
+  deps.emit('clientSecretExposed', { appToken: application.appToken, secret: match, ip: client.ip, requestId: client.requestId })
 }
 
 /** RFC 6749 §2.3.1: the Basic user and password are form-urlencoded first. */

@@ -18,11 +18,9 @@ import type { Emit } from '../events.js'
 import type { GateRequest, GateResponse } from '../http/request.js'
 import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, Params, queryParams } from '../http/params.js'
 import type { ClientInfo } from '../http/proxy.js'
-import { isPlausibleAppToken } from '../rules/credential-shapes.js'
-import { readCredentials } from '../http/authorization-header.js'
-import { secretMatches, sha256 } from '../secrets/tokens.js'
+import { sha256 } from '../secrets/tokens.js'
 import type { ApplicationRecord, AuthorizationCodeRecord, GateStore } from '../store/store.js'
-import { authenticateClient, type ClientAuthDeps } from './client-auth.js'
+import { authenticateClient, clientSecretSentInClear, type ClientAuthDeps } from './client-auth.js'
 import { isVerifier, verifierMatches } from './pkce.js'
 
 const BODY_LIMIT = 16 * 1024
@@ -169,27 +167,15 @@ export class TokenEndpoints {
    * a code is consumed (so its exchange over https later counts as a replay and revokes
    * what it issued), access tokens are revoked. A client secret cannot be replaced without
    * breaking the application, so the right one seen in clear is reported
-   * (`clientSecretExposed`) for the operator to rotate.
+   * (`clientSecretExposed`) for the operator to rotate; the previous one of a rotation,
+   * still in its grace, is retired at once (`clientSecretSentInClear`).
    */
   async #sentInClear(request: GateRequest, params: Params, endpoint: 'token' | 'revoke', client: ClientInfo): Promise<void> {
     const code = params.get('code')
     if (endpoint === 'token' && code !== undefined) await this.#store.consumeAuthorizationCode(sha256(code), Date.now())
     const tokens = [params.get('access_token'), params.get('oauth_token'), endpoint === 'revoke' ? params.get('token') : undefined]
     await this.#revokeInsecure(tokens.filter((t): t is string => t !== undefined), client)
-    let clientId = params.get('client_id')
-    let secret = params.get('client_secret')
-    try {
-      const credentials = readCredentials(request, false)
-      if (credentials?.kind === 'basic') {
-        clientId = decodeURIComponent(credentials.user.replace(/\+/g, ' '))
-        secret = decodeURIComponent(credentials.password.replace(/\+/g, ' '))
-      }
-    } catch {
-      // Malformed credentials hold no secret to report.
-    }
-    if (clientId === undefined || secret === undefined || !isPlausibleAppToken(clientId)) return
-    const application = await this.#store.getApplication(clientId)
-    if (application !== undefined && secretMatches(secret, application.secretHash)) this.#emit('clientSecretExposed', { appToken: application.appToken, ip: client.ip, requestId: client.requestId })
+    await clientSecretSentInClear(request, params, client, { store: this.#store, emit: this.#emit })
   }
 
   /** A code presented after its first exchange: revoke what it issued, and refuse. */

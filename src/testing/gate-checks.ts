@@ -109,7 +109,8 @@ class KitClient {
     return this.#cookies.get(name)
   }
 
-  async send(method: string, url: string, options: { headers?: Record<string, string>; form?: Record<string, string>; cookies?: boolean } = {}): Promise<GateOutcome> {
+  /** `tls: false` sends it over plain http. */
+  async send(method: string, url: string, options: { headers?: Record<string, string>; form?: Record<string, string>; cookies?: boolean; tls?: boolean } = {}): Promise<GateOutcome> {
     const headers: Record<string, string> = { ...this.#headers, ...options.headers }
     if (options.cookies !== false && this.#cookies.size > 0) headers.cookie = [...this.#cookies].map(([k, v]) => `${k}=${v}`).join('; ')
     let readBody: GateRequest['readBody']
@@ -118,7 +119,7 @@ class KitClient {
       headers['content-type'] = 'application/x-www-form-urlencoded'
       readBody = async (limit) => (bytes.length > limit ? { kind: 'too-large' } : { kind: 'raw', bytes })
     }
-    const outcome = await this.#gate.handle({ method, url, headers, peerAddress: this.#ip, tls: true, readBody })
+    const outcome = await this.#gate.handle({ method, url, headers, peerAddress: this.#ip, tls: options.tls ?? true, readBody })
     if (outcome.type === 'respond') this.#keepCookies(outcome.response)
     return outcome
   }
@@ -183,11 +184,21 @@ async function codeThroughPages(client: KitClient, appToken: string, login?: { u
   return code
 }
 
-const exchange = (client: KitClient, appToken: string, secretToken: string, code: string) =>
+const exchange = (client: KitClient, appToken: string, secretToken: string, code: string, tls = true) =>
   client.send('POST', '/oauth/access_token', {
     form: { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, client_id: appToken, client_secret: secretToken },
     cookies: false,
+    tls,
   })
+
+/** Whether the client authenticates at the token endpoint: with a code nobody issued, invalid_grant (400) says it did, invalid_client (401) that it did not. */
+async function authenticates(client: KitClient, appToken: string, secret: string): Promise<boolean> {
+  const outcome = await exchange(client, appToken, secret, `kit-${randomToken(12)}`)
+  assert.equal(outcome.type, 'respond', 'the token endpoint answers')
+  const { status } = (outcome as Extract<GateOutcome, { type: 'respond' }>).response
+  assert.ok(status === 400 || status === 401, `the token endpoint answers 400 or 401, got ${status}`)
+  return status === 400
+}
 
 /** The gate-driven checks, over gates `makeGate` makes. */
 export function gateChecks(makeGate: MakeGate = createGate): StoreCheck[] {
@@ -203,25 +214,35 @@ function fullGateChecks(makeGate: MakeGate): StoreCheck[] {
         const recorded = recordingStore(store)
         const gate = kitGate(makeGate, recorded.store)
         const client = new KitClient(gate)
-        // A code nobody issued: a client that authenticates gets invalid_grant (400), one that does not invalid_client (401).
-        const authenticates = async (appToken: string, secret: string) => {
-          const outcome = await exchange(client, appToken, secret, `kit-${randomToken(12)}`)
-          assert.equal(outcome.type, 'respond', 'the token endpoint answers')
-          const { status } = (outcome as Extract<GateOutcome, { type: 'respond' }>).response
-          assert.ok(status === 400 || status === 401, `the token endpoint answers 400 or 401, got ${status}`)
-          return status === 400
-        }
         const long = await gate.applications.register({ name: 'Kit rotation (long grace)', callbackPrefix: CALLBACK_PREFIX })
         const longNext = await gate.applications.rotateSecret(long.appToken, { graceMs: 3_600_000 })
-        assert.ok(await authenticates(long.appToken, long.secretToken), 'the previous secret is accepted within its grace')
-        assert.ok(await authenticates(long.appToken, longNext), 'the new secret is accepted')
+        assert.ok(await authenticates(client, long.appToken, long.secretToken), 'the previous secret is accepted within its grace')
+        assert.ok(await authenticates(client, long.appToken, longNext), 'the new secret is accepted')
         const short = await gate.applications.register({ name: 'Kit rotation (short grace)', callbackPrefix: CALLBACK_PREFIX })
         const shortNext = await gate.applications.rotateSecret(short.appToken, { graceMs: 1 })
         await new Promise((resolve) => setTimeout(resolve, 20))
-        assert.ok(!(await authenticates(short.appToken, short.secretToken)), 'the previous secret is refused once its grace is over')
-        assert.ok(await authenticates(short.appToken, shortNext), 'the new secret is still accepted')
+        assert.ok(!(await authenticates(client, short.appToken, short.secretToken)), 'the previous secret is refused once its grace is over')
+        assert.ok(await authenticates(client, short.appToken, shortNext), 'the new secret is still accepted')
         const leaks = findPlaintexts(recorded.calls, { first: long.secretToken, rotated: longNext, short: short.secretToken, shortRotated: shortNext })
         assert.deepEqual(leaks, [], 'no secret token reached the store in plaintext')
+      },
+    ],
+    [
+      'retires a rotated secret seen over plain http, so no instance on the store accepts it after, and keeps the new one',
+      async (store) => {
+        const [one, other] = [kitGate(makeGate, store), kitGate(makeGate, store)]
+        const exposed: Array<{ appToken: string; secret: string }> = []
+        one.on('clientSecretExposed', (event) => exposed.push(event))
+        const app = await one.applications.register({ name: 'Kit rotation (seen in clear)', callbackPrefix: CALLBACK_PREFIX })
+        const next = await one.applications.rotateSecret(app.appToken, { graceMs: 3_600_000 })
+        const otherClient = new KitClient(other)
+        assert.ok(await authenticates(otherClient, app.appToken, app.secretToken), 'the previous secret is accepted within its grace')
+        const inClear = await exchange(new KitClient(one), app.appToken, app.secretToken, `kit-${randomToken(12)}`, false)
+        assert.equal(inClear.type === 'respond' && inClear.response.status, 400, 'the token endpoint over plain http refuses')
+        assert.deepEqual(exposed.map((e) => [e.appToken, e.secret]), [[app.appToken, 'previous']], 'clientSecretExposed tells which secret was seen')
+        assert.ok(!(await authenticates(otherClient, app.appToken, app.secretToken)), 'the previous secret is refused by another instance over https after')
+        assert.ok(await authenticates(otherClient, app.appToken, next), 'the new secret is still accepted')
+        assert.equal((await other.applications.find(app.appToken))?.previousSecretExpiresAt, null, 'the application has no previous secret')
       },
     ],
     [

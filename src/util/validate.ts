@@ -48,6 +48,17 @@ export function positiveInteger(name: string, value: unknown): asserts value is 
 }
 
 /**
+ * The grace of a rotated secret: 0 (retire the old secret now) up to `max` ms.
+ * @throws {TypeError} naming the option and the bounds
+ */
+export function secretGrace(name: string, value: unknown, max: number): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || value > max) {
+    throw new TypeError(`open-data-gate: ${name} must be a whole number of milliseconds from 0 (retire the old secret now) to ${max}, got ${JSON.stringify(value)}`)
+  }
+  return value
+}
+
+/**
  * `value`, or `fallback` when it is left out.
  * @throws {TypeError} unless it is a boolean
  */

@@ -3,6 +3,7 @@ import type { Gate } from '../../gate.js'
 import type { Application } from '../../management/applications.js'
 import { RefusedError } from '../cli-errors.js'
 import { integer, SHOWN_ONCE, type Command } from '../command.js'
+import { MAX_SECRET_GRACE_MS } from '../../config/defaults.js'
 import { fields, orDash, table, time } from '../output.js'
 
 export const APPLICATION_COMMANDS: Record<string, Command> = {
@@ -66,16 +67,21 @@ export const APPLICATION_COMMANDS: Record<string, Command> = {
     },
   },
   'apps rotate-secret': {
-    usage: 'apps rotate-secret APP_TOKEN [--grace-ms MS]',
-    // An operator usually rotates after a leak: the old secret stops at once unless a grace is asked for.
-    summary: 'issue a new secret token; the old one stops working at once, or after --grace-ms',
+    usage: 'apps rotate-secret APP_TOKEN [--retire-now | --grace-ms MS]',
+    summary: 'issue a new secret token; the old one works for the grace (1 hour unless configured), --grace-ms MS, or stops now with --retire-now (a leak)',
     args: ['APP_TOKEN'],
-    options: ['grace-ms'],
+    options: ['grace-ms', 'retire-now'],
     async run({ gate, args, values }) {
       const appToken = args[0] as string
-      const graceMs = values['grace-ms'] === undefined ? 0 : integer('--grace-ms', values['grace-ms'])
-      const secretToken = await gate.applications.rotateSecret(appToken, { graceMs })
-      return { json: { appToken, secretToken }, human: fields([['app token', appToken], ['secret token', secretToken]]) + SHOWN_ONCE + '\n' }
+      const graceMs = rotationGrace(values['grace-ms'], values['retire-now'] === true)
+      const secretToken = await gate.applications.rotateSecret(appToken, graceMs === undefined ? {} : { graceMs })
+      const app = await gate.applications.find(appToken)
+      const until = app?.previousSecretExpiresAt ?? null
+      const previous = until === null ? 'stopped working now' : `works until ${time(until)}`
+      return {
+        json: { appToken, secretToken, previousSecretExpiresAt: until },
+        human: fields([['app token', appToken], ['secret token', secretToken], ['previous secret', previous]]) + SHOWN_ONCE + '\n',
+      }
     },
   },
   'apps delete': {
@@ -96,6 +102,15 @@ export async function findApplication(gate: Gate, appToken: string): Promise<App
   const app = await gate.applications.find(appToken)
   if (app === undefined) throw noApplication(appToken)
   return app
+}
+
+/** `--grace-ms MS` (0 allowed) or `--retire-now`, or neither (the gate's grace). @throws {RefusedError} */
+function rotationGrace(text: string | undefined, retireNow: boolean): number | undefined {
+  if (retireNow && text !== undefined) throw new RefusedError('give --retire-now or --grace-ms, not both (--retire-now is --grace-ms 0)')
+  if (retireNow) return 0
+  if (text === undefined) return undefined
+  if (!/^\d{1,16}$/.test(text)) throw new RefusedError(`--grace-ms must be a whole number of milliseconds from 0 (retire the old secret now) to ${MAX_SECRET_GRACE_MS} (7 days), not ${JSON.stringify(text)}`)
+  return Number(text)
 }
 
 const noApplication = (appToken: string) => new RefusedError(`no application with app token ${appToken}`)
