@@ -18,7 +18,7 @@ import type { GateContext, GateOutcome } from '../pipeline/context.js'
 import { randomToken } from '../secrets/tokens.js'
 import type { ApplicationRecord, Awaitable, GateStore } from '../store/store.js'
 import { GRANULARITY_MS, keepsUsage, NO_USAGE, type UsageBatch, type UsageBucket, type UsageGranularity, type UsageStore } from '../store/usage-contract.js'
-import { UsageCounters, type UsageCell } from './counters.js'
+import { countGateAnswer, countStatus, UsageCounters } from './counters.js'
 import type { ResolvedUsage } from './options.js'
 
 /** What {@link GateUsage.query} reads. */
@@ -164,11 +164,7 @@ export class GateUsage {
       }
       return outcome
     }
-    const cell = this.#counters.cell(sent === null ? null : sent.appToken)
-    cell.requests++
-    const status = outcome.response.status
-    if (status === 429) cell.throttled++
-    else if (status >= 400 && status < 500) cell.refused++
+    countGateAnswer(this.#counters.cell(sent === null ? null : sent.appToken), outcome.response.status)
     return outcome
   }
 
@@ -179,13 +175,8 @@ export class GateUsage {
    */
   refused(sent: ApplicationRecord | null, error: unknown): unknown {
     if (!this.counting || (typeof error === 'object' && error !== null && this.#counted.has(error))) return error
-    const cell = this.#counters.cell(sent === null ? null : sent.appToken)
-    cell.requests++
-    if (error instanceof GateError) {
-      const status = error.status
-      if (status === 429) cell.throttled++
-      else if (status >= 400 && status < 500) cell.refused++
-    }
+    // What is not a GateError is answered 500 (src/http/responses.ts).
+    countGateAnswer(this.#counters.cell(sent === null ? null : sent.appToken), error instanceof GateError ? error.status : 500)
     return error
   }
 
@@ -217,11 +208,7 @@ export class GateUsage {
   responded(context: GateContext, status: number): void {
     if (!this.counting) return
     const application = context.application
-    const cell: UsageCell = this.#counters.cell(application === null ? null : application.appToken)
-    if (status >= 200 && status < 300) cell.s2xx++
-    else if (status >= 300 && status < 400) cell.s3xx++
-    else if (status >= 400 && status < 500) cell.s4xx++
-    else if (status >= 500 && status < 600) cell.s5xx++
+    countStatus(this.#counters.cell(application === null ? null : application.appToken), status)
   }
 
   /** Once per window (per process): the application has used 80% of its budget. */
