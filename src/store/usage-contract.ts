@@ -97,8 +97,8 @@ export interface UsageTotal {
 
 /** What {@link UsageStore.topUsage} ranks. */
 export interface UsageTopQuery {
-  /** Which buckets to add up. */
-  readonly granularity: 'hour' | 'day'
+  /** Which buckets to add up (minutes for the short ranges, so that "the last hour" is not up to two). */
+  readonly granularity: UsageGranularity
   /** Buckets whose start is at or after this (epoch ms)... */
   readonly from: number
   /** ...and before this. */
