@@ -210,6 +210,8 @@ describe('reading usage', () => {
     await expect(gate.usage.top({ limit: 0 })).rejects.toThrow(/limit/)
     await expect(gate.usage.top({ by: 'refused' as never })).rejects.toThrow(/by/)
     await expect(gate.usage.top({ from: 0, granularity: 'hour' })).rejects.toThrow(/more than 4000 hour buckets/)
+    await expect(gate.usage.top({ from: Date.now() - 5 * 86_400_000, granularity: 'minute' })).rejects.toThrow(/more than 4000 minute buckets: narrow the range or rank by hour/)
+    await expect(gate.usage.top({ granularity: 'week' as never })).rejects.toThrow(/granularity must be 'minute', 'hour' or 'day'/)
   })
 
   it('ranks the applications with the most requests, or 429s, each with its name', async () => {
