@@ -383,6 +383,7 @@ describe('open-data-gate command line', () => {
     const store = new MemoryStore()
     const { exec } = harness(store)
     const app = JSON.parse((await exec(['apps', 'register', '--name', 'Dash', '--limit', '10', ...S, '--json'])).stdout)
+    const ada = await createGate({ store, basic: { scrypt: FAST_SCRYPT } }).users.create({ username: 'ada', displayName: 'Ada', email: 'ada@example.org' })
     for (let i = 0; i < 10; i++) store.consumeRate(`app:${app.appToken}`, 10, 60_000, 1)
     const refusals: Array<[string, RegExp]> = [
       [app.appToken, /^open-data-gate: "\S+" is not a rate key of the gate; did you mean app:(\S+)\? \(\S+ is an application's app token\); a key is one of app:APP_TOKEN, anon, anon:ADDRESS, /],
@@ -397,6 +398,8 @@ describe('open-data-gate command line', () => {
       ['anon:2001:db8::/56', /did you mean anon:2001:db8:0:0:0:0:0:0\/56 \(with throttle\.anonymous\.ipv6Subnet at 56\)\?/],
       ['anon:2001:db8::1', /did you mean anon:2001:db8:0:0:0:0:0:0\/56 \(with throttle\.anonymous\.ipv6Subnet at 56, the default\)\?/],
       ['login:Ada', /a username's key is its RFC 8265 form; did you mean login:ada\?/],
+      ['registrations:ada', /no user with id ada, so rate key registrations:ada is never written; did you mean registrations:\S+\? \(ada is that user's username\)/],
+      ['registrations:nobody', /^open-data-gate: no user with id nobody, so rate key registrations:nobody is never written\n$/],
     ]
     for (const [key, message] of refusals) {
       for (const argv of [
@@ -411,7 +414,7 @@ describe('open-data-gate command line', () => {
     // The application's real key was neither read as full nor reset by any of them.
     expect(JSON.parse((await exec(['rate', 'show', `app:${app.appToken}`, '--window-ms', '60000', ...S, '--json'])).stdout)).toMatchObject({ remaining: 0 })
     // Keys as the gate writes them are taken.
-    for (const key of ['anon', 'anon:203.0.113.9', 'anon:2001:db8:0:0:0:0:0:0/48', 'oauth:2001:db8:0:0:0:0:0:0/56', 'login:ada', 'login-ip:203.0.113.9', `client:${app.appToken}:203.0.113.9`, 'registrations:u1']) {
+    for (const key of ['anon', 'anon:203.0.113.9', 'anon:2001:db8:0:0:0:0:0:0/48', 'oauth:2001:db8:0:0:0:0:0:0/56', 'login:ada', 'login-ip:203.0.113.9', `client:${app.appToken}:203.0.113.9`, `registrations:${ada.id}`]) {
       expect((await exec(['rate', 'reset', key, ...S])).code, key).toBe(0)
     }
   })

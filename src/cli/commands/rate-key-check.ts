@@ -48,8 +48,12 @@ export async function checkRateKey(gate: Gate, key: string): Promise<RateKey> {
       if (written !== parsed.username) throw new RefusedError(`rate key ${key} is never written: a username's key is its RFC 8265 form; did you mean login:${written}?`)
       break
     }
-    case 'registrations':
-      break
+    case 'registrations': {
+      // Keyed by the user's id; the username is what an operator often has at hand.
+      if ((await gate.users.find(parsed.userId)) !== undefined) break
+      const byName = await gate.users.findByUsername(parsed.userId)
+      throw new RefusedError(`no user with id ${parsed.userId}, so rate key ${key} is never written${byName === undefined ? '' : `; did you mean registrations:${byName.id}? (${parsed.userId} is that user's username)`}`)
+    }
   }
   return parsed
 }
