@@ -3,7 +3,7 @@
  * the top applications, run in this process on a MemoryStore handed in as the opened store.
  */
 import { Readable } from 'node:stream'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { createGate, MemoryStore } from '../src/index.js'
 import { run } from '../src/cli/main.js'
 import { sparkline } from '../src/cli/commands/usage.js'
@@ -65,10 +65,51 @@ describe('open-data-gate usage', () => {
     const ran = await exec(store, ['usage', 'top', '--since', '7d'])
     expect(ran.code).toBe(0)
     const lines = ran.stdout.trimEnd().split('\n')
-    expect(lines[0]).toMatch(/^APP TOKEN\s+NAME\s+REQUESTS\s+429\s+PER DAY$/)
-    expect(lines[1]).toMatch(new RegExp(`^${busy}\\s+Busy\\s+6\\s+2\\s+ *█$`))
-    expect(lines[2]).toMatch(new RegExp(`^${quiet}\\s+Quiet\\s+1\\s+0\\s+ *█$`))
-    expect(JSON.parse((await exec(store, ['usage', 'top', '--by', 'throttled', '--json'])).stdout)).toEqual([{ appToken: busy, name: 'Busy', requests: 6, throttled: 2 }])
+    expect(lines[0]).toMatch(/^top 10 by requests, \S+Z to \S+Z \((168|169) hour buckets\)$/)
+    expect(lines[2]).toMatch(/^APP TOKEN\s+NAME\s+REQUESTS\s+429\s+PER DAY$/)
+    expect(lines[3]).toMatch(new RegExp(`^${busy}\\s+Busy\\s+6\\s+2\\s+ *█$`))
+    expect(lines[4]).toMatch(new RegExp(`^${quiet}\\s+Quiet\\s+1\\s+0\\s+ *█$`))
+    const json = JSON.parse((await exec(store, ['usage', 'top', '--by', 'throttled', '--json'])).stdout)
+    expect(json).toMatchObject({ granularity: 'hour', by: 'throttled', applications: [{ appToken: busy, name: 'Busy', requests: 6, throttled: 2 }] })
+    expect(json.to - json.from).toBeGreaterThanOrEqual(24 * 3_600_000)
+    expect(json.to - json.from).toBeLessThan(25 * 3_600_000)
+  })
+
+  it('ranks "the last hour" over the last hour, by the minute, and prints the range it added up', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    try {
+      vi.setSystemTime(Date.UTC(2026, 10, 27, 12, 45))
+      const store = new MemoryStore()
+      const gate = createGate({ store })
+      const [early, late] = await Promise.all(['Early', 'Late'].map((name) => gate.applications.register({ name })))
+      const minute = 60_000
+      // What a gate writes for a request at 11:30 (75 minutes ago) and two at 12:40.
+      const rows = (appToken: string, start: number, requests: number) =>
+        (['minute', 'hour', 'day'] as const).map((granularity) => {
+          const step = { minute, hour: 60 * minute, day: 1440 * minute }[granularity]
+          return { appToken, granularity, start: start - (start % step), expiresAt: Date.now() + 86_400_000, requests, throttled: 0, refused: 0, statuses: { '2xx': requests, '3xx': 0, '4xx': 0, '5xx': 0 }, unknownAppToken: 0 }
+        })
+      await store.addUsage({ writer: 'w', sequence: 1, createdAt: Date.now(), idExpiresAt: Date.now() + 86_400_000, rows: [...rows(early!.appToken, Date.UTC(2026, 10, 27, 11, 30), 5), ...rows(late!.appToken, Date.UTC(2026, 10, 27, 12, 40), 2)] })
+      const ran = await exec(store, ['usage', 'top', '--since', '1h'])
+      expect(ran).toMatchObject({ code: 0, stderr: '' })
+      const lines = ran.stdout.trimEnd().split('\n')
+      expect(lines[0]).toBe('top 10 by requests, 2026-11-27T11:45:00Z to 2026-11-27T12:45:00Z (60 minute buckets)')
+      expect(lines.slice(3).map((line) => line.split(/\s+/)[1])).toEqual(['Late'])
+      expect(JSON.parse((await exec(store, ['usage', 'top', '--since', '1h', '--json'])).stdout)).toEqual({
+        from: Date.UTC(2026, 10, 27, 11, 45),
+        to: Date.UTC(2026, 10, 27, 12, 45),
+        granularity: 'minute',
+        by: 'requests',
+        applications: [{ appToken: late!.appToken, name: 'Late', requests: 2, throttled: 0 }],
+      })
+      // The library ranks the same way.
+      expect((await gate.usage.top({ from: Date.now() - 3_600_000 })).map((entry) => entry.name)).toEqual(['Late'])
+      // Asked for hours, it says so, and the range it then adds up.
+      expect((await exec(store, ['usage', 'top', '--since', '1h', '--granularity', 'hour'])).stdout.split('\n')[0]).toBe('top 10 by requests, 2026-11-27T11:00:00Z to 2026-11-27T12:45:00Z (2 hour buckets)')
+      await gate.close()
+    } finally {
+      vi.useRealTimers()
+    }
   })
 
   it('draws a sparkline scaled to the largest value, blank for zero', () => {

@@ -418,6 +418,46 @@ describe('open-data-gate command line', () => {
     expect(told.retryAfterMs).toBeGreaterThan(0)
   })
 
+  it('refuses a rate key the gate never writes, with exit 1 and the key it meant, rather than a full budget or a reset of nothing', async () => {
+    const store = new MemoryStore()
+    const { exec } = harness(store)
+    const app = JSON.parse((await exec(['apps', 'register', '--name', 'Dash', '--limit', '10', ...S, '--json'])).stdout)
+    const ada = await createGate({ store, basic: { scrypt: FAST_SCRYPT } }).users.create({ username: 'ada', displayName: 'Ada', email: 'ada@example.org' })
+    for (let i = 0; i < 10; i++) store.consumeRate(`app:${app.appToken}`, 10, 60_000, 1)
+    const refusals: Array<[string, RegExp]> = [
+      [app.appToken, /^open-data-gate: "\S+" is not a rate key of the gate; did you mean app:(\S+)\? \(\S+ is an application's app token\); a key is one of app:APP_TOKEN, anon, anon:ADDRESS, /],
+      [`ap:${app.appToken}`, /is not a rate key of the gate; did you mean app:\S+\?/],
+      ['anno', /is not a rate key of the gate; did you mean anon\?/],
+      ['203.0.113.9', /did you mean anon:203\.0\.113\.9\?/],
+      ['nothing-like-a-key', /^open-data-gate: "nothing-like-a-key" is not a rate key of the gate; a key is one of /],
+      ['app:', /rate key "app:" lacks what follows app:/],
+      ['app:NoSuchApplicationToken0000', /no application with app token NoSuchApplicationToken0000, so rate key app:NoSuchApplicationToken0000 is never written/],
+      ['oauth-client:NoSuchApplicationToken0000', /no application with app token NoSuchApplicationToken0000/],
+      ['oauth:2001:db8::1', /an IPv6 address is keyed by its \/56 prefix, written out in full; did you mean oauth:2001:db8:0:0:0:0:0:0\/56\?/],
+      ['anon:2001:db8::/56', /did you mean anon:2001:db8:0:0:0:0:0:0\/56 \(with throttle\.anonymous\.ipv6Subnet at 56\)\?/],
+      ['anon:2001:db8::1', /did you mean anon:2001:db8:0:0:0:0:0:0\/56 \(with throttle\.anonymous\.ipv6Subnet at 56, the default\)\?/],
+      ['login:Ada', /a username's key is its RFC 8265 form; did you mean login:ada\?/],
+      ['registrations:ada', /no user with id ada, so rate key registrations:ada is never written; did you mean registrations:\S+\? \(ada is that user's username\)/],
+      ['registrations:nobody', /^open-data-gate: no user with id nobody, so rate key registrations:nobody is never written\n$/],
+    ]
+    for (const [key, message] of refusals) {
+      for (const argv of [
+        ['rate', 'show', key, '--limit', '10', '--window-ms', '60000'],
+        ['rate', 'reset', key],
+      ]) {
+        const ran = await exec([...argv, ...S])
+        expect(ran, argv.join(' ')).toMatchObject({ code: 1, stdout: '' })
+        expect(ran.stderr, argv.join(' ')).toMatch(message)
+      }
+    }
+    // The application's real key was neither read as full nor reset by any of them.
+    expect(JSON.parse((await exec(['rate', 'show', `app:${app.appToken}`, '--window-ms', '60000', ...S, '--json'])).stdout)).toMatchObject({ remaining: 0 })
+    // Keys as the gate writes them are taken.
+    for (const key of ['anon', 'anon:203.0.113.9', 'anon:2001:db8:0:0:0:0:0:0/48', 'oauth:2001:db8:0:0:0:0:0:0/56', 'login:ada', 'login-ip:203.0.113.9', `client:${app.appToken}:203.0.113.9`, `registrations:${ada.id}`]) {
+      expect((await exec(['rate', 'reset', key, ...S])).code, key).toBe(0)
+    }
+  })
+
   it('says to run migrate, with exit 4, on a schema older than this release or a table that is not there', async () => {
     const old = harness(new MemoryStore(), { kind: 'postgres', schema: async () => ({ name: 'portal', version: 2, needed: 4 }), migrate: async () => ({ from: 2, to: 4, applied: [3, 4] }) })
     const refused = await old.exec(['apps', 'list', ...S])

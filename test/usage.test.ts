@@ -113,6 +113,47 @@ describe('what the gate counts', () => {
     })
   }
 
+  it("counts every request in exactly one of throttled, refused or its answer's status class, the gate's own answers included", async () => {
+    let away = false
+    const store = new MemoryStore()
+    const getUser = store.getUserByUsername.bind(store)
+    store.getUserByUsername = (username) => {
+      if (away) throw new Error('connection refused')
+      return getUser(username)
+    }
+    const gate = gateWith({ store, throttle: { application: { limit: 8, windowMs: HOUR } }, basic: { scrypt: { logN: 10 } } })
+    const { appToken } = await gate.applications.register({ name: 'adds up' })
+    await gate.users.create({ username: 'ada', password: 'correct horse battery', displayName: 'Ada', email: 'ada@example.org' })
+    const headers = { 'x-app-token': appToken, authorization: basic('ada', 'correct horse battery') }
+    const send = async (request: Partial<Parameters<typeof coreRequest>[0]>) => {
+      const outcome = await gate.handle(coreRequest({ headers, ...request }))
+      return outcome.type === 'respond' ? outcome.response.status : outcome
+    }
+    // Let through: the host answers, as an adapter tells the gate.
+    for (const status of [200, 304, 404, 500]) {
+      const outcome = await send({})
+      if (typeof outcome === 'number') throw new Error(`expected the request let through, got ${outcome}`)
+      gate.usage.responded(outcome.context, status)
+    }
+    // The gate's own endpoints answer: 200 for the user's applications, 404 for one that is not theirs.
+    expect(await send({ url: '/api/applications' })).toBe(200)
+    expect(await send({ url: '/api/applications/NoSuchApplicationToken0000' })).toBe(404)
+    // The store away for a password check: 503.
+    away = true
+    expect(await send({ headers: { 'x-app-token': appToken, authorization: basic('grace', 'another password') } })).toBe(503)
+    away = false
+    // Refused before the throttle (credentials over http), then throttled past the limit.
+    expect(await send({ tls: false })).toBe(403)
+    const last = await send({})
+    if (typeof last === 'number') throw new Error(`expected the eighth request let through, got ${last}`)
+    gate.usage.responded(last.context, 200)
+    expect(await send({})).toBe(429)
+    const counted = await totals(gate, appToken)
+    const classes = counted.throttled + counted.refused + Object.values(counted.statuses).reduce((n, v) => n + v, 0)
+    expect(classes).toBe(counted.requests)
+    expect(counted).toEqual({ requests: 10, throttled: 1, refused: 2, unknownAppToken: 0, statuses: { '2xx': 3, '3xx': 1, '4xx': 1, '5xx': 2 } })
+  })
+
   it('tells nearLimit once per window when an application has used 80% of its budget', async () => {
     const gate = gateWith({ throttle: { application: { limit: 10, windowMs: HOUR } } })
     const events: NearLimitEvent[] = []
@@ -169,6 +210,8 @@ describe('reading usage', () => {
     await expect(gate.usage.top({ limit: 0 })).rejects.toThrow(/limit/)
     await expect(gate.usage.top({ by: 'refused' as never })).rejects.toThrow(/by/)
     await expect(gate.usage.top({ from: 0, granularity: 'hour' })).rejects.toThrow(/more than 4000 hour buckets/)
+    await expect(gate.usage.top({ from: Date.now() - 5 * 86_400_000, granularity: 'minute' })).rejects.toThrow(/more than 4000 minute buckets: narrow the range or rank by hour/)
+    await expect(gate.usage.top({ granularity: 'week' as never })).rejects.toThrow(/granularity must be 'minute', 'hour' or 'day'/)
   })
 
   it('ranks the applications with the most requests, or 429s, each with its name', async () => {

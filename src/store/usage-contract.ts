@@ -19,7 +19,11 @@ import type { Awaitable } from './contract/lifecycle.js'
 /** The size of a time bucket: a minute, an hour or a (UTC) day. */
 export type UsageGranularity = 'minute' | 'hour' | 'day'
 
-/** The host's answers to the requests the gate let through, by status class. */
+/**
+ * Answers by status class: the host's to the requests the gate let through, and the gate's
+ * own that are not refusals (its endpoints' 2xx, a 503 while the store is away), so that
+ * `requests` is `throttled` + `refused` + these four.
+ */
 export interface UsageStatuses {
   readonly '2xx': number
   readonly '3xx': number
@@ -35,7 +39,7 @@ export interface UsageCounts {
   readonly throttled: number
   /** Of those, answered another 4xx by the gate (bad credentials, https required, mismatched app token). */
   readonly refused: number
-  /** The host's final answers to the requests the gate let through, where the adapter sees them. */
+  /** Every other answer, by class: the host's (where the adapter sees it) and the gate's own that were no refusal. */
   readonly statuses: UsageStatuses
   /**
    * Requests that named an app token nobody registered. Counted in the anonymous pool's
@@ -93,8 +97,8 @@ export interface UsageTotal {
 
 /** What {@link UsageStore.topUsage} ranks. */
 export interface UsageTopQuery {
-  /** Which buckets to add up. */
-  readonly granularity: 'hour' | 'day'
+  /** Which buckets to add up (minutes for the short ranges, so that "the last hour" is not up to two). */
+  readonly granularity: UsageGranularity
   /** Buckets whose start is at or after this (epoch ms)... */
   readonly from: number
   /** ...and before this. */

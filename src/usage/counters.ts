@@ -18,6 +18,26 @@ export class UsageCell {
   unknown = 0
 }
 
+/**
+ * Counts a request the gate answered itself: a 429 as throttled, another 4xx as refused,
+ * and any other answer (its own endpoints' 2xx, a 503 while the store is away, a 500) in
+ * its status class, so that every request falls in exactly one of the counts.
+ */
+export function countGateAnswer(cell: UsageCell, status: number): void {
+  cell.requests++
+  if (status === 429) cell.throttled++
+  else if (status >= 400 && status < 500) cell.refused++
+  else countStatus(cell, status)
+}
+
+/** Counts an answer in its status class; a 101 (a protocol switched) counts as 2xx, anything past 599 as 5xx, so that every answer has one. */
+export function countStatus(cell: UsageCell, status: number): void {
+  if (status < 300) cell.s2xx++
+  else if (status >= 300 && status < 400) cell.s3xx++
+  else if (status >= 400 && status < 500) cell.s4xx++
+  else cell.s5xx++
+}
+
 /** A finished (or the current) minute's cells. */
 interface Minute {
   readonly start: number

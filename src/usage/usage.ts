@@ -18,8 +18,9 @@ import type { GateContext, GateOutcome } from '../pipeline/context.js'
 import { randomToken } from '../secrets/tokens.js'
 import type { ApplicationRecord, Awaitable, GateStore } from '../store/store.js'
 import { GRANULARITY_MS, keepsUsage, NO_USAGE, type UsageBatch, type UsageBucket, type UsageGranularity, type UsageStore } from '../store/usage-contract.js'
-import { UsageCounters, type UsageCell } from './counters.js'
+import { countGateAnswer, countStatus, UsageCounters } from './counters.js'
 import type { ResolvedUsage } from './options.js'
+import { topRange, usageRange as range } from './ranges.js'
 
 /** What {@link GateUsage.query} reads. */
 export interface UsageQuery {
@@ -51,8 +52,11 @@ export interface UsageTopOptions {
   limit?: number
   /** Rank by requests (default) or by requests answered 429. */
   by?: 'requests' | 'throttled'
-  /** Which buckets to add up. Default: `'hour'` for a range of up to 7 days, else `'day'`. */
-  granularity?: 'hour' | 'day'
+  /**
+   * Which buckets to add up, from the one `from` falls in. Default: `'minute'` for a range
+   * of up to 6 hours, `'hour'` up to 7 days, else `'day'`.
+   */
+  granularity?: UsageGranularity
 }
 
 /** One application of {@link GateUsage.top}'s ranking. */
@@ -66,8 +70,6 @@ export interface UsageTopEntry {
 
 /** How many buckets one query may span. */
 const MAX_BUCKETS = 10_000
-/** How many buckets one ranking may add up (Redis sums that many sorted sets in one script). */
-const MAX_TOP_BUCKETS = 4_000
 /** A batch is retried for at most this long; the stores remember its writer's sequence as long. */
 const RETRY_FOR_MS = 86_400_000
 /** An application is near its limit once at most 1/5 of its budget remains (80% used). */
@@ -164,11 +166,7 @@ export class GateUsage {
       }
       return outcome
     }
-    const cell = this.#counters.cell(sent === null ? null : sent.appToken)
-    cell.requests++
-    const status = outcome.response.status
-    if (status === 429) cell.throttled++
-    else if (status >= 400 && status < 500) cell.refused++
+    countGateAnswer(this.#counters.cell(sent === null ? null : sent.appToken), outcome.response.status)
     return outcome
   }
 
@@ -179,13 +177,8 @@ export class GateUsage {
    */
   refused(sent: ApplicationRecord | null, error: unknown): unknown {
     if (!this.counting || (typeof error === 'object' && error !== null && this.#counted.has(error))) return error
-    const cell = this.#counters.cell(sent === null ? null : sent.appToken)
-    cell.requests++
-    if (error instanceof GateError) {
-      const status = error.status
-      if (status === 429) cell.throttled++
-      else if (status >= 400 && status < 500) cell.refused++
-    }
+    // What is not a GateError is answered 500 (src/http/responses.ts).
+    countGateAnswer(this.#counters.cell(sent === null ? null : sent.appToken), error instanceof GateError ? error.status : 500)
     return error
   }
 
@@ -217,11 +210,7 @@ export class GateUsage {
   responded(context: GateContext, status: number): void {
     if (!this.counting) return
     const application = context.application
-    const cell: UsageCell = this.#counters.cell(application === null ? null : application.appToken)
-    if (status >= 200 && status < 300) cell.s2xx++
-    else if (status >= 300 && status < 400) cell.s3xx++
-    else if (status >= 400 && status < 500) cell.s4xx++
-    else if (status >= 500 && status < 600) cell.s5xx++
+    countStatus(this.#counters.cell(application === null ? null : application.appToken), status)
   }
 
   /** Once per window (per process): the application has used 80% of its budget. */
@@ -374,34 +363,21 @@ export class GateUsage {
 
   /**
    * The applications with the most requests (or 429s) over a time range, each with its name.
+   * The range starts at the start of the bucket `from` falls in (a minute's for a range of
+   * up to 6 hours, by default).
    * @example
    * const top = await gate.usage.top({ from: Date.now() - 7 * 86_400_000, limit: 10 })
    */
   async top(options: UsageTopOptions = {}): Promise<UsageTopEntry[]> {
     if (typeof options !== 'object' || options === null) throw new TypeError('open-data-gate: usage.top() takes { from?, to?, limit?, by?, granularity? }')
-    const { from, to } = range(options.from, options.to)
     const limit = options.limit ?? 10
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1000) throw new TypeError(`open-data-gate: usage.top() limit must be an integer from 1 to 1000, got ${JSON.stringify(limit)}`)
     const by = options.by ?? 'requests'
     if (by !== 'requests' && by !== 'throttled') throw new TypeError(`open-data-gate: usage.top() by must be 'requests' or 'throttled', got ${JSON.stringify(by)}`)
-    const granularity = options.granularity ?? (to - from <= 7 * GRANULARITY_MS.day ? 'hour' : 'day')
-    if (granularity !== 'hour' && granularity !== 'day') throw new TypeError(`open-data-gate: usage.top() granularity must be 'hour' or 'day', got ${JSON.stringify(granularity)}`)
+    const { from, to, granularity } = topRange(options.from, options.to, options.granularity)
     if (this.#store === null) return []
-    const step = GRANULARITY_MS[granularity]
-    const first = from - (from % step)
-    if (Math.ceil((to - first) / step) > MAX_TOP_BUCKETS) throw new TypeError(`open-data-gate: usage.top() would add up more than ${MAX_TOP_BUCKETS} ${granularity} buckets: narrow the range or rank by day`)
-    const totals = await this.#store.topUsage({ granularity, from: first, to, limit, by })
+    const totals = await this.#store.topUsage({ granularity, from, to, limit, by })
     const names = await Promise.all(totals.map(async (total) => (await this.#raw.getApplication(total.appToken))?.name ?? null))
     return totals.map((total, i) => ({ appToken: total.appToken, name: names[i] ?? null, requests: total.requests, throttled: total.throttled }))
   }
-}
-
-/** A validated `[from, to)`: `to` defaults to now, `from` to a day before `to`. */
-function range(fromInput: number | undefined, toInput: number | undefined): { from: number; to: number } {
-  const to = toInput ?? Date.now()
-  const from = fromInput ?? to - GRANULARITY_MS.day
-  if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || from < 0 || from >= to) {
-    throw new TypeError(`open-data-gate: a usage range needs integer times (epoch ms) with from before to, got from ${JSON.stringify(fromInput)} and to ${JSON.stringify(toInput)}`)
-  }
-  return { from, to }
 }

@@ -9,6 +9,7 @@ import { integer, type Command, type Values } from '../command.js'
 import { fields } from '../output.js'
 import { COMMAND_TIMEOUT_MS } from '../store-url.js'
 import { findApplication } from './applications.js'
+import { checkRateKey } from './rate-key-check.js'
 
 export const RATE_COMMANDS: Record<string, Command> = {
   'rate show': {
@@ -18,6 +19,7 @@ export const RATE_COMMANDS: Record<string, Command> = {
     options: ['limit', 'window-ms'],
     async run({ gate, rates, args, values }) {
       const key = args[0] as string
+      await checkRateKey(gate, key)
       const policy = await ratePolicy(gate, key, values)
       // A step of cost 0 reads the state without consuming: the store's own arithmetic.
       const result = await withTimeout(rates.consumeRate(key, policy.limit, policy.windowMs, 0), 'consumeRate')
@@ -36,11 +38,12 @@ export const RATE_COMMANDS: Record<string, Command> = {
   },
   'rate reset': {
     usage: 'rate reset KEY',
-    summary: 'forget a rate key: its client starts with a full budget (instances drop their local block within its wait)',
+    summary: 'forget a rate key (one the gate writes, as for rate show): its client starts with a full budget (instances drop their local block within its wait)',
     args: ['KEY'],
     options: [],
-    async run({ rates, args }) {
+    async run({ gate, rates, args }) {
       const key = args[0] as string
+      await checkRateKey(gate, key)
       await withTimeout(rates.resetRate(key), 'resetRate')
       return { json: { key, reset: true }, human: `reset rate key ${key}\n` }
     },

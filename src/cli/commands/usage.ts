@@ -5,6 +5,7 @@
  */
 import type { Gate } from '../../gate.js'
 import type { UsageGranularity } from '../../store/usage-contract.js'
+import { topRange } from '../../usage/ranges.js'
 import { RefusedError, UsageError } from '../cli-errors.js'
 import { table, time } from '../output.js'
 
@@ -99,34 +100,39 @@ export const USAGE_COMMANDS: Record<string, UsageCommand> = {
     },
   },
   'usage top': {
-    usage: 'usage top [--since 24h] [--by requests|throttled] [--limit N]',
-    summary: 'the applications with the most requests (or 429s), each with a sparkline of its requests',
+    usage: 'usage top [--since 24h] [--by requests|throttled] [--limit N] [--granularity minute|hour|day]',
+    summary: 'the applications with the most requests (or 429s), each with a sparkline of its requests, and the range it added up',
     args: [],
-    options: ['since', 'by', 'limit'],
+    options: ['since', 'by', 'limit', 'granularity'],
     async run({ gate, values }) {
       const rangeMs = since(values.since)
       const to = Date.now()
-      const from = to - rangeMs
       const by = values.by ?? 'requests'
       if (by !== 'requests' && by !== 'throttled') throw new UsageError(`--by is requests or throttled, not ${JSON.stringify(by)}`)
       const limit = values.limit === undefined ? 10 : Number(values.limit)
       if (!/^\d+$/.test(values.limit ?? '10') || limit < 1 || limit > 1000) throw new RefusedError(`--limit must be a whole number from 1 to 1000, not ${JSON.stringify(values.limit)}`)
-      const top = await reading(() => gate.usage.top({ from, to, by, limit }))
+      // The range the ranking adds up, said as it is: from the start of the bucket the asked start falls in.
+      const used = await reading(async () => topRange(to - rangeMs, to, values.granularity === undefined ? undefined : granularity(values.granularity, rangeMs)))
+      const { from } = used
+      const top = await reading(() => gate.usage.top({ from, to, by, limit, granularity: used.granularity }))
       // A line fits a terminal: minutes up to 2 hours, hours up to 2 days, days beyond.
       const shape: UsageGranularity = rangeMs <= 2 * UNIT_MS.h! ? 'minute' : rangeMs <= 2 * UNIT_MS.d! ? 'hour' : 'day'
       const lines = await Promise.all(top.map(async (entry) => sparkline((await gate.usage.query({ appToken: entry.appToken, from, to, granularity: shape })).buckets.map((b) => b.requests))))
+      const heading = `top ${limit} by ${by}, ${time(from)} to ${time(to)} (${used.buckets} ${used.granularity} ${used.buckets === 1 ? 'bucket' : 'buckets'})\n\n`
       return {
-        json: top,
-        human: table(
-          top.map((entry, i) => ({ ...entry, line: lines[i] as string })),
-          [
-            { heading: 'APP TOKEN', value: (e) => e.appToken },
-            { heading: 'NAME', value: (e) => e.name ?? '(deleted)' },
-            { heading: 'REQUESTS', value: (e) => String(e.requests) },
-            { heading: '429', value: (e) => String(e.throttled) },
-            { heading: `PER ${shape.toUpperCase()}`, value: (e) => e.line },
-          ],
-        ),
+        json: { from, to, granularity: used.granularity, by, applications: top },
+        human:
+          heading +
+          table(
+            top.map((entry, i) => ({ ...entry, line: lines[i] as string })),
+            [
+              { heading: 'APP TOKEN', value: (e) => e.appToken },
+              { heading: 'NAME', value: (e) => e.name ?? '(deleted)' },
+              { heading: 'REQUESTS', value: (e) => String(e.requests) },
+              { heading: '429', value: (e) => String(e.throttled) },
+              { heading: `PER ${shape.toUpperCase()}`, value: (e) => e.line },
+            ],
+          ),
       }
     },
   },

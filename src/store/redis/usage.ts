@@ -7,9 +7,11 @@
  *   `expiresAt` (Redis drops it: that is the retention). The anonymous pool is
  *   `{usage:}`. Every key of one application, and `{usage:<appToken>}:seen` (the last
  *   sequence applied per writer), shares the application's slot.
- * - `{usage-rank}:<h|d>:<start>:<r|t>`: per hour and per day, a sorted set of applications
- *   by requests (`r`) and by 429s (`t`), for `topUsage`; `{usage-rank}:seen` as above. All in
- *   one slot, so that a ranking over many buckets is one `ZUNIONSTORE`.
+ * - `{usage-rank}:<m|h|d>:<start>:<r|t>`: per minute, hour and day, a sorted set of
+ *   applications by requests (`r`) and by 429s (`t`), for `topUsage` (minutes for the short
+ *   ranges, so that "the last hour" is not up to two), expiring with the buckets;
+ *   `{usage-rank}:seen` as above. All in one slot, so that a ranking over many buckets is one
+ *   `ZUNIONSTORE`.
  *
  * A batch is one script per application (atomic, and skipped when the writer's sequence was
  * already applied in that application's slot) plus one per 2,000 ranking entries, sent
@@ -22,7 +24,7 @@
  * the buckets are spread over the nodes by application, and a top query would read every
  * application's keys on every node. The rankings cost one small script per flush on one
  * node (that node holds them all: about 2 sorted-set entries per active application per
- * hour and per day), and `top` is one script there.
+ * minute, hour and day), and `top` is one script there.
  */
 import { createHash } from 'node:crypto'
 import type { Cluster, Redis } from 'ioredis'
@@ -161,7 +163,7 @@ export class RedisUsage {
       app.keys.push(`${this.#app(row.appToken)}:${LETTER[row.granularity]}:${row.start}`)
       app.args.push(row.expiresAt)
       for (const value of usageValues(row)) app.args.push(value)
-      if (row.appToken === null || row.granularity === 'minute') continue
+      if (row.appToken === null) continue
       for (const [metric, value] of [['r', row.requests], ['t', row.throttled]] as const) {
         if (value === 0) continue
         const key = `${this.#rank()}:${LETTER[row.granularity]}:${row.start}:${metric}`

@@ -221,4 +221,31 @@ export const usageChecks: readonly StoreCheck[] = group('usage', ['applications'
       assert.deepEqual(await store.topUsage({ granularity: 'day', from: day, to: day + DAY, limit: 10, by: 'requests' }), [{ appToken: e, requests: 500, throttled: 0 }])
     }),
   ],
+  [
+    'ranks applications over minute buckets too, counting only the minutes of the range',
+    ifKept(async (store) => {
+      const day = freshDay()
+      const [a, b] = [freshAppToken(), freshAppToken()].sort() as [string, string]
+      const minute = GRANULARITY_MS.minute
+      // What a gate writes: each minute also added to its hour, which a ranking by minutes must not read.
+      await store.addUsage(
+        batch([
+          row(a, 'minute', day + 58 * minute, [40, 4, 0, 0, 0, 0, 0, 0]),
+          row(a, 'minute', day + 61 * minute, [3, 1, 0, 0, 0, 0, 0, 0]),
+          row(a, 'hour', day, [40, 4, 0, 0, 0, 0, 0, 0]),
+          row(a, 'hour', day + HOUR, [3, 1, 0, 0, 0, 0, 0, 0]),
+          row(b, 'minute', day + 60 * minute, [5, 0, 0, 0, 0, 0, 0, 0]),
+          row(b, 'minute', day + 62 * minute, [2, 2, 0, 0, 0, 0, 0, 0]),
+          row(b, 'hour', day + HOUR, [7, 2, 0, 0, 0, 0, 0, 0]),
+          row(null, 'minute', day + 60 * minute, [900, 0, 0, 0, 0, 0, 0, 0]),
+        ]),
+      )
+      // "The last two minutes" before day + 62 minutes: minutes 60 and 61 only.
+      assert.deepEqual(await store.topUsage({ granularity: 'minute', from: day + 60 * minute, to: day + 62 * minute, limit: 10, by: 'requests' }), [
+        { appToken: b, requests: 5, throttled: 0 },
+        { appToken: a, requests: 3, throttled: 1 },
+      ])
+      assert.deepEqual(await store.topUsage({ granularity: 'minute', from: day + 59 * minute, to: day + 63 * minute, limit: 1, by: 'throttled' }), [{ appToken: b, requests: 7, throttled: 2 }])
+    }),
+  ],
 ])
