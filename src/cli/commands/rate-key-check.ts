@@ -6,13 +6,13 @@
  * healthy, or be "reset" while the real key stays spent.
  */
 import { isIP } from 'node:net'
-import { nearestName } from '../../config/did-you-mean.js'
+import { nearestName } from '../../util/did-you-mean.js'
 import { DEFAULT_ANONYMOUS_IPV6_SUBNET } from '../../config/defaults.js'
 import type { Gate } from '../../gate.js'
 import { addressKey } from '../../http/proxy.js'
 import { ABUSE_PREFIX_BITS, parseRateKey, type RateKey } from '../../limits/rate-keys.js'
-import { usernameLookups } from '../../management/usernames.js'
-import { isPlausibleAppToken } from '../../pipeline/app-token.js'
+import { usernameLookups } from '../../rules/usernames.js'
+import { isPlausibleAppToken } from '../../rules/credential-shapes.js'
 import { RefusedError } from '../cli-errors.js'
 
 /** The kinds a key may start with, as the refusal lists them. */
