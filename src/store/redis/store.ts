@@ -67,7 +67,7 @@ import {
   type RedisScript,
 } from './scripts.js'
 import { usernameSkeleton } from '../../management/usernames.js'
-import { duplicate, quit, redisClientDefaults, scriptSender, type RedisClient, type ScriptSender } from './client.js'
+import { duplicate, quit, readerConnection, redisClientDefaults, scriptSender, type RedisClient, type ScriptSender } from './client.js'
 import { ACCESS_TOKEN, API_KEY, APPLICATION, CODE, decode, decodeJsonHash, encode, encodePatch, grant, searchFields, SESSION, USER, type RawHash, type Schema } from './codec.js'
 import type {
   AccessTokenFilter,
@@ -164,6 +164,8 @@ export class RedisStore implements GateStore, UsageStore {
   readonly #channel: string
   readonly #sinks = new Set<StoreEventSink>()
   #subscriber: RedisClient | undefined
+  /** The usage reads' own connection, made at the first read (`./usage.ts`). */
+  #reader: RedisClient | undefined
   /** Until the client has been ready once, calls wait for it (bounded); never after. */
   #everReady: boolean
   #firstReady: Promise<void> | undefined
@@ -304,6 +306,7 @@ export class RedisStore implements GateStore, UsageStore {
     this.#closed = true
     const quits: Array<Promise<void>> = []
     if (this.#subscriber !== undefined) quits.push(quit(this.#subscriber))
+    if (this.#reader !== undefined) quits.push(quit(this.#reader))
     if (this.#owned) quits.push(quit(this.#client))
     await Promise.all(quits)
   }
@@ -706,7 +709,17 @@ export class RedisStore implements GateStore, UsageStore {
   // ---- usage (./usage.ts) ----
 
   #usageSlice(): RedisUsage {
-    return (this.#usage ??= new RedisUsage((send) => this.#call(send), this.#p))
+    return (this.#usage ??= new RedisUsage((send) => this.#call(send), this.#p, (send) => this.#callReader(send)))
+  }
+
+  /** A usage read, on its own connection (made now if need be); on the store's client once the store is closed. */
+  #callReader<T>(send: (client: RedisClient) => Promise<T>): Promise<T> {
+    if (this.#closed) return this.#call(send)
+    if (this.#reader === undefined) {
+      this.#reader = readerConnection(this.#client)
+      this.#reader.on('error', () => {})
+    }
+    return send(this.#reader)
   }
   addUsage(batch: UsageBatch): Promise<void> {
     return this.#usageSlice().add(batch)
