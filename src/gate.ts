@@ -97,7 +97,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     }
     config.store.attach?.(sink)
     if (separateRates) config.rateStore.attach?.(sink)
-    this.usage = new GateUsage(config.usage, config.store, config.storeTimeoutMs, emit, config.log)
+    this.usage = new GateUsage(config.usage, config.store, config.storeTimeoutMs, emit, config.log, this.store)
     const throttle = new Throttle(config, rateStore, emit, this.usage)
     const applicationRules = { ...config.applications, spendRegistration: registrationBudget(config.applications.registrations, throttle) }
     this.applications = new Applications(this.store, (appToken) => this.#applicationCache.forget(appToken), config.oauth.allowLoopbackCallbacks, applicationRules)

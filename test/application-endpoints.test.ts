@@ -232,6 +232,24 @@ describe('the application endpoints', () => {
   })
 })
 
+describe('a usage read when the store fails', () => {
+  it('answers 503 service_unavailable through the store’s outage handling, never a 500, when the read times out', async () => {
+    // A read that never answers, as a Redis busy past the timeout.
+    const store = Object.assign(new MemoryStore(), { getUsage: () => new Promise<never>(() => {}) })
+    const { gate, send, json, register } = await setUp({ store, storeTimeoutMs: 50 })
+    const app = await register('Busy')
+    const errors: unknown[] = []
+    const outages: unknown[] = []
+    gate.on('internalError', (event) => errors.push(event))
+    gate.on('storeError', (event) => outages.push(event))
+    const answer = await send('GET', `/api/applications/${app.appToken}/usage`)
+    expect([answer.status, json<{ code: string }>(answer).code]).toEqual([503, 'service_unavailable'])
+    expect(errors).toEqual([])
+    expect(outages).toHaveLength(1)
+    await expect(gate.usage.query({ appToken: app.appToken })).rejects.toMatchObject({ name: 'StoreError' })
+  })
+})
+
 describe('the example portal’s developer settings page', () => {
   /** The page on an Express app of its own, Ada signed in on it; @returns a poster of the registration form. */
   async function pageSignedIn(options: GateOptions) {
