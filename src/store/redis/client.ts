@@ -130,14 +130,10 @@ export function duplicate(client: RedisClient): RedisClient {
   return (client as Redis).duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null, lazyConnect: false })
 }
 
-/**
- * A connection of its own for the usage reads, made from the store's client with its
- * options (its command timeout, no retries), except that a command waits for the
- * connection to come up rather than fail (a read is safe to send late).
- */
+/** A connection of its own for the usage reads, made from the store's client, with its options. */
 export function readerConnection(client: RedisClient): RedisClient {
-  if ('isCluster' in client && client.isCluster) return (client as Cluster).duplicate(undefined, { enableOfflineQueue: true })
-  return (client as Redis).duplicate({ enableOfflineQueue: true, lazyConnect: false })
+  if ('isCluster' in client && client.isCluster) return (client as Cluster).duplicate()
+  return (client as Redis).duplicate({ lazyConnect: false })
 }
 
 /** QUIT, or a hard disconnect when Redis cannot answer it. */

@@ -712,14 +712,19 @@ export class RedisStore implements GateStore, UsageStore {
     return (this.#usage ??= new RedisUsage((send) => this.#call(send), this.#p, (send) => this.#callReader(send)))
   }
 
-  /** A usage read, on its own connection (made now if need be); on the store's client once the store is closed. */
+  /**
+   * A usage read, on its own connection (made at the first read). While that connection is
+   * not up (the first read, a reconnect after an outage), and once the store is closed, on
+   * the store's client: a read goes in bounded scripts, so it holds that connection little,
+   * and a read must not fail because a second connection lags behind the first.
+   */
   #callReader<T>(send: (client: RedisClient) => Promise<T>): Promise<T> {
     if (this.#closed) return this.#call(send)
     if (this.#reader === undefined) {
       this.#reader = readerConnection(this.#client)
       this.#reader.on('error', () => {})
     }
-    return send(this.#reader)
+    return this.#reader.status === 'ready' ? send(this.#reader) : this.#call(send)
   }
   addUsage(batch: UsageBatch): Promise<void> {
     return this.#usageSlice().add(batch)
