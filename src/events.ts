@@ -16,7 +16,8 @@ export interface ThrottledEvent {
   /**
    * `application`, `anonymous`, `login` (a username's sign-in attempts), `login-address`
    * (an address's failed password attempts, across usernames), `client` (an OAuth
-   * client's authentication attempts) or `oauth` (posts to the OAuth endpoints).
+   * client's authentication attempts), `oauth` (posts to the OAuth endpoints) or
+   * `self-service` (a user's requests to the self-service endpoints, `selfServiceBudget`).
    */
   readonly policy: string
   /** The app token of the throttled application, when there is one. */

@@ -28,6 +28,8 @@ import { resolveOptions } from './config/resolve.js'
 import { Grants } from './management/grants.js'
 import { LoginSessions } from './endpoints/sign-in-session.js'
 import { SelfService } from './endpoints/self-service.js'
+import { SelfServiceBudget } from './endpoints/self-service-budget.js'
+import { SelfServiceAccess } from './pipeline/self-service-access.js'
 import { guardStore } from './store/guarded-store.js'
 import { StoreHealth, type StoreRole } from './store/store-health.js'
 import type { Awaitable, GateStore, StoreEventSink } from './store/store.js'
@@ -100,7 +102,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     config.store.attach?.(sink)
     if (separateRates) config.rateStore.attach?.(sink)
     const usageTelemetry = new UsageTelemetry(meter)
-    this.usage = new GateUsage(config.usage, config.store, config.storeTimeoutMs, usageTelemetry.watchDrops(emit), config.log)
+    this.usage = new GateUsage(config.usage, config.store, config.storeTimeoutMs, usageTelemetry.watchDrops(emit), config.log, this.store)
     usageTelemetry.observe(this.usage)
     const throttle = new Throttle(config, rateStore, emit, this.usage)
     const applicationRules = { ...config.applications, spendRegistration: registrationBudget(config.applications.registrations, throttle) }
@@ -115,9 +117,11 @@ export class Gate extends TypedEmitter<GateEvents> {
     const oauth = new OAuthServer(config, this.store, throttle, auth, clearText, this.tokens, this.grants, sessions, emit, (error, request) => this.#report(error, request))
     const keyLimits = { maxActiveKeys: config.apiKeyEndpoints?.maxActiveKeys ?? 0, maxKeys: config.apiKeyEndpoints?.maxKeys ?? 0, deletedKeyRetentionMs: config.deletedKeyRetentionMs }
     const ownApplications = new ApplicationEndpoints(this.applications, this.usage, config.bodyTimeoutMs)
-    const selfService = new SelfService(config, this.store, sessions, new ApiKeyEndpoints(this.store, keyLimits, config.bodyTimeoutMs), this.grants, ownApplications)
+    const selfServiceBudget = new SelfServiceBudget(config.selfServiceBudget, throttle, emit)
+    const selfService = new SelfService(config, this.store, sessions, new ApiKeyEndpoints(this.store, keyLimits, config.bodyTimeoutMs), this.grants, ownApplications, selfServiceBudget)
     const routes = new RouteTable(config, selfService)
-    this.#pipeline = new Pipeline(config, { store: this.store, applications: this.#applicationCache, routes, throttle, auth, clearText, oauth, selfService, usage: this.usage, emit })
+    const selfServiceAccess = new SelfServiceAccess(config, auth, selfService)
+    this.#pipeline = new Pipeline(config, { store: this.store, applications: this.#applicationCache, routes, throttle, auth, clearText, oauth, selfServiceAccess, usage: this.usage, emit })
     const pipeline = this.#pipeline
     this.#decider = {
       decide: (request, requestId, facts) => {

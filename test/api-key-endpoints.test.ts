@@ -178,7 +178,7 @@ describe('the API key endpoints', () => {
   })
 
   it('keeps the active-key cap when 60 creates race: 95 active and a cap of 100 leave exactly 100', async () => {
-    const { gate, ada, send, json, list } = await setUp({ apiKeyEndpoints: { maxActiveKeys: 100 } })
+    const { gate, ada, send, json, list } = await setUp({ apiKeyEndpoints: { maxActiveKeys: 100 }, selfServiceBudget: false })
     for (let i = 0; i < 95; i++) await gate.apiKeys.create(ada.id, { name: `key ${i}` })
     const responses = await Promise.all(Array.from({ length: 60 }, (_, i) => send('POST', '/api/api_keys', { keyName: `racer ${i}` })))
     expect(responses.filter((r) => r.status === 200)).toHaveLength(5)

@@ -312,6 +312,78 @@ describe('the application endpoints', () => {
   })
 })
 
+describe('what a request to the self-service endpoints costs', () => {
+  it('refuses a usage read of more than 1500 buckets with 400, before it reads the store', async () => {
+    const { gate, send, json, register } = await setUp()
+    const app = await register('Busy')
+    const read = vi.spyOn(gate.store, 'getUsage')
+    const now = Date.now()
+    const refused = await send('GET', `/api/applications/${app.appToken}/usage?granularity=minute&from=${now - 9_999 * 60_000}&to=${now}`)
+    expect([refused.status, json<{ code: string }>(refused).code]).toEqual([400, 'invalid_request'])
+    expect(json<{ message: string }>(refused).message).toMatch(/at most 1500 buckets/)
+    expect(read).not.toHaveBeenCalled()
+    const day = await send('GET', `/api/applications/${app.appToken}/usage?granularity=minute&from=${now - 86_400_000}&to=${now}`)
+    expect(day.status).toBe(200)
+    expect(json<{ buckets: unknown[] }>(day).buckets.length).toBeLessThanOrEqual(1441)
+  })
+
+  it('counts a user’s requests against their own budget, a usage read by its size, and refuses with 429, Retry-After and RateLimit when it is spent', async () => {
+    const { send, json, register, asBob } = await setUp({ selfServiceBudget: { limit: 20, windowMs: 60_000 } })
+    const app = await register('Busy')
+    const listed = await send('GET', '/api/applications')
+    expect(listed.headers['ratelimit-policy']).toBe('"self-service";q=20;w=60')
+    expect(listed.headers.ratelimit).toMatch(/^"self-service";r=18;t=\d+$/)
+    const now = Date.now()
+    // A day by the minute: 1 + 14 units.
+    const day = await send('GET', `/api/applications/${app.appToken}/usage?granularity=minute&from=${now - 86_400_000 + 60_000}&to=${now}`)
+    expect(day.status).toBe(200)
+    expect(day.headers.ratelimit).toMatch(/^"self-service";r=3;t=\d+$/)
+    const refused = await send('GET', `/api/applications/${app.appToken}/usage?granularity=minute&from=${now - 86_400_000 + 60_000}&to=${now}`)
+    expect([refused.status, json<{ code: string }>(refused).code]).toEqual([429, 'too_many_requests'])
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0)
+    expect(refused.headers['ratelimit-policy']).toBe('"self-service";q=20;w=60')
+    expect(json<{ message: string }>(refused).message).toMatch(/per user/)
+    // Another user's budget is their own.
+    expect((await send('GET', '/api/applications', { as: asBob })).status).toBe(200)
+  })
+
+  it('serves a developer whose application is throttled, with its own app token or none, over Basic, and counts nothing in its usage', async () => {
+    const { gate, send, json, register } = await setUp({ throttle: { application: { limit: 2, windowMs: 3_600_000 } } })
+    const app = await register('Throttled')
+    const api = () => gate.handle(coreRequest({ headers: { 'x-app-token': app.appToken } }))
+    await api()
+    await api()
+    const throttled = await api()
+    expect(throttled.type === 'respond' && throttled.response.status).toBe(429)
+    const withItsToken = await send('GET', `/api/applications/${app.appToken}/usage?granularity=minute&from=${Date.now() - 600_000}`, { headers: { 'x-app-token': app.appToken } })
+    expect(withItsToken.status, withItsToken.body).toBe(200)
+    const withNone = await gate.handle(coreRequest({ url: `/api/applications/${app.appToken}/usage`, tls: true, headers: { authorization: basic('ada', PASSWORD) } }))
+    expect(withNone.type === 'respond' && withNone.response.status).toBe(200)
+    await gate.usage.flush()
+    const series = json<{ buckets: Array<{ requests: number; throttled: number }> }>(await send('GET', `/api/applications/${app.appToken}/usage?granularity=minute&from=${Date.now() - 600_000}`))
+    const total = series.buckets.reduce((sum, b) => ({ requests: sum.requests + b.requests, throttled: sum.throttled + b.throttled }), { requests: 0, throttled: 0 })
+    expect(total).toEqual({ requests: 3, throttled: 1 })
+  })
+})
+
+describe('a usage read when the store fails', () => {
+  it('answers 503 service_unavailable through the store’s outage handling, never a 500, when the read times out', async () => {
+    // A read that never answers, as a Redis busy past the timeout.
+    const store = Object.assign(new MemoryStore(), { getUsage: () => new Promise<never>(() => {}) })
+    const { gate, send, json, register } = await setUp({ store, storeTimeoutMs: 50 })
+    const app = await register('Busy')
+    const errors: unknown[] = []
+    const outages: unknown[] = []
+    gate.on('internalError', (event) => errors.push(event))
+    gate.on('storeError', (event) => outages.push(event))
+    const answer = await send('GET', `/api/applications/${app.appToken}/usage`)
+    expect([answer.status, json<{ code: string }>(answer).code]).toEqual([503, 'service_unavailable'])
+    expect(errors).toEqual([])
+    expect(outages).toHaveLength(1)
+    await expect(gate.usage.query({ appToken: app.appToken })).rejects.toMatchObject({ name: 'StoreError' })
+  })
+})
+
 describe('the example portal’s developer settings page', () => {
   /** The page on an Express app of its own, Ada signed in on it; @returns a poster of the registration form. */
   async function pageSignedIn(options: GateOptions) {

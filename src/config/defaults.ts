@@ -114,6 +114,9 @@ export const DEFAULT_MAX_APPLICATIONS_PER_USER = 20
 /** Registrations one user may make: 10 per hour. */
 export const DEFAULT_REGISTRATIONS = { limit: 10, windowMs: 3_600_000 } as const
 
+/** What one user may ask of the self-service endpoints: 60 units a minute (a usage read of a day by the minute is 15). */
+export const DEFAULT_SELF_SERVICE_BUDGET = { limit: 60, windowMs: 60_000 } as const
+
 /**
  * How long a rotated secret token keeps working unless the rotation says otherwise: one
  * hour, long enough to roll a deployment, short enough that a leaked secret rotated

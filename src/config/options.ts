@@ -15,6 +15,9 @@ import type { GateLog, GateLogger } from '../log/logger.js'
 import type { Awaitable, GateStore, PartialGateStore, RateStore } from '../store/store.js'
 import type { ResolvedUsage, UsageOptions } from '../usage/options.js'
 import type { MeterProviderLike, MetricsOptions } from '../telemetry/metrics.js'
+import type { ApiKeyEndpointOptions, SelfServiceBudgetOption } from './self-service-options.js'
+
+export type { ApiKeyEndpointOptions, SelfServiceBudgetOption } from './self-service-options.js'
 
 /** `limit` requests per `windowMs`, with a burst of up to `limit`. */
 export interface RatePolicyOptions {
@@ -156,29 +159,6 @@ export interface OAuthOptions {
 }
 
 /**
- * The platform's API key endpoints: `GET`/`POST <path>` and `GET`/`DELETE <path>/<keyId>`.
- * @see docs/guides/api-key-endpoints.md
- */
-export interface ApiKeyEndpointOptions {
-  /** Default `/api/api_keys`. */
-  path?: string
-  /** How many active (not deleted) keys a user may hold; one more is `API_KEY.TOKEN_LIMIT_REACHED`. Default 100. */
-  maxActiveKeys?: number
-  /**
-   * How many keys a user may hold in all, deleted ones kept for `deletedKeyRetentionMs`
-   * included: one more is `API_KEY.TOKEN_LIMIT_REACHED`. Bounds what one account can make
-   * the store keep, and what listing with `includeDeleted` reads. Default 1000.
-   */
-  maxKeys?: number
-  /**
-   * How long a deleted key is kept (listed with `includeDeleted`, counted by `maxKeys`)
-   * before the store purges it, in ms. Also applies to keys revoked by `gate.apiKeys.revoke`
-   * or for travelling over http. Default 30 days.
-   */
-  deletedKeyRetentionMs?: number
-}
-
-/**
  * Applications developers register and manage themselves: the self-service endpoints
  * (`GET`/`POST <path>`, `PATCH`/`DELETE <path>/<appToken>`, `POST <path>/<appToken>/secret`,
  * `GET <path>/<appToken>/usage`), their bounds, and the grace of a rotated secret.
@@ -296,6 +276,8 @@ export interface GateOptions {
    * default). The endpoints are off by default with both `basic` and `oauth` off (no one could sign in).
    */
   applications?: ApplicationOptions | false
+  /** What one user may ask of the self-service endpoints (`{ limit, windowMs }`, or `false`): {@link SelfServiceBudgetOption}. */
+  selfServiceBudget?: SelfServiceBudgetOption
   /** The realm named in `WWW-Authenticate` challenges. Default `'api'`. */
   realm?: string
   /** Usage counting per application (docs/guides/usage.md); on by default, `false` turns it off. */
@@ -394,6 +376,8 @@ export interface ResolvedConfig {
     readonly registrations: RatePolicyOptions | null
     readonly secretGraceMs: number
   }
+  /** The self-service endpoints' budget per user; `null` when off. */
+  readonly selfServiceBudget: RatePolicyOptions | null
   readonly realm: string
   readonly usage: ResolvedUsage | null
   /** The provider the gate's metrics go to; `'global'`: `@opentelemetry/api`'s, if any; `null`: none. */

@@ -21,6 +21,7 @@ import {
   DEFAULT_APPLICATIONS_PATH,
   DEFAULT_MAX_APPLICATIONS_PER_USER,
   DEFAULT_REGISTRATIONS,
+  DEFAULT_SELF_SERVICE_BUDGET,
   DEFAULT_SECRET_GRACE_MS,
   MAX_SECRET_GRACE_MS,
   DEFAULT_APPLICATION_CACHE_MS,
@@ -56,9 +57,7 @@ import type {
   ConnectedAppsOptions,
   GateOptions,
   OAuthOptions,
-  RatePolicyOptions,
   ResolvedConfig,
-  ResolvedPolicy,
   ThrottleOptions,
 } from './options.js'
 import { dependentOption } from './features.js'
@@ -68,11 +67,12 @@ import { resolveUsage } from '../usage/options.js'
 import { resolveMetrics } from '../telemetry/metrics.js'
 import type { GateStore, RateStore } from '../store/store.js'
 import { booleanOption, optionNames, optionsObject, paths, positiveInteger, rejectUnknownKeys, secretGrace, singlePath } from '../util/validate.js'
+import { budget, resolvePolicy } from './rate-policy.js'
 
 /** Every top-level option of `createGate`. */
 export const GATE_OPTION_NAMES = optionNames<GateOptions>({
   store: true, rateStore: true, applicationCacheMs: true, apiKeyEndpoints: true, connectedApps: true, applications: true, throttle: true, trustProxy: true, proxyHeaders: true, trustedOrigins: true, legacyAppTokenParam: true, storeTimeoutMs: true, bodyTimeoutMs: true,
-  basic: true, oauth: true, currentUser: true, realm: true, usage: true,
+  basic: true, oauth: true, currentUser: true, realm: true, usage: true, selfServiceBudget: true,
   metrics: true, logger: true, requestId: true,
 })
 const REQUEST_ID_OPTION_NAMES = optionNames<RequestIdOptions>({ header: true, trustIncoming: true })
@@ -131,6 +131,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
     deletedKeyRetentionMs: resolveDeletedKeyRetention(options.apiKeyEndpoints),
     connectedApps,
     applications: resolveApplications(options.applications, options.basic !== false || options.oauth !== false),
+    selfServiceBudget: budget(resolvePolicy('selfServiceBudget', options.selfServiceBudget, DEFAULT_SELF_SERVICE_BUDGET, 'app')),
     realm,
     usage: resolveUsage(options.usage),
     meterProvider: resolveMetrics(options.metrics),
@@ -372,29 +373,4 @@ function resolveApplications(input: ApplicationOptions | false | undefined, sign
   positiveInteger('applications.maxPerUser', maxPerUser)
   const secretGraceMs = secretGrace('applications.secretGraceMs', given?.secretGraceMs ?? DEFAULT_SECRET_GRACE_MS, MAX_SECRET_GRACE_MS)
   return { path, maxPerUser, registrations: budget(resolvePolicy('applications.registrations', given?.registrations, DEFAULT_REGISTRATIONS, 'app')), secretGraceMs }
-}
-
-/** One budget option (`{ limit, windowMs }` or `false`), its defaults filled in. */
-function resolvePolicy(
-  name: string,
-  input: RatePolicyOptions | false | undefined,
-  defaults: RatePolicyOptions,
-  header: ResolvedPolicy['name'],
-): ResolvedPolicy | null {
-  if (input === false) return null
-  if (input !== undefined && (typeof input !== 'object' || input === null)) {
-    throw new TypeError(`open-data-gate: ${name} must be { limit, windowMs } or false`)
-  }
-  // `throttle.anonymous` has more keys; its caller checks them.
-  if (input !== undefined && !name.endsWith('anonymous')) rejectUnknownKeys(name, input, optionNames<RatePolicyOptions>({ limit: true, windowMs: true }))
-  const limit = input?.limit ?? defaults.limit
-  const windowMs = input?.windowMs ?? defaults.windowMs
-  positiveInteger(`${name}.limit`, limit)
-  positiveInteger(`${name}.windowMs`, windowMs)
-  return { name: header, limit, windowMs }
-}
-
-/** A resolved policy as a plain budget (no header name), for the budgets that send no `RateLimit` headers. */
-function budget(policy: ResolvedPolicy | null): RatePolicyOptions | null {
-  return policy === null ? null : { limit: policy.limit, windowMs: policy.windowMs }
 }

@@ -21,12 +21,20 @@ import { jsonResponse } from '../http/responses.js'
 import { bodyParams, Params, queryParams } from '../http/params.js'
 import { MAX_SECRET_GRACE_MS } from '../config/defaults.js'
 import type { GateUsage, UsageSeries } from '../usage/usage.js'
-import type { UsageGranularity } from '../store/usage-contract.js'
+import { GRANULARITY_MS, type UsageGranularity } from '../store/usage-contract.js'
 import { bodyError } from './api-keys.js'
+import { usageReadCost } from './self-service-budget.js'
 
 const BODY_LIMIT = 16 * 1024
 const FIELDS = ['name', 'callbackPrefix']
 const USAGE_PARAMS = ['granularity', 'from', 'to']
+/**
+ * How many buckets one usage read may span: a day and an hour by the minute, 62 days by the
+ * hour, four years by the day. What one read costs the store grows with it.
+ */
+export const MAX_READ_BUCKETS = 1500
+/** Spends `cost` units of the user's budget, and gives the `RateLimit` headers for the answer. */
+export type SpendBudget = (cost: number) => Promise<Record<string, string>>
 /** Personal data, different for every credential: never cached by anyone but the client. */
 const PRIVATE = { 'cache-control': 'private, no-store', vary: 'Authorization, Cookie' }
 
@@ -143,19 +151,26 @@ export class ApplicationEndpoints {
    * `GET /api/applications/{appToken}/usage?granularity=hour&from=...&to=...`: the
    * application's usage, as `gate.usage.query` gives it (every bucket of the range, empty
    * ones included). `from` and `to` are epoch milliseconds or ISO 8601 times; default the
-   * last 24 hours, by hour.
+   * last 24 hours, by hour. At most {@link MAX_READ_BUCKETS} buckets; the read spends
+   * {@link usageReadCost} units of the user's budget before the store is read.
    */
-  async usage(user: GateUser, appToken: string, request: GateRequest): Promise<GateResponse> {
-    await this.#own(user, appToken)
+  async usage(user: GateUser, appToken: string, request: GateRequest, spend: SpendBudget): Promise<GateResponse> {
     const params = queryParams(request.url)
     const repeated = params.firstDuplicated(USAGE_PARAMS)
     if (repeated !== undefined) throw new PlatformError('invalid_request', `${repeated} was sent more than once`)
     const granularity = params.get('granularity') ?? 'hour'
     if (granularity !== 'minute' && granularity !== 'hour' && granularity !== 'day') throw new PlatformError('invalid_request', 'granularity must be minute, hour or day')
-    const [from, to] = [time(params, 'from'), time(params, 'to')]
-    const query = { appToken, granularity: granularity as UsageGranularity, ...(from === undefined ? {} : { from }), ...(to === undefined ? {} : { to }) }
-    const series: UsageSeries = await invalidAsRequest(() => this.#usage.query(query))
-    return jsonResponse(200, series, PRIVATE)
+    const to = time(params, 'to') ?? Date.now()
+    const from = time(params, 'from') ?? to - GRANULARITY_MS.day
+    const step = GRANULARITY_MS[granularity]
+    const buckets = Math.ceil((to - (from - (from % step))) / step)
+    if (buckets > MAX_READ_BUCKETS) {
+      throw new PlatformError('invalid_request', `A usage read spans at most ${MAX_READ_BUCKETS} buckets (a day by the minute, 62 days by the hour); this one would span ${buckets}: narrow the range or use a coarser granularity`)
+    }
+    const headers = await spend(usageReadCost(Math.max(0, buckets)))
+    await this.#own(user, appToken)
+    const series: UsageSeries = await invalidAsRequest(() => this.#usage.query({ appToken, granularity: granularity as UsageGranularity, from, to }))
+    return jsonResponse(200, series, { ...headers, ...PRIVATE })
   }
 
   /** The user's application, or `not_found`: the same for another user's or an operator's as for none. */

@@ -1,8 +1,10 @@
 /**
  * The endpoints where users manage their own account: the platform's API key endpoints
  * (`/api/api_keys`), their own applications (`/api/applications`, `./applications.ts`) and
- * connected apps (`/api/oauth/grants`). Served by the gate after its
- * usual checks (app token, throttle, credentials), like the current user.
+ * connected apps (`/api/oauth/grants`). Served by the gate once the credentials are
+ * verified, without an app token or an application's throttle
+ * (`../pipeline/self-service-access.ts`); the user's own budget is spent here
+ * (`./self-service-budget.ts`), a usage read by its size.
  *
  * They answer only to the user's own sign-in, never to a credential the user handed to
  * something else (GitHub lets no OAuth app create personal access tokens; Keycloak gives
@@ -33,7 +35,8 @@
  * @see docs/guides/api-key-endpoints.md "Where the platform is silent, the gate decides", and docs/security.md
  */
 import type { ApiKeyEndpoints } from './api-keys.js'
-import type { ApplicationEndpoints } from './applications.js'
+import type { ApplicationEndpoints, SpendBudget } from './applications.js'
+import type { SelfServiceBudget } from './self-service-budget.js'
 import { isPlausibleAppToken } from '../rules/credential-shapes.js'
 import { toGateUser, type AuthMethod, type GateUser } from '../pipeline/authenticate.js'
 import { PlatformError } from '../errors.js'
@@ -80,11 +83,13 @@ export class SelfService {
   readonly #apiKeys: ApiKeyEndpoints
   readonly #grants: Grants
   readonly #applications: ApplicationEndpoints
+  readonly #budget: SelfServiceBudget
   /** Collection paths with a trailing `/`, to recognise item paths by prefix. */
   readonly #prefixes: ReadonlyArray<readonly [string, SelfServiceRoute['kind']]>
 
-  constructor(config: SelfServiceConfig, store: GateStore, sessions: LoginSessions, apiKeys: ApiKeyEndpoints, grants: Grants, applications: ApplicationEndpoints) {
+  constructor(config: SelfServiceConfig, store: GateStore, sessions: LoginSessions, apiKeys: ApiKeyEndpoints, grants: Grants, applications: ApplicationEndpoints, budget: SelfServiceBudget) {
     this.#config = config
+    this.#budget = budget
     this.#store = store
     this.#sessions = sessions
     this.#apiKeys = apiKeys
@@ -150,16 +155,20 @@ export class SelfService {
     if (caller === undefined) throw new PlatformError('authentication_required', 'Sign in, or send your password, to manage your own API keys and applications')
     if (caller.via === 'oauth' || caller.via === 'api-key') throw notFirstParty(caller.via)
     if (method !== 'GET') this.#mayChange(request, caller)
-    const response = await this.#dispatch(route, method, request, caller.user)
-    if (caller.via !== 'session') return response
+    // The user's own budget, not an application's: a usage read spends its weight once its range is known.
+    const client = { ip: context.clientIp, requestId: context.requestId ?? undefined }
+    const spend: SpendBudget = (cost) => this.#budget.spend(caller.user.id, cost, client)
+    const limits = route.part === 'usage' ? {} : await spend(1)
+    const response = await this.#dispatch(route, method, request, caller.user, spend)
+    if (caller.via !== 'session') return { ...response, headers: { ...limits, ...response.headers } }
     // A page on a session learns the CSRF token here, for its next POST or DELETE.
     const csrf = csrfToken(request)
-    const headers = { ...response.headers, 'x-csrf-token': csrf.token, ...(csrf.setCookie === undefined ? {} : { 'set-cookie': csrf.setCookie }) }
+    const headers = { ...limits, ...response.headers, 'x-csrf-token': csrf.token, ...(csrf.setCookie === undefined ? {} : { 'set-cookie': csrf.setCookie }) }
     return { ...response, headers }
   }
 
-  #dispatch(route: SelfServiceRoute, method: string, request: GateRequest, user: GateUser): Promise<GateResponse> {
-    if (route.kind === 'applications') return this.#dispatchApplications(route, method, request, user)
+  #dispatch(route: SelfServiceRoute, method: string, request: GateRequest, user: GateUser, spend: SpendBudget): Promise<GateResponse> {
+    if (route.kind === 'applications') return this.#dispatchApplications(route, method, request, user, spend)
     if (route.kind === 'api-keys') {
       if (route.id === null) return method === 'GET' ? this.#apiKeys.list(user, request) : this.#apiKeys.create(user, request)
       return method === 'GET' ? this.#apiKeys.get(user, route.id) : this.#apiKeys.delete(user, route.id)
@@ -167,11 +176,11 @@ export class SelfService {
     return route.id === null ? this.#listGrants(user) : this.#revokeGrant(user, route.id)
   }
 
-  #dispatchApplications(route: SelfServiceRoute, method: string, request: GateRequest, user: GateUser): Promise<GateResponse> {
+  #dispatchApplications(route: SelfServiceRoute, method: string, request: GateRequest, user: GateUser, spend: SpendBudget): Promise<GateResponse> {
     const endpoints = this.#applications
     if (route.id === null) return method === 'GET' ? endpoints.list(user) : endpoints.register(user, request)
     if (route.part === 'secret') return endpoints.rotateSecret(user, route.id, request)
-    if (route.part === 'usage') return endpoints.usage(user, route.id, request)
+    if (route.part === 'usage') return endpoints.usage(user, route.id, request, spend)
     if (method === 'GET') return endpoints.get(user, route.id)
     return method === 'PATCH' ? endpoints.update(user, route.id, request) : endpoints.delete(user, route.id)
   }

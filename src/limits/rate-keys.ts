@@ -15,6 +15,7 @@
  * | `oauth:<address>` | posts to the OAuth endpoints per client address | `oauth.throttle` |
  * | `oauth-client:<app token>` | posts to the token and revocation endpoints per authenticated client | `oauth.throttle` |
  * | `client:<app token>:<address>` | failed client authentications per client and address | `oauth.clientFailures` |
+ * | `self-service:<user id>` | one user's requests to the self-service endpoints (a usage read weighs more) | `selfServiceBudget` |
  *
  * An `<address>` is the client address as {@link addressKey} writes it: IPv4 as is, IPv6
  * cut to a prefix (`2001:db8:0:0:0:0:0:0/56`), of `throttle.anonymous.ipv6Subnet` bits for
@@ -74,6 +75,11 @@ export function registrationsRateKey(userId: string): string {
   return `registrations:${userId}`
 }
 
+/** `self-service:<user id>`: one user's requests to the self-service endpoints (API keys, applications, their usage, connected apps). */
+export function selfServiceRateKey(userId: string): string {
+  return `self-service:${userId}`
+}
+
 /** What a rate key counts, as {@link parseRateKey} reads it. */
 export type RateKey =
   | { readonly kind: 'application'; readonly appToken: string }
@@ -85,6 +91,7 @@ export type RateKey =
   | { readonly kind: 'oauth-client'; readonly appToken: string }
   | { readonly kind: 'client-failures'; readonly appToken: string; readonly address: string }
   | { readonly kind: 'registrations'; readonly userId: string }
+  | { readonly kind: 'self-service'; readonly userId: string }
 
 /**
  * What a rate key counts, read back from its text; `undefined` for a key the gate does
@@ -112,6 +119,8 @@ export function parseRateKey(key: string): RateKey | undefined {
       return { kind: 'oauth-client', appToken: subject }
     case 'registrations':
       return { kind: 'registrations', userId: subject }
+    case 'self-service':
+      return { kind: 'self-service', userId: subject }
     case 'client': {
       const split = subject.indexOf(':')
       return split === -1 ? undefined : { kind: 'client-failures', appToken: subject.slice(0, split), address: subject.slice(split + 1) }

@@ -18,7 +18,7 @@ import { toGateUser, type Authentication, type AuthMethod, type Authenticator, t
 import type { ClearTextRevocation } from './clear-text.js'
 import { Clients, type ClientConfig } from './client.js'
 import type { GateContext, GateOutcome } from './context.js'
-import type { CheckedRoute, RouteTable } from './routes.js'
+import type { CurrentUserRoute, RouteTable } from './routes.js'
 import type { Throttle, ThrottlePass, ThrottlePlan } from './throttle.js'
 import { readCredentials, type Credentials } from '../http/authorization-header.js'
 import { assertMethodEnabled } from './enabled-methods.js'
@@ -28,7 +28,7 @@ import type { RequestIds } from '../http/request-id.js'
 import { pathOf, type GateRequest, type GateResponse } from '../http/request.js'
 import { andThen, isPromiseLike } from '../util/awaitable.js'
 import { currentUserResponse } from '../endpoints/current-user.js'
-import type { SelfService } from '../endpoints/self-service.js'
+import type { SelfServiceAccess } from './self-service-access.js'
 import { toApplication, type Application } from '../management/applications.js'
 import type { OAuthEndpoint, OAuthServer } from '../oauth/server.js'
 import { PlatformError } from '../errors.js'
@@ -57,7 +57,7 @@ export interface PipelineServices {
   readonly auth: Authenticator
   readonly clearText: ClearTextRevocation
   readonly oauth: OAuthServer
-  readonly selfService: SelfService
+  readonly selfServiceAccess: SelfServiceAccess
   /** Counts every decided request against its application (src/usage). */
   readonly usage: GateUsage
   readonly emit: Emit
@@ -71,7 +71,7 @@ interface RequestState {
   readonly request: GateRequest
   readonly client: ClientInfo
   /** The endpoint the gate answers after its checks, or `undefined`: the host's handler. */
-  readonly route: CheckedRoute | undefined
+  readonly route: CurrentUserRoute | undefined
   /** The application the request counts against: the app token's, or its access token's. */
   application: ApplicationRecord | null
   /** An access token travelled in clear, and the gate revoked what was live of it. */
@@ -141,6 +141,7 @@ export class Pipeline {
         (error: unknown) => this.#oauthFailure(endpoint, error, request, client),
       )
     }
+    if (route?.kind === 'self-service') return this.#services.selfServiceAccess.decide(route.target, request, client, revoking, facts)
     const state: RequestState = { request, client, route, application: null, revokedInsecureToken: false, auth: 'none' }
     if (facts !== undefined) facts.state = state
     if (revoking === undefined) return this.#withApplication(state)
@@ -420,9 +421,6 @@ export class Pipeline {
     const headers = withRequestId(pass === null ? NO_HEADERS : pass.headers, this.#config.requestIds, state.client.requestId)
     const route = state.route
     if (route === undefined) return { type: 'next', context, headers }
-    if (route.kind === 'self-service') {
-      return this.#services.selfService.handle(route.target, state.request, context).then((response) => respond(withHeaders(response, headers)))
-    }
     return respond(withHeaders(currentUserResponse(route.format, state.request, context), headers))
   }
 

@@ -89,7 +89,7 @@ export class GateUsage {
   readonly counting: boolean
   readonly #config: ResolvedUsage | null
   readonly #store: (GateStore & UsageStore) | null
-  readonly #raw: GateStore
+  readonly #reads: GateStore
   readonly #emit: Emit
   readonly #log: GateLog
   readonly #timeoutMs: number
@@ -106,10 +106,10 @@ export class GateUsage {
   /** The window (index) each application was last told `nearLimit` in. */
   readonly #warned = new Map<string, number>()
 
-  /** @internal made by the gate */
-  constructor(config: ResolvedUsage | null, store: GateStore, storeTimeoutMs: number, emit: Emit, log: GateLog) {
+  /** @internal made by the gate; `reads`: the guarded store, which `query` and `top` read through (its timeout and outage handling) */
+  constructor(config: ResolvedUsage | null, store: GateStore, storeTimeoutMs: number, emit: Emit, log: GateLog, reads: GateStore = store) {
     this.#config = config
-    this.#raw = store
+    this.#reads = reads
     this.#emit = emit
     this.#log = log
     this.#store = keepsUsage(store) ? store : null
@@ -354,7 +354,7 @@ export class GateUsage {
     const first = from - (from % step)
     const count = Math.ceil((to - first) / step)
     if (count > MAX_BUCKETS) throw new TypeError(`open-data-gate: usage.query() would span ${count} ${granularity} buckets; at most ${MAX_BUCKETS}: narrow the range or use a coarser granularity`)
-    const stored = this.#store === null ? [] : await this.#store.getUsage(appToken, granularity, first, to)
+    const stored = this.#store === null ? [] : await (this.#reads as GateStore & UsageStore).getUsage(appToken, granularity, first, to)
     const byStart = new Map(stored.map((bucket) => [bucket.start, bucket]))
     const buckets: UsageBucket[] = []
     for (let start = first; start < to; start += step) buckets.push(byStart.get(start) ?? { start, ...NO_USAGE })
@@ -376,8 +376,8 @@ export class GateUsage {
     if (by !== 'requests' && by !== 'throttled') throw new TypeError(`open-data-gate: usage.top() by must be 'requests' or 'throttled', got ${JSON.stringify(by)}`)
     const { from, to, granularity } = topRange(options.from, options.to, options.granularity)
     if (this.#store === null) return []
-    const totals = await this.#store.topUsage({ granularity, from, to, limit, by })
-    const names = await Promise.all(totals.map(async (total) => (await this.#raw.getApplication(total.appToken))?.name ?? null))
+    const totals = await (this.#reads as GateStore & UsageStore).topUsage({ granularity, from, to, limit, by })
+    const names = await Promise.all(totals.map(async (total) => (await this.#reads.getApplication(total.appToken))?.name ?? null))
     return totals.map((total, i) => ({ appToken: total.appToken, name: names[i] ?? null, requests: total.requests, throttled: total.throttled }))
   }
 }

@@ -130,6 +130,12 @@ export function duplicate(client: RedisClient): RedisClient {
   return (client as Redis).duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null, lazyConnect: false })
 }
 
+/** A connection of its own for the usage reads, made from the store's client, with its options. */
+export function readerConnection(client: RedisClient): RedisClient {
+  if ('isCluster' in client && client.isCluster) return (client as Cluster).duplicate()
+  return (client as Redis).duplicate({ lazyConnect: false })
+}
+
 /** QUIT, or a hard disconnect when Redis cannot answer it. */
 export async function quit(client: RedisClient): Promise<void> {
   try {

@@ -67,7 +67,7 @@ import {
   type RedisScript,
 } from './scripts.js'
 import { usernameSkeleton } from '../../rules/usernames.js'
-import { duplicate, quit, redisClientDefaults, scriptSender, type RedisClient, type ScriptSender } from './client.js'
+import { duplicate, quit, readerConnection, redisClientDefaults, scriptSender, type RedisClient, type ScriptSender } from './client.js'
 import { ACCESS_TOKEN, API_KEY, APPLICATION, CODE, decode, decodeJsonHash, encode, encodePatch, grant, searchFields, SESSION, USER, type RawHash, type Schema } from './codec.js'
 import type {
   AccessTokenFilter,
@@ -164,6 +164,8 @@ export class RedisStore implements GateStore, UsageStore {
   readonly #channel: string
   readonly #sinks = new Set<StoreEventSink>()
   #subscriber: RedisClient | undefined
+  /** The usage reads' own connection, made at the first read (`./usage.ts`). */
+  #reader: RedisClient | undefined
   /** Until the client has been ready once, calls wait for it (bounded); never after. */
   #everReady: boolean
   #firstReady: Promise<void> | undefined
@@ -304,6 +306,7 @@ export class RedisStore implements GateStore, UsageStore {
     this.#closed = true
     const quits: Array<Promise<void>> = []
     if (this.#subscriber !== undefined) quits.push(quit(this.#subscriber))
+    if (this.#reader !== undefined) quits.push(quit(this.#reader))
     if (this.#owned) quits.push(quit(this.#client))
     await Promise.all(quits)
   }
@@ -706,7 +709,22 @@ export class RedisStore implements GateStore, UsageStore {
   // ---- usage (./usage.ts) ----
 
   #usageSlice(): RedisUsage {
-    return (this.#usage ??= new RedisUsage((send) => this.#call(send), this.#p))
+    return (this.#usage ??= new RedisUsage((send) => this.#call(send), this.#p, (send) => this.#callReader(send)))
+  }
+
+  /**
+   * A usage read, on its own connection (made at the first read). While that connection is
+   * not up (the first read, a reconnect after an outage), and once the store is closed, on
+   * the store's client: a read goes in bounded scripts, so it holds that connection little,
+   * and a read must not fail because a second connection lags behind the first.
+   */
+  #callReader<T>(send: (client: RedisClient) => Promise<T>): Promise<T> {
+    if (this.#closed) return this.#call(send)
+    if (this.#reader === undefined) {
+      this.#reader = readerConnection(this.#client)
+      this.#reader.on('error', () => {})
+    }
+    return this.#reader.status === 'ready' ? send(this.#reader) : this.#call(send)
   }
   addUsage(batch: UsageBatch): Promise<void> {
     return this.#usageSlice().add(batch)

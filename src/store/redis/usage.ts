@@ -20,6 +20,9 @@
  * write per node too); a larger one goes in waves of 2,000, so that no script waits in Redis
  * long enough to outlast the client's command timeout.
  *
+ * A read (`getUsage`) goes on a connection of its own, in scripts of 500 buckets one after
+ * the other: the gate's requests never wait behind it on the store's connection.
+ *
  * Why rankings of their own rather than reading every application's buckets: on a cluster
  * the buckets are spread over the nodes by application, and a top query would read every
  * application's keys on every node. The rankings cost one small script per flush on one
@@ -93,6 +96,26 @@ end
 return 1`)
 
 /**
+ * Reads buckets. KEYS the buckets (of one application, in its slot). Returns, for each
+ * bucket that exists, its place in KEYS (from 1) and its 8 counts, all in one string of
+ * integers separated by commas (one reply to parse rather than thousands): an empty range
+ * answers an empty string.
+ */
+const READ = script(`local out = {}
+local n = 0
+for k = 1, #KEYS do
+  local v = redis.call('HMGET', KEYS[k], ${USAGE_FIELDS.map((f) => `'${f}'`).join(', ')})
+  local found = false
+  for i = 1, 8 do if v[i] then found = true end end
+  if found then
+    out[n + 1] = k
+    for i = 1, 8 do out[n + 1 + i] = v[i] or '0' end
+    n = n + 9
+  end
+end
+return table.concat(out, ',')`)
+
+/**
  * Sums rankings: KEYS[1], KEYS[2] scratch keys, then n sets ranked by, then the n sets of
  * the other total. ARGV n. Returns both unions, member, score pairs.
  */
@@ -120,14 +143,28 @@ const RANK_CHUNK = 2000
 const WAVE = 100
 /** How many buckets a read asks for, at most: the gate's own bound on a query. */
 const MAX_READ = 10_000
+/**
+ * How many buckets one script of a read reads. A read is sent in scripts of this many
+ * buckets, one after the other: a read of 10,000 minute buckets in one pipeline of `HMGET`s
+ * kept Redis busy for about 170 ms and sent back 80,000 strings, and ten of them at once
+ * made every other client wait seconds. A script of 500 holds Redis about a millisecond and
+ * answers only the buckets that exist, in one string.
+ */
+const READ_CHUNK = 500
 
 /** The usage slice of a {@link RedisStore}, given the store's way to reach its client and its prefix. */
 export class RedisUsage {
   readonly #call: <T>(send: (client: Client) => Promise<T>) => Promise<T>
+  readonly #read: <T>(send: (client: Client) => Promise<T>) => Promise<T>
   readonly #p: string
 
-  constructor(call: <T>(send: (client: Client) => Promise<T>) => Promise<T>, prefix: string) {
+  /**
+   * @param call sends on the store's client (the request path's connection)
+   * @param read sends on the connection of the usage reads, which no request waits behind
+   */
+  constructor(call: <T>(send: (client: Client) => Promise<T>) => Promise<T>, prefix: string, read: <T>(send: (client: Client) => Promise<T>) => Promise<T> = call) {
     this.#call = call
+    this.#read = read
     this.#p = prefix
   }
 
@@ -139,8 +176,8 @@ export class RedisUsage {
     return `${this.#p}{usage-rank}`
   }
 
-  #eval(s: Script, keys: string[], args: Array<string | number>): Promise<unknown> {
-    return this.#call((client) =>
+  #eval(s: Script, keys: string[], args: Array<string | number>, on = this.#call): Promise<unknown> {
+    return on((client) =>
       // One array argument (ioredis flattens it): a batch's arguments can be too many to spread into a call.
       client.evalsha(s.sha, keys.length, [...keys, ...args.map(String)]).catch((error: unknown) => {
         if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error
@@ -208,25 +245,25 @@ export class RedisUsage {
     if (failure !== undefined) throw failure.reason
   }
 
-  /** The application's buckets in the range, one pipeline in its slot. */
+  /**
+   * The application's buckets in the range, in scripts of {@link READ_CHUNK} buckets in its
+   * slot, each sent once the one before has answered, on the reads' own connection: the
+   * request path's commands never queue behind a read, and Redis serves other clients
+   * between the scripts.
+   */
   async get(appToken: string | null, granularity: UsageGranularity, from: number, to: number): Promise<UsageBucket[]> {
     const step = GRANULARITY_MS[granularity]
     const starts: number[] = []
     for (let start = Math.ceil(from / step) * step; start < to && starts.length < MAX_READ; start += step) starts.push(start)
-    if (starts.length === 0) return []
     const base = `${this.#app(appToken)}:${LETTER[granularity]}:`
-    const replies = await this.#call(async (client) => {
-      const pipeline = client.pipeline()
-      for (const start of starts) pipeline.hmget(base + String(start), ...USAGE_FIELDS)
-      return (await pipeline.exec()) ?? []
-    })
     const buckets: UsageBucket[] = []
-    replies.forEach(([error, values], i) => {
-      if (error !== null) throw error
-      const fields = values as Array<string | null>
-      if (fields.every((v) => v === null)) return
-      buckets.push({ start: starts[i] as number, ...usageCounts(fields.map((v) => Number(v ?? 0))) })
-    })
+    for (let i = 0; i < starts.length; i += READ_CHUNK) {
+      const chunk = starts.slice(i, i + READ_CHUNK)
+      const reply = String(await this.#eval(READ, chunk.map((start) => base + String(start)), [], this.#read))
+      if (reply === '') continue
+      const found = reply.split(',').map(Number)
+      for (let j = 0; j < found.length; j += 9) buckets.push({ start: chunk[(found[j] as number) - 1] as number, ...usageCounts(found.slice(j + 1, j + 9)) })
+    }
     return buckets
   }
 
