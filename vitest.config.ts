@@ -17,6 +17,9 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts'],
+    // Bun and Deno for test/runtimes.test.ts come from test/runtimes/package.json, installed
+    // there when missing (they are not devDependencies: `npm ci` stays small).
+    globalSetup: ['./test/support/install-runtimes.ts'],
     // Tests start real servers on ephemeral loopback ports; a slow CI core must not fail them.
     testTimeout: 20_000,
     hookTimeout: 20_000,

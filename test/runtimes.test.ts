@@ -1,6 +1,8 @@
 /**
- * The built package on Bun and Deno, the runtimes themselves from their npm packages (the
- * `bun` and `deno` devDependencies bring the binaries): a small data API on each runtime's
+ * The built package on Bun and Deno, the runtimes themselves from their npm packages (pinned
+ * in test/runtimes/package.json, not devDependencies of the project, so that `npm ci` stays
+ * small; vitest's global setup installs them there when they are missing, see
+ * test/support/install-runtimes.ts): a small data API on each runtime's
  * own server (test/fixtures/runtime-server.mjs: `Bun.serve` and `Deno.serve`, plain and
  * TLS, the Fetch adapter, the in-memory store), driven from here over real sockets.
  *
@@ -19,6 +21,7 @@ import { tlsFetch } from './support/tls-fetch.js'
 
 const root = fileURLToPath(new URL('../', import.meta.url))
 const SERVER = join(root, 'test', 'fixtures', 'runtime-server.mjs')
+const RUNTIME_PACKAGES = join(root, 'test', 'runtimes')
 const PASSWORD = 'correct horse battery'
 const CALLBACK = 'https://transit.example/oauth/callback'
 
@@ -30,8 +33,8 @@ interface Runtime {
 }
 
 const RUNTIMES: readonly Runtime[] = [
-  { name: 'Bun', binary: join(root, 'node_modules', '.bin', 'bun'), args: [SERVER] },
-  { name: 'Deno', binary: join(root, 'node_modules', '.bin', 'deno'), args: ['run', '--allow-net=127.0.0.1', `--allow-read=${root}`, '--allow-env', SERVER] },
+  { name: 'Bun', binary: join(RUNTIME_PACKAGES, 'node_modules', '.bin', 'bun'), args: [SERVER] },
+  { name: 'Deno', binary: join(RUNTIME_PACKAGES, 'node_modules', '.bin', 'deno'), args: ['run', '--allow-net=127.0.0.1', `--allow-read=${root}`, '--allow-env', SERVER] },
 ]
 
 /** The runtime's version, or why it cannot run here. */
