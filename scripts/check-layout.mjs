@@ -16,10 +16,6 @@ const MAX_LINES = 400
 /** Files past the limit when the check came in, with their length then: to be split, never grown. */
 const OVERSIZED = new Map([
   ['src/pipeline/decide.ts', 456],
-  ['src/management/applications.ts', 423],
-  ['src/config/options.ts', 414],
-  ['src/config/resolve.ts', 407],
-  ['src/usage/usage.ts', 402],
 ])
 
 let failed = false

@@ -98,7 +98,7 @@ export type { StoreSlice } from './store/slices.js'
 // store, a meter or a caller can name them, and the API reference can show them.
 export type { RequestLookupStore, RequestLookup, RequestLookupResult, CredentialLookup, RateStep } from './store/store.js'
 export type { ObservableLike, ObservableResultLike } from './telemetry/metrics.js'
-export type { RegisterOwnApplication, ListApplications, RotateSecretOptions } from './management/applications.js'
+export type { RegisterOwnApplication, ListApplications } from './management/applications.js'
 export type { GateUsage, UsageQuery, UsageSeries, UsageTopOptions, UsageTopEntry } from './usage/usage.js'
 export type { UsageOptions, UsageRetentionOptions } from './usage/options.js'
 export type { NearLimitEvent, UsageDroppedEvent, UsageFlushFailedEvent } from './usage/events.js'

@@ -16,16 +16,11 @@ import type { Awaitable, GateStore, PartialGateStore, RateStore } from '../store
 import type { ResolvedUsage, UsageOptions } from '../usage/options.js'
 import type { MeterProviderLike, MetricsOptions } from '../telemetry/metrics.js'
 import type { ApiKeyEndpointOptions, SelfServiceBudgetOption } from './self-service-options.js'
+import type { RatePolicyOptions } from './rate-policy-options.js'
 
 export type { ApiKeyEndpointOptions, SelfServiceBudgetOption } from './self-service-options.js'
+export type { RatePolicyOptions }
 
-/** `limit` requests per `windowMs`, with a burst of up to `limit`. */
-export interface RatePolicyOptions {
-  /** Requests per window, a positive integer. */
-  limit: number
-  /** The window in milliseconds, a positive integer. */
-  windowMs: number
-}
 
 /** The budget of requests that carry no application token. */
 export interface AnonymousPolicyOptions extends RatePolicyOptions {

@@ -3,7 +3,7 @@
  * endpoints, and the budget every self-service request of one user is counted against.
  * Re-exported by `./options.ts`.
  */
-import type { RatePolicyOptions } from './options.js'
+import type { RatePolicyOptions } from './rate-policy-options.js'
 
 /**
  * The platform's API key endpoints: `GET`/`POST <path>` and `GET`/`DELETE <path>/<keyId>`.
