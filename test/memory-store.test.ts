@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { createGate, MemoryStore } from '../src/index.js'
 import { describeStore } from '../src/testing/index.js'
+import { coreRequest } from './support/requests.js'
 
 describeStore('MemoryStore', () => new MemoryStore(), { describe, it, after: afterAll })
 
@@ -33,5 +34,28 @@ describe('MemoryStore bounds', () => {
 
   it('rejects a bound that is not a positive integer', () => {
     expect(() => new MemoryStore({ maxRateKeys: 0 })).toThrow(/maxRateKeys must be a positive integer/)
+  })
+})
+
+describe('MemoryStore shared by several gates', () => {
+  it('serves a token registered through another gate at once, though this gate is told nothing', async () => {
+    const store = new MemoryStore()
+    const other = createGate({ store })
+    // A gate on the same store that never hears of changes (its attach does nothing).
+    const deaf = new Proxy(store, {
+      get(target, name) {
+        if (name === 'attach') return () => {}
+        const value: unknown = Reflect.get(target, name, target)
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value
+      },
+    })
+    const gate = createGate({ store: deaf, applicationCacheMs: 60_000 })
+    const status = async () => {
+      const outcome = await gate.handle(coreRequest({ headers: { 'x-app-token': 'registered-later-0003' } }))
+      return outcome.type === 'next' ? 200 : outcome.response.status
+    }
+    expect(await status()).toBe(403)
+    await other.applications.register({ name: 'Later', appToken: 'registered-later-0003' })
+    expect(await status()).toBe(200)
   })
 })

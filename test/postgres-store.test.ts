@@ -361,6 +361,29 @@ describe.skipIf(!available)('PostgresStore', () => {
         await store.close()
       }
     })
+    it('serves a token registered on another instance at once, though this instance never hears the notification', async () => {
+      const a = new PostgresStore({ pool, schema, sweepIntervalMs: 0 })
+      const b = new PostgresStore({ pool, schema, sweepIntervalMs: 0 })
+      // B never listens: every notification is lost to it.
+      b.attach = () => {}
+      const gateA = createGate({ store: a, usage: false })
+      const gateB = createGate({ store: b, usage: false, applicationCacheMs: 60_000 })
+      const token = `unheard${Date.now()}`
+      const status = async () => {
+        const outcome = await gateB.handle(coreRequest({ headers: { 'x-app-token': token } }))
+        return outcome.type === 'next' ? 200 : outcome.response.status
+      }
+      try {
+        expect(await status()).toBe(403)
+        expect(await status()).toBe(403)
+        await gateA.applications.register({ name: 'later', appToken: token })
+        expect(await status()).toBe(200)
+      } finally {
+        await gateA.applications.delete(token)
+        await gateA.close()
+        await gateB.close()
+      }
+    })
   })
 
   describe('rate steps', () => {

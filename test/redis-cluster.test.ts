@@ -123,6 +123,24 @@ describe.skipIf(!available)('RedisStore on a three-node Redis Cluster', () => {
     }
   })
 
+  it('serves an application registered on another instance at once, though this instance never hears the change message', async () => {
+    const a = instance()
+    const store = new RedisStore({ client, prefix })
+    // B's subscriber never connects: every change message is lost to it.
+    store.attach = () => {}
+    const b = createGate({ store, trustProxy: 'loopback', usage: false, applicationCacheMs: 600_000 })
+    const appToken = `unheard${Date.now()}abcdefgh`
+    try {
+      expect((await ask(b, undefined, appToken)).auth).toBe(403)
+      expect((await ask(b, undefined, appToken)).auth).toBe(403)
+      await a.gate.applications.register({ name: 'later', appToken })
+      expect((await ask(b, undefined, appToken)).auth).toBe('none')
+    } finally {
+      await a.gate.applications.delete(appToken)
+      await Promise.all([a.gate.close(), b.close()])
+    }
+  })
+
   it("refuses a token, key or password revoked on another instance on this instance's next request, and charges the application nothing for a revoked token", async () => {
     const a = instance({ throttle: { application: { limit: 1000, windowMs: 3_600_000 } } })
     const b = instance()

@@ -10,6 +10,7 @@ import { createGate, MemoryStore, type GateOptions, type GateOutcome, type Store
 import type { RequestLookup, RequestLookupResult } from '../src/store/contract/request-lookup.js'
 import { nodeGate } from '../adapters/node.js'
 import { listen } from './adapters/servers.js'
+import * as brokenStores from './support/broken-stores.js'
 import { FlakyStore } from './support/flaky-store.js'
 import { coreRequest } from './support/requests.js'
 
@@ -51,11 +52,55 @@ describe('application records from a remote store', () => {
     expect(store.count('consumeRate')).toBe(40)
   })
 
-  it('remembers an unknown token too, so made-up tokens do not each cost a read', async () => {
+  it('costs a made-up token one read per request at most: concurrent requests for it share reads', async () => {
     const store = asyncStore()
     const { request } = await gateOn(store)
     for (let i = 0; i < 10; i++) expect(respond(await request('made-up-token-1')).status).toBe(403)
-    expect(store.count('getApplication')).toBe(1)
+    expect(store.count('getApplication')).toBe(10)
+    // Twenty at once: the first read, and one more for all who came while it was in flight.
+    const at = store.count('getApplication')
+    const statuses = await Promise.all(Array.from({ length: 20 }, async () => respond(await request('made-up-token-1')).status))
+    expect(statuses).toEqual(Array.from({ length: 20 }, () => 403))
+    expect(store.count('getApplication') - at).toBe(2)
+  })
+
+  it('serves a token registered on another instance at once, though no change message reaches this one', async () => {
+    const shared = new MemoryStore()
+    // A store in another process that never announces changes (its attach keeps no sink).
+    const remote = brokenStores.asyncStore(shared, { attach: () => {} })
+    const gate = createGate({ store: remote, applicationCacheMs: 60_000, logger: false })
+    const other = createGate({ store: shared })
+    const request = (token: string) => gate.handle(coreRequest({ headers: { 'x-app-token': token } }))
+    expect(respond(await request('registered-later-0001')).status).toBe(403)
+    await other.applications.register({ name: 'Later', appToken: 'registered-later-0001' })
+    pass(await request('registered-later-0001'))
+  })
+
+  it('serves a request that came after a registration, though a read of the token from before it was still in flight', async () => {
+    const shared = new MemoryStore()
+    const held: Array<() => void> = []
+    // Reads the store when called, answers when released: a read that left before the registration.
+    const remote = brokenStores.asyncStore(shared, {
+      attach: () => {},
+      getApplication: (appToken: string) => {
+        const found = shared.getApplication(appToken)
+        return new Promise((resolve) => held.push(() => resolve(found)))
+      },
+    })
+    const gate = createGate({ store: remote, applicationCacheMs: 60_000, logger: false })
+    const other = createGate({ store: shared })
+    const request = () => gate.handle(coreRequest({ headers: { 'x-app-token': 'registered-later-0002' } }))
+    const before = request()
+    await other.applications.register({ name: 'Later', appToken: 'registered-later-0002' })
+    const after = request()
+    let settled = false
+    void Promise.allSettled([before, after]).then(() => (settled = true))
+    while (!settled) {
+      held.shift()?.()
+      await sleep(1)
+    }
+    expect(respond(await before).status).toBe(403)
+    pass(await after)
   })
 
   it('reads it again once its copy is older than applicationCacheMs', async () => {

@@ -6,10 +6,17 @@
  *   Concurrent misses for one token share one read.
  * - Any change to an application, made by this instance or (through the store's
  *   `applicationChanged` notification) by any other, drops the cached copy at once.
- * - An unknown token is remembered too (in a separate, bounded cache), so a flood of
- *   made-up tokens does not cost a store read each.
+ * - A token the store does not know is never answered from memory: its request is
+ *   answered by a read that left after the request came, so a token registered on any
+ *   instance is served by every other from the moment `register` returned, whether or not
+ *   the change message has arrived (or ever will). A made-up token costs at most one
+ *   read per request: requests for it that come while a read is in flight share the next
+ *   one. (Remembering it would cost nothing more exact: an instance that never heard of
+ *   the registration cannot tell without asking, and a flood of made-up tokens varies
+ *   them anyway.)
  * - While the store is failing, a copy up to `staleIfErrorMs` past its freshness still
- *   answers: an outage of the records store does not turn every app-token request into a 503.
+ *   answers, a known token's or an unknown one's: an outage of the records store does not
+ *   turn every app-token request into a 503.
  *
  * A store that answers synchronously (MemoryStore) is already local: it is read directly
  * and nothing is cached.
@@ -23,13 +30,20 @@ interface Entry {
   readonly fetchedAt: number
 }
 
+/** A read in flight, and the read that follows it for those whose token it did not find. */
+interface Read {
+  readonly promise: Promise<ApplicationRecord | undefined>
+  next?: Promise<ApplicationRecord | undefined>
+}
+
 export class ApplicationCache {
   readonly #store: GateStore
   readonly #freshMs: number
   readonly #staleIfErrorMs: number
   readonly #known = new LRUCache<string, Entry>({ max: 10_000 })
+  /** Tokens the store did not know: kept only to answer while the store is failing. */
   readonly #unknown = new LRUCache<string, Entry>({ max: 10_000 })
-  readonly #pending = new Map<string, Promise<ApplicationRecord | undefined>>()
+  readonly #pending = new Map<string, Read>()
   /** Bumped by every change: a read that started before a change must not cache what it got. */
   #generation = 0
   /** The store answered a read synchronously: it is local, and is read directly from then on. */
@@ -43,10 +57,27 @@ export class ApplicationCache {
 
   get(appToken: string): Awaitable<ApplicationRecord | undefined> {
     if (this.#synchronous || this.#freshMs === 0) return this.#store.getApplication(appToken)
-    const entry = this.#known.get(appToken) ?? this.#unknown.get(appToken)
-    if (entry !== undefined && Date.now() - entry.fetchedAt < this.#freshMs) return entry.record
+    const known = this.#known.get(appToken)
+    if (known !== undefined && Date.now() - known.fetchedAt < this.#freshMs) return known.record
     const pending = this.#pending.get(appToken)
-    if (pending !== undefined) return pending
+    if (pending === undefined) return this.#read(appToken)
+    // That read left before this request came, perhaps before a registration of the token
+    // returned elsewhere: its record may be shared, its miss may not (one next read for all).
+    pending.next ??= pending.promise.then((record) => record ?? this.#read(appToken))
+    return pending.next
+  }
+
+  /** Drops what this process knows of an application. */
+  forget(appToken: string): void {
+    this.#generation++
+    this.#known.delete(appToken)
+    this.#unknown.delete(appToken)
+    this.#pending.delete(appToken)
+  }
+
+  /** Reads the token now, and keeps the answer; requests that come meanwhile may share it. */
+  #read(appToken: string): Awaitable<ApplicationRecord | undefined> {
+    const entry = this.#known.get(appToken) ?? this.#unknown.get(appToken)
     let result: Awaitable<ApplicationRecord | undefined>
     try {
       result = this.#store.getApplication(appToken)
@@ -58,13 +89,16 @@ export class ApplicationCache {
       return result
     }
     const generation = this.#generation
-    const read = Promise.resolve(result)
+    const promise = Promise.resolve(result)
       .then(
         (record) => {
           if (generation === this.#generation) {
             const fresh = { record, fetchedAt: Date.now() }
             if (record === undefined) this.#unknown.set(appToken, fresh)
-            else this.#known.set(appToken, fresh)
+            else {
+              this.#known.set(appToken, fresh)
+              this.#unknown.delete(appToken)
+            }
           }
           return record
         },
@@ -73,16 +107,9 @@ export class ApplicationCache {
       .finally(() => {
         if (this.#pending.get(appToken) === read) this.#pending.delete(appToken)
       })
+    const read: Read = { promise }
     this.#pending.set(appToken, read)
-    return read
-  }
-
-  /** Drops what this process knows of an application. */
-  forget(appToken: string): void {
-    this.#generation++
-    this.#known.delete(appToken)
-    this.#unknown.delete(appToken)
-    this.#pending.delete(appToken)
+    return promise
   }
 
   #staleOr(entry: Entry | undefined, error: unknown): ApplicationRecord | undefined {
