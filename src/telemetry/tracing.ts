@@ -37,7 +37,7 @@ export interface GateDecision {
 /**
  * The message of `open-data-gate:handle`. The request is a copy made for the trace: the
  * path without its query, and the headers by name, the value only of those on a short list
- * ({@link TRACED_HEADERS}: `host`, `user-agent`, `content-type`, `x-app-token`, the proxy
+ * (`TRACED_HEADERS`: `host`, `user-agent`, `content-type`, `x-app-token`, the proxy
  * and `sec-fetch-*` headers, ...), every other value `[redacted]` (credentials, cookies and
  * CSRF tokens never reach a subscriber, whatever header carries them; the app token does,
  * as it is no secret).
@@ -123,7 +123,7 @@ const TRACED_HEADERS: ReadonlySet<string> = new Set([
   'x-request-id',
 ])
 
-/** The request as a trace shows it: no query, and only the values of {@link TRACED_HEADERS}. */
+/** The request as a trace shows it: no query, and only the values of `TRACED_HEADERS`. */
 export function tracedRequest(request: GateRequest): HandleMessage['request'] {
   const headers: Record<string, HeaderValue> = {}
   for (const name in request.headers) {
