@@ -135,9 +135,10 @@ describe('what the gate counts', () => {
       if (typeof outcome === 'number') throw new Error(`expected the request let through, got ${outcome}`)
       gate.usage.responded(outcome.context, status)
     }
-    // The gate's own endpoints answer: 200 for the user's applications, 404 for one that is not theirs.
-    expect(await send({ url: '/api/applications' })).toBe(200)
-    expect(await send({ url: '/api/applications/NoSuchApplicationToken0000' })).toBe(404)
+    // The gate's own endpoints answer under the app token: the current user, as JSON and XML.
+    // (The self-service endpoints, /api/applications and the like, count in no application's usage.)
+    expect(await send({ url: '/api/users/current.json' })).toBe(200)
+    expect(await send({ url: '/users/current.xml' })).toBe(200)
     // The store away for a password check: 503.
     away = true
     expect(await send({ headers: { 'x-app-token': appToken, authorization: basic('grace', 'another password') } })).toBe(503)
@@ -151,7 +152,7 @@ describe('what the gate counts', () => {
     const counted = await totals(gate, appToken)
     const classes = counted.throttled + counted.refused + Object.values(counted.statuses).reduce((n, v) => n + v, 0)
     expect(classes).toBe(counted.requests)
-    expect(counted).toEqual({ requests: 10, throttled: 1, refused: 2, unknownAppToken: 0, statuses: { '2xx': 3, '3xx': 1, '4xx': 1, '5xx': 2 } })
+    expect(counted).toEqual({ requests: 10, throttled: 1, refused: 1, unknownAppToken: 0, statuses: { '2xx': 4, '3xx': 1, '4xx': 1, '5xx': 2 } })
   })
 
   it('tells nearLimit once per window when an application has used 80% of its budget', async () => {
