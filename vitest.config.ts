@@ -19,7 +19,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // Bun and Deno for test/runtimes.test.ts come from test/runtimes/package.json, installed
     // there when missing (they are not devDependencies: `npm ci` stays small).
-    globalSetup: ['./test/support/install-runtimes.ts'],
+    // dist/, for the tests of the built command and package, built once when it is missing.
+    globalSetup: ['./test/support/install-runtimes.ts', './test/support/build-once.ts'],
     // Tests start real servers on ephemeral loopback ports; a slow CI core must not fail them.
     testTimeout: 20_000,
     hookTimeout: 20_000,
