@@ -80,7 +80,6 @@ export class Gate extends TypedEmitter<GateEvents> {
     super()
     const config = resolveOptions(options)
     assertStoreServes(config)
-    assertStoreServes(config)
     this.#config = config
     this.#requestIds = config.requestIds
     const emit: Emit = (event, ...args) => this.#emitSafely(event, ...args)
