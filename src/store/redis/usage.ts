@@ -130,6 +130,8 @@ redis.call('DEL', KEYS[1], KEYS[2])
 return {a, b}`)
 
 const LETTER: Readonly<Record<UsageGranularity, string>> = { minute: 'm', hour: 'h', day: 'd' }
+/** One script call of a batch: the script, its keys, its arguments. */
+type Call = [Script, string[], Array<string | number>]
 /** Ranking entries per script, at most. */
 const RANK_CHUNK = 2000
 /**
@@ -213,7 +215,7 @@ export class RedisUsage {
         rank.members.push(row.appToken, value)
       }
     }
-    const scripts: Array<[Script, string[], Array<string | number>]> = [...byApp.values()].map(({ keys, args }) => [ADD, keys, args])
+    const scripts: Call[] = [...byApp.values()].map(({ keys, args }) => [ADD, keys, args])
     // The rankings in scripts of at most RANK_CHUNK entries each, so that none holds Redis
     // long; each chunk is told apart in `seen` by its number (a retried batch chunks alike).
     let chunk: { keys: string[]; args: Array<string | number>; size: number } | undefined
@@ -231,14 +233,18 @@ export class RedisUsage {
         chunk.size += part.length / 2
       }
     }
-    for (const { keys, args } of chunks) scripts.push([RANK, keys, args])
-    // Sent in waves of WAVE scripts, each wave's calls all before any answer is awaited (one
-    // round trip per node); none waits in Redis behind more than a wave, so none outlasts the
-    // command timeout. A call that failed is retried with the whole batch, and the
-    // applications it did reach skip it then.
+    // Sent in waves, each wave's calls all before any answer is awaited (one round trip per
+    // node), so that none waits in Redis behind more than its wave and none outlasts the
+    // command timeout: the applications' small scripts WAVE at a time, the rankings' one at a
+    // time (each holds up to RANK_CHUNK entries; thirty of them in one wave took Redis past
+    // 500 ms with both cores busy). A call that failed is retried with the whole batch, and
+    // the applications it did reach skip it then.
+    const waves: Call[][] = []
+    for (let i = 0; i < scripts.length; i += WAVE) waves.push(scripts.slice(i, i + WAVE))
+    for (const { keys, args } of chunks) waves.push([[RANK, keys, args]])
     let failure: { reason: unknown } | undefined
-    for (let i = 0; i < scripts.length; i += WAVE) {
-      const results = await Promise.allSettled(scripts.slice(i, i + WAVE).map(([script, keys, args]) => this.#eval(script, keys, args)))
+    for (const wave of waves) {
+      const results = await Promise.allSettled(wave.map(([script, keys, args]) => this.#eval(script, keys, args)))
       const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
       if (failed !== undefined) failure ??= failed
     }
