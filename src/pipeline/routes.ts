@@ -1,60 +1,67 @@
 /**
- * The paths the gate answers itself, and which endpoint each one is: the OAuth endpoints
- * and the connected-apps page (answered before the access checks: they authenticate clients
- * and users themselves), and the current user, the API key and connected-apps endpoints
- * (answered after them). Every other path belongs to the host.
+ * The paths the gate answers itself. Each endpoint registers its own paths here (the OAuth
+ * server its endpoints, the self-service endpoints theirs, the current user its two), with
+ * the stage of the pipeline that answers it; every other path belongs to the host.
+ *
+ * - `own`: answered before the access checks, after what travelled in clear is revoked:
+ *   the OAuth endpoints and the pages, which authenticate clients and users themselves.
+ * - `user`: the self-service endpoints, answered with the user's own credentials verified
+ *   and no application's budget spent (src/pipeline/self-service-access.ts).
+ * - `checked`: answered after every check, as the host's handler would be (the current user).
  */
-import type { ResolvedConfig } from '../config/options.js'
-import type { SelfService, SelfServiceRoute } from '../endpoints/self-service.js'
-import type { OAuthEndpoint } from '../oauth/server.js'
+import type { GateContext } from './context.js'
+import type { ClientInfo } from '../http/proxy.js'
+import type { GateRequest, GateResponse } from '../http/request.js'
+import type { Awaitable } from '../store/store.js'
 
-/** The OAuth endpoints and pages. */
-export type OAuthRoute = { readonly kind: 'oauth'; readonly endpoint: OAuthEndpoint }
-/** The current-user record, as JSON or XML. */
-export type CurrentUserRoute = { readonly kind: 'current-user'; readonly format: 'json' | 'xml' }
-/** The API key and connected-apps endpoints: answered after the access checks, like the current user. */
-export type OwnAccessRoute = { readonly kind: 'self-service'; readonly target: SelfServiceRoute }
-/** A path answered after the gate's access checks. */
-export type CheckedRoute = CurrentUserRoute | OwnAccessRoute
-/** A path the gate answers itself. */
-export type Route = OAuthRoute | CheckedRoute
+/** An endpoint that authenticates its own clients and users: the OAuth endpoints and the pages. */
+export interface OwnEndpoint {
+  /** The answer. Never throws: a failure is answered in the endpoint's own shape. */
+  answer(request: GateRequest, client: ClientInfo): Awaitable<GateResponse>
+  /** The answer to a failure before the endpoint ran (a page, or RFC 6749 JSON), reported as the endpoint reports its own. */
+  failure(error: unknown, request: GateRequest, client: ClientInfo): GateResponse
+}
 
-/** The options that place the endpoints. */
-export type RouteConfig = Pick<ResolvedConfig, 'currentUser' | 'connectedApps'> & { readonly oauth: Pick<ResolvedConfig['oauth'], 'paths'> }
+/** An endpoint answered with the request's context once the user's credentials are verified. */
+export interface ContextEndpoint<R = GateResponse> {
+  answer(request: GateRequest, context: GateContext): R
+}
 
-/** The gate's own paths, built once. */
+/** A path the gate answers itself, with the stage that answers it. */
+export type Route =
+  | { readonly stage: 'own'; readonly endpoint: OwnEndpoint }
+  | { readonly stage: 'user'; readonly endpoint: ContextEndpoint<Promise<GateResponse>> }
+  | { readonly stage: 'checked'; readonly endpoint: ContextEndpoint }
+
+/** The gate's own paths: filled once by the endpoints, then read by every request. */
 export class RouteTable {
   readonly #routes = new Map<string, Route>()
-  readonly #selfService: SelfService
+  readonly #matchers: Array<(path: string) => Route | undefined> = []
 
   /** @throws {TypeError} when two endpoints are configured at one path */
-  constructor(config: RouteConfig, selfService: SelfService) {
-    this.#selfService = selfService
-    const routes: Array<[string, Route]> = [
-      ...config.currentUser.json.map((path): [string, Route] => [path, { kind: 'current-user', format: 'json' }]),
-      ...config.currentUser.xml.map((path): [string, Route] => [path, { kind: 'current-user', format: 'xml' }]),
-      ...Object.entries(config.oauth.paths)
-        .filter((entry): entry is [OAuthEndpoint, string] => entry[1] !== null)
-        .map(([endpoint, path]): [string, Route] => [path, { kind: 'oauth', endpoint }]),
-      ...selfService.collections().map(([path, target]): [string, Route] => [path, { kind: 'self-service', target }]),
-      ...(config.connectedApps.page === null ? [] : [[config.connectedApps.page, { kind: 'oauth', endpoint: 'grants' }] as [string, Route]]),
-    ]
-    for (const [path, route] of routes) {
-      if (this.#routes.has(path)) throw new TypeError(`open-data-gate: the path ${path} is configured for two endpoints`)
-      this.#routes.set(path, route)
-    }
+  add(path: string, route: Route): void {
+    if (this.#routes.has(path)) throw new TypeError(`open-data-gate: the path ${path} is configured for two endpoints`)
+    this.#routes.set(path, route)
   }
 
-  /** The endpoint at a path (`/api/api_keys/<keyId>` and `/api/oauth/grants/<appToken>` included), or `undefined`: the host's. */
+  /** Paths under a prefix (`/api/api_keys/<keyId>`): asked when no exact path matched, in the order added. */
+  addMatcher(match: (path: string) => Route | undefined): void {
+    this.#matchers.push(match)
+  }
+
+  /** The endpoint at a path, or `undefined`: the host's. */
   find(path: string): Route | undefined {
     const route = this.#routes.get(path)
-    if (route !== undefined) return route
-    const target = this.#selfService.match(path)
-    return target === undefined ? undefined : { kind: 'self-service', target }
+    if (route !== undefined || this.#matchers.length === 0) return route
+    for (const match of this.#matchers) {
+      const found = match(path)
+      if (found !== undefined) return found
+    }
+    return undefined
   }
 }
 
 /** The OAuth endpoints and pages and the self-service endpoints: served over https only. */
 export function isSecureOnly(route: Route | undefined): boolean {
-  return route?.kind === 'oauth' || route?.kind === 'self-service'
+  return route !== undefined && route.stage !== 'checked'
 }

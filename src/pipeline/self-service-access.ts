@@ -15,15 +15,14 @@
  *
  * @see docs/guides/applications.md "What a request sends"
  */
-import type { Authentication, Authenticator } from './authenticate.js'
+import type { Authenticator } from './authenticate.js'
 import { toGateUser } from './authenticate.js'
 import type { GateContext, GateOutcome } from './context.js'
 import { assertMethodEnabled, type EnabledMethods } from './enabled-methods.js'
+import type { RequestState } from './request-state.js'
+import type { ContextEndpoint } from './routes.js'
 import { readCredentials } from '../http/authorization-header.js'
-import type { ClientInfo } from '../http/proxy.js'
-import type { GateRequest } from '../http/request.js'
-import type { SelfService, SelfServiceRoute } from '../endpoints/self-service.js'
-import type { DecisionFacts } from '../telemetry/decision-telemetry.js'
+import type { GateResponse } from '../http/request.js'
 
 /** The options this path reads. */
 export type SelfServiceAccessConfig = EnabledMethods & { readonly oauth: { readonly acceptBearer: boolean } }
@@ -32,31 +31,25 @@ export type SelfServiceAccessConfig = EnabledMethods & { readonly oauth: { reado
 export class SelfServiceAccess {
   readonly #config: SelfServiceAccessConfig
   readonly #auth: Authenticator
-  readonly #selfService: SelfService
 
-  constructor(config: SelfServiceAccessConfig, auth: Authenticator, selfService: SelfService) {
+  constructor(config: SelfServiceAccessConfig, auth: Authenticator) {
     this.#config = config
     this.#auth = auth
-    this.#selfService = selfService
   }
 
   /**
    * The endpoint's answer. Credentials are verified only over https (the endpoint refuses
    * plain http, and a token sent in clear was revoked before): the request goes on without
    * a user then, and the endpoint answers 405 or `https_required`.
-   * @param revoking the revocation of what travelled in clear, when it did
    */
-  async decide(target: SelfServiceRoute, request: GateRequest, client: ClientInfo, revoking: Promise<number> | undefined, facts?: DecisionFacts): Promise<GateOutcome> {
-    const revoked = revoking === undefined ? false : (await revoking) > 0
-    const state: { application: null; auth: GateContext['auth'] } = { application: null, auth: 'none' }
-    if (facts !== undefined) facts.state = state
-    const credentials = readCredentials(request, this.#config.oauth.acceptBearer)
-    let authentication: Authentication | null = null
+  async decide(endpoint: ContextEndpoint<Promise<GateResponse>>, state: RequestState): Promise<GateOutcome> {
+    const client = state.client
+    const credentials = readCredentials(state.request, this.#config.oauth.acceptBearer)
     if (credentials !== undefined) {
       assertMethodEnabled(credentials, this.#config)
-      if (client.secure) authentication = await this.#auth.verify(credentials, client)
+      if (client.secure) state.authentication = await this.#auth.verify(credentials, client)
     }
-    state.auth = authentication === null ? 'none' : authentication.method
+    const authentication = state.authentication
     const token = authentication?.token ?? null
     const context: GateContext = {
       application: null,
@@ -67,9 +60,9 @@ export class SelfServiceAccess {
       auth: state.auth,
       apiKeyId: authentication === null ? null : authentication.apiKeyId,
       accessToken: token === null ? null : { appToken: token.appToken, expiresAt: token.expiresAt },
-      revokedInsecureToken: revoked || (credentials?.kind === 'token' && !client.secure),
-      requestId: client.requestId ?? null,
+      revokedInsecureToken: state.revokedInsecureToken || (credentials?.kind === 'token' && !client.secure),
+      requestId: state.requestId ?? null,
     }
-    return { type: 'respond', response: await this.#selfService.handle(target, request, context) }
+    return { type: 'respond', response: await endpoint.answer(state.request, context) }
   }
 }

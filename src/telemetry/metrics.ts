@@ -77,11 +77,9 @@ export interface MetricsOptions {
   meterProvider?: MeterProviderLike
 }
 
-/** How a request ended, as the decision counter tells it. */
-export type DecisionOutcome = 'allowed' | 'throttled' | 'refused' | 'error'
-
-/** The budget a request counted against. */
-export type DecisionPolicy = 'application' | 'anonymous'
+// How a request ended, and the budget it counted against, as the decision counter tells them.
+import type { DecisionOutcome, DecisionPolicy } from '../rules/decision.js'
+export type { DecisionOutcome, DecisionPolicy } from '../rules/decision.js'
 
 /** The store behind a guard: one of the package's, or the user's own. */
 export type StoreKind = 'memory' | 'redis' | 'postgres' | 'custom'

@@ -10,13 +10,12 @@
  *
  * @see docs/guides/usage.md
  */
-import { isPromiseLike } from '../util/awaitable.js'
-import { GateError, StoreError } from '../errors.js'
+import { StoreError } from '../errors.js'
 import type { Emit } from '../events.js'
 import { messageOf, type GateLog } from '../log/logger.js'
-import type { GateContext, GateOutcome } from '../pipeline/context.js'
+import type { Decision } from '../rules/decision.js'
 import { randomToken } from '../secrets/tokens.js'
-import type { ApplicationRecord, Awaitable, GateStore } from '../store/store.js'
+import type { Awaitable, GateStore } from '../store/store.js'
 import { GRANULARITY_MS, keepsUsage, NO_USAGE, type UsageBatch, type UsageBucket, type UsageGranularity, type UsageStore } from '../store/usage-contract.js'
 import { countGateAnswer, countStatus, UsageCounters } from './counters.js'
 import type { ResolvedUsage } from './options.js'
@@ -101,8 +100,6 @@ export class GateUsage {
   #timer: NodeJS.Timeout | undefined
   #failing = false
   #closed = false
-  /** The throttled errors the throttle already counted (against the application whose budget refused them). */
-  readonly #counted = new WeakSet<object>()
   /** The window (index) each application was last told `nearLimit` in. */
   readonly #warned = new Map<string, number>()
 
@@ -136,69 +133,30 @@ export class GateUsage {
   // ---- counting (the gate's request path) ----
 
   /**
-   * Counts a request the gate decided (a request refused before it is tried to an
-   * application, such as one with two different app tokens, is not counted). `sent` is the
-   * application the request named; a request let through is counted against the one its
-   * context names (an OAuth token's application when it named none).
+   * Counts a decided request, from its one record (src/rules/decision.ts): against the
+   * application whose budget it counted in (an OAuth token's application when it named
+   * none), or the anonymous pool, where the gate's own endpoints that no application pays
+   * for count too; a made-up app token as one number, never in a bucket of its own. A
+   * request let through is counted here, and its status class when the host answered.
    * @internal
    */
-  decided(sent: ApplicationRecord | null, outcome: Awaitable<GateOutcome>): Awaitable<GateOutcome> {
-    if (!this.counting) return outcome
-    if (isPromiseLike(outcome)) {
-      return Promise.resolve(outcome).then(
-        (settled) => this.#settled(sent, settled),
-        (error: unknown) => {
-          throw this.refused(sent, error)
-        },
-      )
-    }
-    return this.#settled(sent, outcome)
-  }
-
-  #settled(sent: ApplicationRecord | null, outcome: GateOutcome): GateOutcome {
-    if (outcome.type === 'next') {
-      const context = outcome.context
-      const application = context.application
-      this.#counters.cell(application === null ? null : application.appToken).requests++
-      const throttle = context.throttle
-      if (throttle !== null && application !== null && throttle.remaining * NEAR_LIMIT_FRACTION <= throttle.limit && throttle.policy === 'application') {
-        this.#nearLimit(application.appToken, throttle.limit, throttle.remaining, throttle.windowMs, context.requestId ?? undefined)
-      }
-      return outcome
-    }
-    countGateAnswer(this.#counters.cell(sent === null ? null : sent.appToken), outcome.response.status)
-    return outcome
-  }
-
-  /**
-   * Counts a request the gate refused with `error` (unless the throttle counted it already),
-   * and gives the error back to be thrown.
-   * @internal
-   */
-  refused(sent: ApplicationRecord | null, error: unknown): unknown {
-    if (!this.counting || (typeof error === 'object' && error !== null && this.#counted.has(error))) return error
-    // What is not a GateError is answered 500 (src/http/responses.ts).
-    countGateAnswer(this.#counters.cell(sent === null ? null : sent.appToken), error instanceof GateError ? error.status : 500)
-    return error
-  }
-
-  /**
-   * The throttle refused a request against this application's budget (or the anonymous
-   * pool's): counted here, against the budget's owner, which for an OAuth request without
-   * an app token is the token's application.
-   * @internal
-   */
-  throttled(application: ApplicationRecord | null, error: Error): void {
+  count(decision: Decision): void {
     if (!this.counting) return
-    const cell = this.#counters.cell(application === null ? null : application.appToken)
+    if (decision.unknownAppToken) {
+      this.#counters.cell(null).unknown++
+      return
+    }
+    const appToken = decision.appToken
+    const cell = this.#counters.cell(appToken)
+    if (decision.status !== null) {
+      countGateAnswer(cell, decision.status)
+      return
+    }
     cell.requests++
-    cell.throttled++
-    this.#counted.add(error)
-  }
-
-  /** A request named an app token nobody registered: one number, never a bucket of its own. @internal */
-  unknownAppToken(): void {
-    if (this.counting) this.#counters.cell(null).unknown++
+    const throttle = decision.throttle
+    if (throttle !== null && appToken !== null && throttle.policy === 'application' && throttle.remaining * NEAR_LIMIT_FRACTION <= throttle.limit) {
+      this.#nearLimit(appToken, throttle.limit, throttle.remaining, throttle.windowMs, decision.requestId)
+    }
   }
 
   /**
@@ -207,7 +165,7 @@ export class GateUsage {
    * @param context the request's `GateContext` (`req.gate`, `ctx.state.gate`)
    * @param status the status the host answered with
    */
-  responded(context: GateContext, status: number): void {
+  responded(context: { readonly application: { readonly appToken: string } | null }, status: number): void {
     if (!this.counting) return
     const application = context.application
     countStatus(this.#counters.cell(application === null ? null : application.appToken), status)

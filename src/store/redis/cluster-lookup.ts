@@ -30,7 +30,7 @@
  * contract wants, and nothing is given back.
  *
  * A command that fails fails the lookup, and the gate reads the records by the separate calls
- * without sending the step again (see `#inOneTrip` in src/pipeline/decide.ts): with the
+ * without sending the step again (see src/pipeline/steps/throttle.ts): with the
  * user's node failing while the rate key's node took the step, the request counts once
  * (tested in test/redis-cluster.test.ts).
  */

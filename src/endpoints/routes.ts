@@ -1,0 +1,26 @@
+/**
+ * Where the current-user and self-service endpoints are served: each registers its paths
+ * in the gate's route table (src/pipeline/routes.ts) with the stage that answers it.
+ */
+import { currentUserResponse } from './current-user.js'
+import type { SelfService, SelfServiceRoute } from './self-service.js'
+import type { ResolvedConfig } from '../config/options.js'
+import type { Route, RouteTable } from '../pipeline/routes.js'
+
+/** The current user, as JSON and as XML: answered after every check, as the host's handler would be. */
+export function registerCurrentUser(table: RouteTable, paths: ResolvedConfig['currentUser']): void {
+  for (const format of ['json', 'xml'] as const) {
+    const route: Route = { stage: 'checked', endpoint: { answer: (request, context) => currentUserResponse(format, request, context) } }
+    for (const path of paths[format]) table.add(path, route)
+  }
+}
+
+/** The API key, connected-apps and application endpoints: their collections, and their items' paths. */
+export function registerSelfService(table: RouteTable, selfService: SelfService): void {
+  const routeOf = (target: SelfServiceRoute): Route => ({ stage: 'user', endpoint: { answer: (request, context) => selfService.handle(target, request, context) } })
+  for (const [path, target] of selfService.collections()) table.add(path, routeOf(target))
+  table.addMatcher((path) => {
+    const target = selfService.match(path)
+    return target === undefined ? undefined : routeOf(target)
+  })
+}
