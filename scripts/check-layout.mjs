@@ -15,7 +15,6 @@ import { execFileSync } from 'node:child_process'
 const MAX_LINES = 400
 /** Files past the limit when the check came in, with their length then: to be split, never grown. */
 const OVERSIZED = new Map([
-  ['src/pipeline/decide.ts', 456],
 ])
 
 let failed = false

@@ -25,6 +25,11 @@ export interface RateResult {
   readonly retryAfterMs: number
 }
 
+/** One GCRA step with the gate's store-failure mode (`Throttle.consume`): `null` when the store failed and the mode lets requests through. */
+export interface RateSpender {
+  consume(key: string, limit: number, windowMs: number, cost: number): RateResult | null | PromiseLike<RateResult | null>
+}
+
 /** The outcome of {@link gcraStep}: the decision and the arrival time to store (if any). */
 export interface GcraOutcome extends RateResult {
   /** The new theoretical arrival time in µs to store, or `undefined` when nothing changes. */

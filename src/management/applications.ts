@@ -11,7 +11,7 @@ import { noSuchUser } from './users.js'
 import { checkApplicationName } from './application-names.js'
 import type { RatePolicyOptions } from '../config/options.js'
 import { registrationsRateKey } from '../limits/rate-keys.js'
-import type { Throttle } from '../pipeline/throttle.js'
+import type { RateSpender } from '../limits/gcra.js'
 import { optionsObject, positiveInteger } from '../util/validate.js'
 import { randomToken, sha256 } from '../secrets/tokens.js'
 import { DEFAULT_SECRET_GRACE_MS } from '../config/defaults.js'
@@ -105,7 +105,7 @@ export interface ApplicationRules {
  * A store that fails while the throttle runs `fail-open` lets the registration through;
  * otherwise its error is thrown.
  */
-export function registrationBudget(policy: RatePolicyOptions | null, throttle: Throttle): (userId: string) => Promise<number> {
+export function registrationBudget(policy: RatePolicyOptions | null, throttle: RateSpender): (userId: string) => Promise<number> {
   if (policy === null) return async () => 0
   return async (userId) => {
     const spent = await throttle.consume(registrationsRateKey(userId), policy.limit, policy.windowMs, 1)
