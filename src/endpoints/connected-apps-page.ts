@@ -30,6 +30,19 @@ interface Viewer {
   readonly ownSession: boolean
 }
 
+/** What the connected-apps page is made of. */
+export interface GrantsPageParts {
+  readonly config: ResolvedConfig
+  /** The guarded store: the users the host's sign-in names. */
+  readonly store: GateStore
+  /** Signs users in at the page's form, with every protection of `gate.users.signIn`. */
+  readonly auth: Authenticator
+  /** The gate's own login sessions. */
+  readonly sessions: LoginSessions
+  /** The connected apps listed and revoked. */
+  readonly grants: Grants
+}
+
 /** The connected-apps page: a list with a Revoke form per application, and its own sign-in form. */
 export class GrantsPage {
   readonly #config: ResolvedConfig
@@ -38,12 +51,12 @@ export class GrantsPage {
   readonly #sessions: LoginSessions
   readonly #grants: Grants
 
-  constructor(config: ResolvedConfig, store: GateStore, auth: Authenticator, sessions: LoginSessions, grants: Grants) {
-    this.#config = config
-    this.#store = store
-    this.#auth = auth
-    this.#sessions = sessions
-    this.#grants = grants
+  constructor(parts: GrantsPageParts) {
+    this.#config = parts.config
+    this.#store = parts.store
+    this.#auth = parts.auth
+    this.#sessions = parts.sessions
+    this.#grants = parts.grants
   }
 
   /** Answers a GET (the page) or a POST (sign in, sign out, revoke). Failures are thrown, for the OAuth server's error pages. */

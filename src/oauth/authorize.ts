@@ -43,6 +43,19 @@ interface RedirectError {
   description: string
 }
 
+/** What the authorize endpoint is made of. */
+export interface AuthorizeEndpointParts {
+  readonly config: ResolvedConfig
+  /** The guarded store: applications, users, grants and codes. */
+  readonly store: GateStore
+  /** Signs users in at the login form, with every protection of `gate.users.signIn`. */
+  readonly auth: Authenticator
+  /** The gate's own login sessions. */
+  readonly sessions: LoginSessions
+  /** Where a failure to issue a code is reported before it goes back to the application. */
+  readonly report: ReportFailure
+}
+
 export class AuthorizeEndpoint {
   readonly #config: ResolvedConfig
   readonly #store: GateStore
@@ -50,12 +63,12 @@ export class AuthorizeEndpoint {
   readonly #sessions: LoginSessions
   readonly #report: ReportFailure
 
-  constructor(config: ResolvedConfig, store: GateStore, auth: Authenticator, sessions: LoginSessions, report: ReportFailure) {
-    this.#config = config
-    this.#store = store
-    this.#auth = auth
-    this.#sessions = sessions
-    this.#report = report
+  constructor(parts: AuthorizeEndpointParts) {
+    this.#config = parts.config
+    this.#store = parts.store
+    this.#auth = parts.auth
+    this.#sessions = parts.sessions
+    this.#report = parts.report
   }
 
   async handle(request: GateRequest, client: ClientInfo): Promise<GateResponse> {

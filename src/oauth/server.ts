@@ -29,6 +29,28 @@ export type OAuthEndpoint = 'authorize' | 'token' | 'revoke' | 'metadata' | 'gra
 /** The endpoints that answer people with pages rather than clients with JSON. */
 const PAGES: ReadonlySet<OAuthEndpoint> = new Set(['authorize', 'grants'])
 
+/** What the authorization server is made of: the gate's services it answers with. */
+export interface OAuthServerParts {
+  readonly config: ResolvedConfig
+  /** The guarded store. */
+  readonly store: GateStore
+  /** Counts posts against the OAuth budgets (`oauth.throttle`) and clients' failures (`oauth.clientFailures`). */
+  readonly throttle: Throttle
+  /** Signs users in at the login form, with every protection of `gate.users.signIn`. */
+  readonly auth: Authenticator
+  /** Revokes the access tokens sent to the revocation endpoint over plain http. */
+  readonly clearText: ClearTextRevocation
+  /** Issues the access tokens the token endpoint answers with. */
+  readonly tokens: AccessTokens
+  /** The connected apps the connected-apps page lists and revokes. */
+  readonly grants: Grants
+  /** The gate's own login sessions. */
+  readonly sessions: LoginSessions
+  readonly emit: Emit
+  /** Where a failure that is not a refusal on purpose is reported (`internalError`). */
+  readonly report: ReportFailure
+}
+
 export class OAuthServer {
   readonly #config: ResolvedConfig
   readonly #throttle: Throttle
@@ -38,28 +60,26 @@ export class OAuthServer {
   readonly #tokens: TokenEndpoints
   readonly #grantsPage: GrantsPage
 
-  constructor(
-    config: ResolvedConfig,
-    store: GateStore,
-    throttle: Throttle,
-    auth: Authenticator,
-    clearText: ClearTextRevocation,
-    tokens: AccessTokens,
-    grants: Grants,
-    sessions: LoginSessions,
-    emit: Emit,
-    report: ReportFailure,
-  ) {
+  constructor(parts: OAuthServerParts) {
+    const { config, store, throttle, auth, clearText, tokens, grants, sessions, emit, report } = parts
     this.#config = config
     this.#throttle = throttle
     this.#emit = emit
     this.#report = report
-    this.#authorize = new AuthorizeEndpoint(config, store, auth, sessions, report)
-    this.#grantsPage = new GrantsPage(config, store, auth, sessions, grants)
-    const failures = config.oauth.clientFailures
-    this.#tokens = new TokenEndpoints(store, tokens, { store, throttle, emit, realm: config.realm, failures }, emit, (sent, client) => clearText.revokeTokens(sent, client), config.bodyTimeoutMs, (application, client) =>
-      application === undefined ? this.#spend(oauthAddressRateKey(client.ip), client, undefined) : this.#spend(oauthClientRateKey(application), client, application),
-    )
+    this.#authorize = new AuthorizeEndpoint({ config, store, auth, sessions, report })
+    this.#grantsPage = new GrantsPage({ config, store, auth, sessions, grants })
+    this.#tokens = new TokenEndpoints({
+      store,
+      throttle,
+      emit,
+      realm: config.realm,
+      failures: config.oauth.clientFailures,
+      tokens,
+      bodyTimeoutMs: config.bodyTimeoutMs,
+      revokeInsecure: (sent, client) => clearText.revokeTokens(sent, client),
+      spend: (application, client) =>
+        application === undefined ? this.#spend(oauthAddressRateKey(client.ip), client, undefined) : this.#spend(oauthClientRateKey(application), client, application),
+    })
   }
 
   /** Answers a request to one of the endpoints. Never rejects. */

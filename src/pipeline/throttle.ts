@@ -73,6 +73,16 @@ export interface ThrottleWatcher {
   throttled(application: ApplicationRecord | null, error: Error): void
 }
 
+/** What the throttle is made of. */
+export interface ThrottleParts {
+  readonly config: ThrottleConfig
+  /** The guarded rate store. */
+  readonly store: RateStore
+  readonly emit: Emit
+  /** Told of every refusal (usage counting). */
+  readonly watcher?: ThrottleWatcher
+}
+
 /** Applies the configured policies through the (guarded) rate store. */
 export class Throttle {
   readonly #config: ThrottleConfig
@@ -86,11 +96,11 @@ export class Throttle {
   #fallback: MemoryStore | undefined
   readonly #watcher: ThrottleWatcher | undefined
 
-  constructor(config: ThrottleConfig, store: RateStore, emit: Emit, watcher?: ThrottleWatcher) {
-    this.#config = config
-    this.#store = store
-    this.#emit = emit
-    this.#watcher = watcher
+  constructor(parts: ThrottleParts) {
+    this.#config = parts.config
+    this.#store = parts.store
+    this.#emit = parts.emit
+    this.#watcher = parts.watcher
   }
 
   /**
