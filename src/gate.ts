@@ -108,7 +108,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     this.applications = new Applications({ store: this.store, changed: (appToken) => this.#applicationCache.forget(appToken), allowLoopback: config.oauth.allowLoopbackCallbacks, rules: applicationRules })
     const auth = new Authenticator({ basic: config.basic, realm: config.realm, store: this.store, throttle, emit })
     const clearText = new ClearTextRevocation({ store: this.store, deletedKeyRetentionMs: config.deletedKeyRetentionMs, methods: config, emit })
-    this.users = new Users(this.store, config.basic.scrypt, (username, password, client) => auth.signIn(username, password, client))
+    this.users = new Users(this.store, config.basic.scrypt, auth)
     this.apiKeys = new ApiKeys(this.store, config.deletedKeyRetentionMs)
     this.tokens = new AccessTokens(this.store, config.oauth.accessTokenTtlMs)
     this.grants = new Grants(this.store)

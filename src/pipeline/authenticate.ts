@@ -33,7 +33,7 @@ import { isLiveAccessToken } from '../store/contract/oauth.js'
 import type { AuthMethod } from '../rules/auth-methods.js'
 import type { Throttle } from './throttle.js'
 import { LastUsed } from './last-used.js'
-import { findUserRecord, MAX_USERNAME_LENGTH, normalizeUsername } from '../management/users.js'
+import { findUserRecord, MAX_USERNAME_LENGTH, normalizeUsername, type PasswordSignIn } from '../management/users.js'
 import { API_KEY_ID } from '../rules/credential-shapes.js'
 
 /**
@@ -91,7 +91,7 @@ export interface AuthenticatorParts {
 }
 
 /** Verifies credentials and password sign-ins for the gate, its OAuth pages and `gate.users.signIn`. */
-export class Authenticator {
+export class Authenticator implements PasswordSignIn {
   readonly #basic: BasicConfig
   readonly #realm: string
   readonly #store: GateStore
