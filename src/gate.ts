@@ -18,11 +18,13 @@ import { Pipeline } from './pipeline/decide.js'
 import { RouteTable } from './pipeline/routes.js'
 import { isPromiseLike } from './util/awaitable.js'
 import { GateError } from './errors.js'
-import type { Emit, FailedRequest, GateEvents, StoreErrorEvent } from './events.js'
+import type { Emit, FailedRequest, GateEvents, ReportFailure, StoreErrorEvent } from './events.js'
 import { compileGuard, type Guard, type GuardRule } from './pipeline/guard.js'
 import { pathOf, type GateRequest, type GateResponse } from './http/request.js'
 import { errorResponse } from './http/responses.js'
+import { OAuthBudget } from './oauth/budget.js'
 import { OAuthServer } from './oauth/server.js'
+import { ConnectedAppsPage } from './endpoints/connected-apps-page.js'
 import type { GateOptions, ResolvedConfig } from './config/options.js'
 import { resolveOptions } from './config/resolve.js'
 import { Grants } from './management/grants.js'
@@ -113,7 +115,10 @@ export class Gate extends TypedEmitter<GateEvents> {
     this.tokens = new AccessTokens(this.store, config.oauth.accessTokenTtlMs)
     this.grants = new Grants(this.store)
     const sessions = new LoginSessions(this.store, config.oauth.sessionTtlMs, config.oauth.maxSessionsPerUser)
-    const oauth = new OAuthServer({ config, store: this.store, throttle, auth, clearText, tokens: this.tokens, grants: this.grants, sessions, emit, report: (error, request) => this.#report(error, request) })
+    const report: ReportFailure = (error, request) => this.#report(error, request)
+    const oauthBudget = new OAuthBudget({ policy: config.oauth.throttle, throttle, emit })
+    const connectedAppsPage = new ConnectedAppsPage({ config, store: this.store, auth, sessions, grants: this.grants, budget: oauthBudget, report })
+    const oauth = new OAuthServer({ config, store: this.store, throttle, budget: oauthBudget, auth, clearText, tokens: this.tokens, sessions, connectedAppsPage, emit, report })
     const keyLimits = { maxActiveKeys: config.apiKeyEndpoints?.maxActiveKeys ?? 0, maxKeys: config.apiKeyEndpoints?.maxKeys ?? 0, deletedKeyRetentionMs: config.deletedKeyRetentionMs }
     const ownApplications = new ApplicationEndpoints(this.applications, this.usage, config.bodyTimeoutMs)
     const selfServiceBudget = new SelfServiceBudget(config.selfServiceBudget, throttle, emit)

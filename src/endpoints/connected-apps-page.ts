@@ -3,20 +3,25 @@
  * they authorized and revokes any of them. It lives on the gate's login session (or the
  * host's, through `oauth.authenticateUser`), with the consent page's rules: https only,
  * forms that post back to the same URL with a double-submit CSRF token, answered with 303,
- * and the same anti-framing, referrer and CSP headers (`htmlResponse`).
+ * and the same anti-framing, referrer and CSP headers (`htmlResponse`). Its posts count
+ * against the OAuth budget of the address, as the sign-in and consent forms' do.
  *
  * @see docs/guides/connected-apps.md
  */
 import type { Authenticator } from '../pipeline/authenticate.js'
 import { PlatformError, ThrottledError } from '../errors.js'
+import type { ReportFailure } from '../events.js'
 import type { ConnectedApp, Grants } from '../management/grants.js'
 import type { GateRequest, GateResponse } from '../http/request.js'
 import { encodeUnprintable, pathOf } from '../http/request.js'
 import type { ResolvedConfig } from '../config/options.js'
 import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, type Params } from '../http/params.js'
+import type { PageEndpoint } from '../http/page-endpoint.js'
 import type { ClientInfo } from '../http/proxy.js'
 import type { GateStore, UserRecord } from '../store/store.js'
-import { errorPage, escapeHtml, htmlResponse, layout, signInForm, usernameHtml, type ErrorView } from '../oauth/pages.js'
+import type { OAuthBudget } from '../oauth/budget.js'
+import { errorPageResponse, failurePage, type PageErrorView } from '../oauth/error-pages.js'
+import { escapeHtml, htmlResponse, layout, signInForm, usernameHtml } from '../oauth/pages.js'
 import { withParams } from '../oauth/redirect-uri.js'
 import { csrfToken, csrfValid, type LoginSessions } from './sign-in-session.js'
 
@@ -31,7 +36,7 @@ interface Viewer {
 }
 
 /** What the connected-apps page is made of. */
-export interface GrantsPageParts {
+export interface ConnectedAppsPageParts {
   readonly config: ResolvedConfig
   /** The guarded store: the users the host's sign-in names. */
   readonly store: GateStore
@@ -41,26 +46,48 @@ export interface GrantsPageParts {
   readonly sessions: LoginSessions
   /** The connected apps listed and revoked. */
   readonly grants: Grants
+  /** The OAuth budget, which each post counts against (per address). */
+  readonly budget: OAuthBudget
+  /** Where a failure that is not a refusal on purpose is reported (`internalError`). */
+  readonly report: ReportFailure
 }
 
 /** The connected-apps page: a list with a Revoke form per application, and its own sign-in form. */
-export class GrantsPage {
+export class ConnectedAppsPage implements PageEndpoint {
   readonly #config: ResolvedConfig
   readonly #store: GateStore
   readonly #auth: Authenticator
   readonly #sessions: LoginSessions
   readonly #grants: Grants
+  readonly #budget: OAuthBudget
+  readonly #report: ReportFailure
 
-  constructor(parts: GrantsPageParts) {
+  constructor(parts: ConnectedAppsPageParts) {
     this.#config = parts.config
     this.#store = parts.store
     this.#auth = parts.auth
     this.#sessions = parts.sessions
     this.#grants = parts.grants
+    this.#budget = parts.budget
+    this.#report = parts.report
   }
 
-  /** Answers a GET (the page) or a POST (sign in, sign out, revoke). Failures are thrown, for the OAuth server's error pages. */
+  /** Answers a GET (the page) or a POST (sign in, sign out, revoke). Never rejects: a failure is an error page. */
   async handle(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
+    try {
+      if (request.method === 'POST') await this.#budget.spend(undefined, client)
+      return await this.#answer(request, client)
+    } catch (error) {
+      return this.failure(error, request, client.requestId)
+    }
+  }
+
+  failure(error: unknown, request: GateRequest, requestId: string | undefined): GateResponse {
+    this.#report(error, { method: request.method, url: request.url, requestId })
+    return failurePage(this.#config.oauth.pages, error)
+  }
+
+  async #answer(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
     if (request.method !== 'GET' && request.method !== 'POST') {
       return this.#error(405, { title: 'Method not allowed', message: 'Open this page from your account settings.' }, { allow: 'GET, POST' })
     }
@@ -152,10 +179,8 @@ ${list}`,
     return htmlResponse(200, html, { ownPage: true, headers: withCsrfCookie({}, csrf.setCookie) })
   }
 
-  #error(status: number, view: ErrorView, headers: Record<string, string> = {}): GateResponse {
-    const custom = this.#config.oauth.pages.error
-    const full = { ...view, siteName: this.#config.oauth.pages.siteName }
-    return htmlResponse(status, custom === undefined ? errorPage(full) : custom(full), { ownPage: custom === undefined, headers })
+  #error(status: number, view: PageErrorView, headers: Record<string, string> = {}): GateResponse {
+    return errorPageResponse(this.#config.oauth.pages, status, view, headers)
   }
 }
 

@@ -24,7 +24,8 @@ import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, queryParams, type Params } f
 import type { ClientInfo } from '../http/proxy.js'
 import { randomToken, sha256 } from '../secrets/tokens.js'
 import type { ApplicationRecord, GateStore, UserRecord } from '../store/store.js'
-import { consentPage, errorPage, htmlResponse, loginPage, type ErrorView, type RegisteredBy } from './pages.js'
+import { errorPageResponse, type PageErrorView } from './error-pages.js'
+import { consentPage, htmlResponse, loginPage, type RegisteredBy } from './pages.js'
 import { isS256Challenge } from './pkce.js'
 import { redirectUriProblem, withParams } from './redirect-uri.js'
 import { csrfToken, csrfValid, type LoginSessions } from '../endpoints/sign-in-session.js'
@@ -286,10 +287,8 @@ export class AuthorizeEndpoint {
     })
   }
 
-  #error(status: number, view: ErrorView, headers: Record<string, string> = {}): GateResponse {
-    const custom = this.#config.oauth.pages.error
-    const full = { ...view, siteName: this.#config.oauth.pages.siteName }
-    return htmlResponse(status, custom === undefined ? errorPage(full) : custom(full), { ownPage: custom === undefined, headers })
+  #error(status: number, view: PageErrorView, headers: Record<string, string> = {}): GateResponse {
+    return errorPageResponse(this.#config.oauth.pages, status, view, headers)
   }
 }
 
