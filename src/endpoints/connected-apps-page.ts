@@ -9,7 +9,7 @@
  * @see docs/guides/connected-apps.md
  */
 import type { Authenticator } from '../pipeline/authenticate.js'
-import { PlatformError, ThrottledError } from '../errors.js'
+import { PlatformError, ThrottledError, type PageErrorCode } from '../errors.js'
 import type { ReportFailure } from '../events.js'
 import type { ConnectedApp, Grants } from '../management/grants.js'
 import type { GateRequest, GateResponse } from '../http/request.js'
@@ -21,7 +21,7 @@ import type { ClientInfo } from '../http/proxy.js'
 import type { GateStore, UserRecord } from '../store/store.js'
 import type { OAuthBudget } from '../oauth/budget.js'
 import { errorPageResponse, failurePage, type PageErrorView } from '../oauth/error-pages.js'
-import { escapeHtml, htmlResponse, layout, signInForm, usernameHtml } from '../oauth/pages.js'
+import { escapeHtml, htmlResponse, layout, seeOther, signInForm, usernameHtml } from '../oauth/pages.js'
 import { withParams } from '../oauth/redirect-uri.js'
 import { csrfToken, csrfValid, type LoginSessions } from './sign-in-session.js'
 
@@ -89,16 +89,16 @@ export class ConnectedAppsPage implements PageEndpoint {
 
   async #answer(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
     if (request.method !== 'GET' && request.method !== 'POST') {
-      return this.#error(405, { title: 'Method not allowed', message: 'Open this page from your account settings.' }, { allow: 'GET, POST' })
+      return this.#error('method_not_allowed', { title: 'Method not allowed', message: 'Open this page from your account settings.' }, { allow: 'GET, POST' })
     }
     if (!client.secure) {
-      return this.#error(403, { title: 'A secure connection is required', message: 'This page is served over https only. Open this address with https://.' })
+      return this.#error('https_required', { title: 'A secure connection is required', message: 'This page is served over https only. Open this address with https://.' })
     }
     if (request.method === 'POST') return this.#post(request, client)
     const viewer = await this.#viewer(request)
     if (viewer === undefined) {
       const loginUrl = this.#config.oauth.loginUrl
-      if (loginUrl !== null) return redirect(withParams(loginUrl, { return_to: request.url }))
+      if (loginUrl !== null) return seeOther(withParams(loginUrl, { return_to: request.url }))
       return this.#signInPage(request, '', undefined, 200)
     }
     return this.#listPage(request, viewer, await this.#grants.list(viewer.user.id))
@@ -106,22 +106,22 @@ export class ConnectedAppsPage implements PageEndpoint {
 
   async #post(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
     const form = await bodyParams(request, FORM_LIMIT, this.#config.bodyTimeoutMs)
-    if (form === 'timeout') return this.#error(408, { title: 'The form took too long to arrive', message: 'Go back and try again.' }, CONNECTION_CLOSE)
-    if (typeof form === 'string') return this.#error(400, { title: 'Invalid form', message: 'The form could not be read. Go back and try again.' }, CLOSE_AFTER[form] ? CONNECTION_CLOSE : {})
+    if (form === 'timeout') return this.#error('request_timeout', { title: 'The form took too long to arrive', message: 'Go back and try again.' }, CONNECTION_CLOSE)
+    if (typeof form === 'string') return this.#error('invalid_request', { title: 'Invalid form', message: 'The form could not be read. Go back and try again.' }, CLOSE_AFTER[form] ? CONNECTION_CLOSE : {})
     const badField = form.unstorable(FORM_FIELDS)
-    if (badField !== undefined) return this.#error(400, { title: 'Invalid form', message: `The field ${badField}. Go back and try again.` })
+    if (badField !== undefined) return this.#error('invalid_request', { title: 'Invalid form', message: `The field ${badField}. Go back and try again.` })
     if (!csrfValid(request, form.get('csrf_token'))) {
-      return this.#error(403, { title: 'This form has expired', message: 'The form expired or was not sent from this page. Reload the page and try again.' })
+      return this.#error('form_expired', { title: 'This form has expired', message: 'The form expired or was not sent from this page. Reload the page and try again.' })
     }
     const action = form.get('action')
     if (action === 'login') return this.#login(request, client, form)
-    if (action === 'logout') return redirect(here(request), { 'set-cookie': await this.#sessions.end(request) })
-    if (action !== 'revoke') return this.#error(400, { title: 'Invalid form', message: 'The form did not say what to do.' })
+    if (action === 'logout') return seeOther(here(request), { 'set-cookie': await this.#sessions.end(request) })
+    if (action !== 'revoke') return this.#error('invalid_request', { title: 'Invalid form', message: 'The form did not say what to do.' })
     const viewer = await this.#viewer(request)
     const appToken = form.get('app_token')
     // Signed out meanwhile: back to the page, which asks to sign in; nothing is revoked.
     if (viewer !== undefined && appToken !== undefined) await this.#grants.revoke(viewer.user.id, appToken)
-    return redirect(here(request))
+    return seeOther(here(request))
   }
 
   /** The host's signed-in user first, then the gate's own login session. */
@@ -140,10 +140,10 @@ export class ConnectedAppsPage implements PageEndpoint {
     const username = form.get('username') ?? ''
     try {
       const user = await this.#auth.signIn(username, form.get('password') ?? '', client)
-      return redirect(here(request), { 'set-cookie': await this.#sessions.start(user) })
+      return seeOther(here(request), { 'set-cookie': await this.#sessions.start(user) })
     } catch (error) {
-      if (error instanceof ThrottledError) return this.#signInPage(request, username, error.message, 429, error.headers ?? {})
-      if (error instanceof PlatformError && error.code === 'invalid_credentials') return this.#signInPage(request, username, error.message, 401)
+      if (error instanceof ThrottledError) return this.#signInPage(request, username, error.message, error.status, error.headers ?? {})
+      if (error instanceof PlatformError && error.code === 'invalid_credentials') return this.#signInPage(request, username, error.message, error.status)
       throw error
     }
   }
@@ -179,8 +179,8 @@ ${list}`,
     return htmlResponse(200, html, { ownPage: true, headers: withCsrfCookie({}, csrf.setCookie) })
   }
 
-  #error(status: number, view: PageErrorView, headers: Record<string, string> = {}): GateResponse {
-    return errorPageResponse(this.#config.oauth.pages, status, view, headers)
+  #error(code: PageErrorCode, view: PageErrorView, headers: Record<string, string> = {}): GateResponse {
+    return errorPageResponse(this.#config.oauth.pages, code, view, headers)
   }
 }
 
@@ -209,9 +209,4 @@ function here(request: GateRequest): string {
   const path = pathOf(request.url)
   const last = path.slice(path.lastIndexOf('/') + 1)
   return last === '' ? './' : encodeUnprintable(last)
-}
-
-/** 303 See Other: the browser follows with a GET, never re-posting the form. */
-function redirect(location: string, headers: Record<string, string> = {}): GateResponse {
-  return { status: 303, headers: { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', ...headers }, body: '' }
 }
