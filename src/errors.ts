@@ -130,6 +130,21 @@ export const OAUTH_ERROR_STATUS = {
 /** An RFC 6749 / RFC 7009 error code. */
 export type OAuthErrorCode = keyof typeof OAUTH_ERROR_STATUS
 
+/**
+ * Codes only the gate's HTML pages (sign-in, consent, connected apps) answer with, and their
+ * status: a person reads the page, no client branches on them. Every other error page names
+ * a code of {@link PLATFORM_ERROR_STATUS} (`method_not_allowed`, `https_required`,
+ * `request_timeout`, `invalid_request`, ...), so that a page and an API refusing the same
+ * thing answer the same status.
+ */
+export const PAGE_ERROR_STATUS = {
+  /** A form posted without its CSRF token, or with one that does not match its cookie: the form expired, or was not sent from the page. */
+  form_expired: 403,
+} as const satisfies Record<string, number>
+
+/** A code an error page names: one of the platform's, or one of the pages' own. */
+export type PageErrorCode = PlatformErrorCode | keyof typeof PAGE_ERROR_STATUS
+
 /** Every code a {@link GateError} can carry. */
 export type GateErrorCode = PlatformErrorCode | OAuthErrorCode
 
@@ -258,6 +273,11 @@ export class OAuthError extends GateError {
 /** The status of a code, from the tables above. */
 export function statusOf(code: GateErrorCode): number {
   return (PLATFORM_ERROR_STATUS as Record<string, number>)[code] ?? (OAUTH_ERROR_STATUS as Record<string, number>)[code] ?? 500
+}
+
+/** The status of an error page, from the tables above. */
+export function pageStatusOf(code: PageErrorCode): number {
+  return (PAGE_ERROR_STATUS as Record<string, number>)[code] ?? statusOf(code as PlatformErrorCode)
 }
 
 /** `Retry-After` in whole seconds, never 0 for a wait that has not ended. */

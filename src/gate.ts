@@ -18,16 +18,18 @@ import type { GateOutcome } from './pipeline/context.js'
 import { Pipeline } from './pipeline/decide.js'
 import { RouteTable } from './pipeline/routes.js'
 import { RequestState } from './pipeline/request-state.js'
-import { registerCurrentUser, registerSelfService } from './endpoints/routes.js'
+import { registerCurrentUser, registerPage, registerSelfService } from './endpoints/routes.js'
 import { registerOAuth } from './oauth/routes.js'
 import { composedLookup } from './store/composed-lookup.js'
 import { isPromiseLike } from './util/awaitable.js'
 import { GateError } from './errors.js'
-import type { Emit, FailedRequest, GateEvents, StoreErrorEvent } from './events.js'
+import type { Emit, FailedRequest, GateEvents, ReportFailure, StoreErrorEvent } from './events.js'
 import { compileGuard, type Guard, type GuardRule } from './pipeline/guard.js'
 import { pathOf, type GateRequest, type GateResponse } from './http/request.js'
 import { errorResponse } from './http/responses.js'
+import { OAuthBudget } from './oauth/budget.js'
 import { OAuthServer } from './oauth/server.js'
+import { ConnectedAppsPage } from './endpoints/connected-apps-page.js'
 import type { GateOptions, ResolvedConfig } from './config/options.js'
 import { resolveOptions } from './config/resolve.js'
 import { Grants } from './management/grants.js'
@@ -105,29 +107,32 @@ export class Gate extends TypedEmitter<GateEvents> {
     config.store.attach?.(sink)
     if (separateRates) config.rateStore.attach?.(sink)
     const usageTelemetry = new UsageTelemetry(meter)
-    this.usage = new GateUsage(config.usage, config.store, config.storeTimeoutMs, usageTelemetry.watchDrops(emit), config.log, this.store)
+    this.usage = new GateUsage({ config: config.usage, store: config.store, storeTimeoutMs: config.storeTimeoutMs, emit: usageTelemetry.watchDrops(emit), log: config.log, reads: this.store })
     usageTelemetry.observe(this.usage)
-    const throttle = new Throttle(config, rateStore, emit)
+    const throttle = new Throttle({ config, store: rateStore, emit })
     const applicationRules = { ...config.applications, spendRegistration: registrationBudget(config.applications.registrations, throttle) }
-    this.applications = new Applications(this.store, (appToken) => this.#applicationCache.forget(appToken), config.oauth.allowLoopbackCallbacks, applicationRules)
-    const auth = new Authenticator(config.basic, config.realm, this.store, throttle, emit)
-    const clearText = new ClearTextRevocation(this.store, config.deletedKeyRetentionMs, config, emit)
-    this.users = new Users(this.store, config.basic.scrypt, (username, password, client) => auth.signIn(username, password, client))
+    this.applications = new Applications({ store: this.store, changed: (appToken) => this.#applicationCache.forget(appToken), allowLoopback: config.oauth.allowLoopbackCallbacks, rules: applicationRules })
+    const auth = new Authenticator({ basic: config.basic, realm: config.realm, store: this.store, throttle, emit })
+    const clearText = new ClearTextRevocation({ store: this.store, deletedKeyRetentionMs: config.deletedKeyRetentionMs, methods: config, emit })
+    this.users = new Users(this.store, config.basic.scrypt, auth)
     this.apiKeys = new ApiKeys(this.store, config.deletedKeyRetentionMs)
     this.tokens = new AccessTokens(this.store, config.oauth.accessTokenTtlMs)
     this.grants = new Grants(this.store)
     const sessions = new LoginSessions(this.store, config.oauth.sessionTtlMs, config.oauth.maxSessionsPerUser)
-    const oauth = new OAuthServer(config, this.store, throttle, auth, clearText, this.tokens, this.grants, sessions, emit, (error, request) => this.#report(error, request))
+    const report: ReportFailure = (error, request) => this.#report(error, request)
+    const oauthBudget = new OAuthBudget({ policy: config.oauth.throttle, throttle, emit })
+    const connectedAppsPage = new ConnectedAppsPage({ config, store: this.store, auth, sessions, grants: this.grants, budget: oauthBudget, report })
+    const oauth = new OAuthServer({ config, store: this.store, throttle, budget: oauthBudget, auth, clearText, tokens: this.tokens, sessions, emit, report })
     const keyLimits = { maxActiveKeys: config.apiKeyEndpoints?.maxActiveKeys ?? 0, maxKeys: config.apiKeyEndpoints?.maxKeys ?? 0, deletedKeyRetentionMs: config.deletedKeyRetentionMs }
     const ownApplications = new ApplicationEndpoints(this.applications, this.usage, config.bodyTimeoutMs)
     const selfServiceBudget = new SelfServiceBudget(config.selfServiceBudget, throttle, emit)
-    const selfService = new SelfService(config, this.store, sessions, new ApiKeyEndpoints(this.store, keyLimits, config.bodyTimeoutMs), this.grants, ownApplications, selfServiceBudget)
+    const selfService = new SelfService({ config, store: this.store, sessions, apiKeys: new ApiKeyEndpoints(this.store, keyLimits, config.bodyTimeoutMs), grants: this.grants, applications: ownApplications, budget: selfServiceBudget })
     // Each endpoint registers its paths, in this order (a path configured twice names the later one).
     const routes = new RouteTable()
     registerCurrentUser(routes, config.currentUser)
     registerOAuth(routes, oauth, config.oauth.paths)
     registerSelfService(routes, selfService)
-    registerOAuth(routes, oauth, { grants: config.connectedApps.page })
+    if (config.connectedApps.page !== null) registerPage(routes, config.connectedApps.page, connectedAppsPage)
     // One lookup per request with credentials: the store's own, when it holds the rate counters too, or one composed of its calls.
     const lookupRequest = config.store.lookupRequest !== undefined && !separateRates ? this.store.lookupRequest?.bind(this.store) : undefined
     this.#pipeline = new Pipeline(config, {

@@ -3,20 +3,25 @@
  * they authorized and revokes any of them. It lives on the gate's login session (or the
  * host's, through `oauth.authenticateUser`), with the consent page's rules: https only,
  * forms that post back to the same URL with a double-submit CSRF token, answered with 303,
- * and the same anti-framing, referrer and CSP headers (`htmlResponse`).
+ * and the same anti-framing, referrer and CSP headers (`htmlResponse`). Its posts count
+ * against the OAuth budget of the address, as the sign-in and consent forms' do.
  *
  * @see docs/guides/connected-apps.md
  */
 import type { Authenticator } from '../pipeline/authenticate.js'
-import { PlatformError, ThrottledError } from '../errors.js'
+import { PlatformError, ThrottledError, type PageErrorCode } from '../errors.js'
+import type { ReportFailure } from '../events.js'
 import type { ConnectedApp, Grants } from '../management/grants.js'
 import type { GateRequest, GateResponse } from '../http/request.js'
 import { encodeUnprintable, pathOf } from '../http/request.js'
 import type { ResolvedConfig } from '../config/options.js'
 import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, type Params } from '../http/params.js'
+import type { PageEndpoint } from '../http/page-endpoint.js'
 import type { ClientInfo } from '../http/proxy.js'
 import type { GateStore, UserRecord } from '../store/store.js'
-import { errorPage, escapeHtml, htmlResponse, layout, signInForm, usernameHtml, type ErrorView } from '../oauth/pages.js'
+import type { OAuthBudget } from '../oauth/budget.js'
+import { errorPageResponse, failurePage, type PageErrorView } from '../oauth/error-pages.js'
+import { escapeHtml, htmlResponse, layout, seeOther, signInForm, usernameHtml } from '../oauth/pages.js'
 import { withParams } from '../oauth/redirect-uri.js'
 import { csrfToken, csrfValid, type LoginSessions } from './sign-in-session.js'
 
@@ -30,35 +35,70 @@ interface Viewer {
   readonly ownSession: boolean
 }
 
+/** What the connected-apps page is made of. */
+export interface ConnectedAppsPageParts {
+  readonly config: ResolvedConfig
+  /** The guarded store: the users the host's sign-in names. */
+  readonly store: GateStore
+  /** Signs users in at the page's form, with every protection of `gate.users.signIn`. */
+  readonly auth: Authenticator
+  /** The gate's own login sessions. */
+  readonly sessions: LoginSessions
+  /** The connected apps listed and revoked. */
+  readonly grants: Grants
+  /** The OAuth budget, which each post counts against (per address). */
+  readonly budget: OAuthBudget
+  /** Where a failure that is not a refusal on purpose is reported (`internalError`). */
+  readonly report: ReportFailure
+}
+
 /** The connected-apps page: a list with a Revoke form per application, and its own sign-in form. */
-export class GrantsPage {
+export class ConnectedAppsPage implements PageEndpoint {
   readonly #config: ResolvedConfig
   readonly #store: GateStore
   readonly #auth: Authenticator
   readonly #sessions: LoginSessions
   readonly #grants: Grants
+  readonly #budget: OAuthBudget
+  readonly #report: ReportFailure
 
-  constructor(config: ResolvedConfig, store: GateStore, auth: Authenticator, sessions: LoginSessions, grants: Grants) {
-    this.#config = config
-    this.#store = store
-    this.#auth = auth
-    this.#sessions = sessions
-    this.#grants = grants
+  constructor(parts: ConnectedAppsPageParts) {
+    this.#config = parts.config
+    this.#store = parts.store
+    this.#auth = parts.auth
+    this.#sessions = parts.sessions
+    this.#grants = parts.grants
+    this.#budget = parts.budget
+    this.#report = parts.report
   }
 
-  /** Answers a GET (the page) or a POST (sign in, sign out, revoke). Failures are thrown, for the OAuth server's error pages. */
+  /** Answers a GET (the page) or a POST (sign in, sign out, revoke). Never rejects: a failure is an error page. */
   async handle(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
+    try {
+      if (request.method === 'POST') await this.#budget.spend(undefined, client)
+      return await this.#answer(request, client)
+    } catch (error) {
+      return this.failure(error, request, client.requestId)
+    }
+  }
+
+  failure(error: unknown, request: GateRequest, requestId: string | undefined): GateResponse {
+    this.#report(error, { method: request.method, url: request.url, requestId })
+    return failurePage(this.#config.oauth.pages, error)
+  }
+
+  async #answer(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
     if (request.method !== 'GET' && request.method !== 'POST') {
-      return this.#error(405, { title: 'Method not allowed', message: 'Open this page from your account settings.' }, { allow: 'GET, POST' })
+      return this.#error('method_not_allowed', { title: 'Method not allowed', message: 'Open this page from your account settings.' }, { allow: 'GET, POST' })
     }
     if (!client.secure) {
-      return this.#error(403, { title: 'A secure connection is required', message: 'This page is served over https only. Open this address with https://.' })
+      return this.#error('https_required', { title: 'A secure connection is required', message: 'This page is served over https only. Open this address with https://.' })
     }
     if (request.method === 'POST') return this.#post(request, client)
     const viewer = await this.#viewer(request)
     if (viewer === undefined) {
       const loginUrl = this.#config.oauth.loginUrl
-      if (loginUrl !== null) return redirect(withParams(loginUrl, { return_to: request.url }))
+      if (loginUrl !== null) return seeOther(withParams(loginUrl, { return_to: request.url }))
       return this.#signInPage(request, '', undefined, 200)
     }
     return this.#listPage(request, viewer, await this.#grants.list(viewer.user.id))
@@ -66,22 +106,22 @@ export class GrantsPage {
 
   async #post(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
     const form = await bodyParams(request, FORM_LIMIT, this.#config.bodyTimeoutMs)
-    if (form === 'timeout') return this.#error(408, { title: 'The form took too long to arrive', message: 'Go back and try again.' }, CONNECTION_CLOSE)
-    if (typeof form === 'string') return this.#error(400, { title: 'Invalid form', message: 'The form could not be read. Go back and try again.' }, CLOSE_AFTER[form] ? CONNECTION_CLOSE : {})
+    if (form === 'timeout') return this.#error('request_timeout', { title: 'The form took too long to arrive', message: 'Go back and try again.' }, CONNECTION_CLOSE)
+    if (typeof form === 'string') return this.#error('invalid_request', { title: 'Invalid form', message: 'The form could not be read. Go back and try again.' }, CLOSE_AFTER[form] ? CONNECTION_CLOSE : {})
     const badField = form.unstorable(FORM_FIELDS)
-    if (badField !== undefined) return this.#error(400, { title: 'Invalid form', message: `The field ${badField}. Go back and try again.` })
+    if (badField !== undefined) return this.#error('invalid_request', { title: 'Invalid form', message: `The field ${badField}. Go back and try again.` })
     if (!csrfValid(request, form.get('csrf_token'))) {
-      return this.#error(403, { title: 'This form has expired', message: 'The form expired or was not sent from this page. Reload the page and try again.' })
+      return this.#error('form_expired', { title: 'This form has expired', message: 'The form expired or was not sent from this page. Reload the page and try again.' })
     }
     const action = form.get('action')
     if (action === 'login') return this.#login(request, client, form)
-    if (action === 'logout') return redirect(here(request), { 'set-cookie': await this.#sessions.end(request) })
-    if (action !== 'revoke') return this.#error(400, { title: 'Invalid form', message: 'The form did not say what to do.' })
+    if (action === 'logout') return seeOther(here(request), { 'set-cookie': await this.#sessions.end(request) })
+    if (action !== 'revoke') return this.#error('invalid_request', { title: 'Invalid form', message: 'The form did not say what to do.' })
     const viewer = await this.#viewer(request)
     const appToken = form.get('app_token')
     // Signed out meanwhile: back to the page, which asks to sign in; nothing is revoked.
     if (viewer !== undefined && appToken !== undefined) await this.#grants.revoke(viewer.user.id, appToken)
-    return redirect(here(request))
+    return seeOther(here(request))
   }
 
   /** The host's signed-in user first, then the gate's own login session. */
@@ -100,10 +140,10 @@ export class GrantsPage {
     const username = form.get('username') ?? ''
     try {
       const user = await this.#auth.signIn(username, form.get('password') ?? '', client)
-      return redirect(here(request), { 'set-cookie': await this.#sessions.start(user) })
+      return seeOther(here(request), { 'set-cookie': await this.#sessions.start(user) })
     } catch (error) {
-      if (error instanceof ThrottledError) return this.#signInPage(request, username, error.message, 429, error.headers ?? {})
-      if (error instanceof PlatformError && error.code === 'invalid_credentials') return this.#signInPage(request, username, error.message, 401)
+      if (error instanceof ThrottledError) return this.#signInPage(request, username, error.message, error.status, error.headers ?? {})
+      if (error instanceof PlatformError && error.code === 'invalid_credentials') return this.#signInPage(request, username, error.message, error.status)
       throw error
     }
   }
@@ -139,10 +179,8 @@ ${list}`,
     return htmlResponse(200, html, { ownPage: true, headers: withCsrfCookie({}, csrf.setCookie) })
   }
 
-  #error(status: number, view: ErrorView, headers: Record<string, string> = {}): GateResponse {
-    const custom = this.#config.oauth.pages.error
-    const full = { ...view, siteName: this.#config.oauth.pages.siteName }
-    return htmlResponse(status, custom === undefined ? errorPage(full) : custom(full), { ownPage: custom === undefined, headers })
+  #error(code: PageErrorCode, view: PageErrorView, headers: Record<string, string> = {}): GateResponse {
+    return errorPageResponse(this.#config.oauth.pages, code, view, headers)
   }
 }
 
@@ -171,9 +209,4 @@ function here(request: GateRequest): string {
   const path = pathOf(request.url)
   const last = path.slice(path.lastIndexOf('/') + 1)
   return last === '' ? './' : encodeUnprintable(last)
-}
-
-/** 303 See Other: the browser follows with a GET, never re-posting the form. */
-function redirect(location: string, headers: Record<string, string> = {}): GateResponse {
-  return { status: 303, headers: { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', ...headers }, body: '' }
 }

@@ -75,6 +75,23 @@ export type SelfServiceConfig = Pick<ResolvedConfig, 'apiKeyEndpoints' | 'connec
   readonly applications: Pick<ResolvedConfig['applications'], 'path'>
 } & { readonly oauth: Pick<ResolvedConfig['oauth'], 'authenticateUser' | 'enabled'> }
 
+/** What the self-service endpoints are made of: the endpoints they route to, and what checks their callers. */
+export interface SelfServiceParts {
+  readonly config: SelfServiceConfig
+  /** The guarded store: the users the host's sign-in names. */
+  readonly store: GateStore
+  /** The gate's own login sessions, a caller's browser session. */
+  readonly sessions: LoginSessions
+  /** The API key endpoints. */
+  readonly apiKeys: ApiKeyEndpoints
+  /** The connected apps the connected-apps endpoints list and revoke. */
+  readonly grants: Grants
+  /** The endpoints of a user's own applications. */
+  readonly applications: ApplicationEndpoints
+  /** The user's own budget on these endpoints (`selfServiceBudget`). */
+  readonly budget: SelfServiceBudget
+}
+
 /** Routes and answers the API key and connected-apps endpoints for the gate. */
 export class SelfService {
   readonly #config: SelfServiceConfig
@@ -87,14 +104,15 @@ export class SelfService {
   /** Collection paths with a trailing `/`, to recognise item paths by prefix. */
   readonly #prefixes: ReadonlyArray<readonly [string, SelfServiceRoute['kind']]>
 
-  constructor(config: SelfServiceConfig, store: GateStore, sessions: LoginSessions, apiKeys: ApiKeyEndpoints, grants: Grants, applications: ApplicationEndpoints, budget: SelfServiceBudget) {
+  constructor(parts: SelfServiceParts) {
+    const config = parts.config
     this.#config = config
-    this.#budget = budget
-    this.#store = store
-    this.#sessions = sessions
-    this.#apiKeys = apiKeys
-    this.#grants = grants
-    this.#applications = applications
+    this.#budget = parts.budget
+    this.#store = parts.store
+    this.#sessions = parts.sessions
+    this.#apiKeys = parts.apiKeys
+    this.#grants = parts.grants
+    this.#applications = parts.applications
     const prefixes: Array<readonly [string, SelfServiceRoute['kind']]> = []
     if (config.apiKeyEndpoints !== null) prefixes.push([`${config.apiKeyEndpoints.path}/`, 'api-keys'])
     if (config.connectedApps.path !== null) prefixes.push([`${config.connectedApps.path}/`, 'grants'])

@@ -129,6 +129,18 @@ export function toApplication(record: ApplicationRecord): Application {
   }
 }
 
+/** What `gate.applications` is made of; made by the gate. */
+export interface ApplicationsParts {
+  /** The guarded store. */
+  readonly store: GateStore
+  /** Tells the gate's per-process cache that a record changed; nothing when left out. */
+  readonly changed?: (appToken: string) => void
+  /** `oauth.allowLoopbackCallbacks`: also accept http loopback Callback Prefixes (off when left out). */
+  readonly allowLoopback?: boolean
+  /** The `applications` options, and the budget of users' registrations (the defaults, no budget, when left out). */
+  readonly rules?: ApplicationRules
+}
+
 /** `gate.applications`: register and manage applications. */
 export class Applications {
   readonly #store: GateStore
@@ -137,15 +149,11 @@ export class Applications {
   readonly #allowLoopback: boolean
   readonly #rules: ApplicationRules
 
-  /**
-   * @param allowLoopback `oauth.allowLoopbackCallbacks`: also accept http loopback Callback Prefixes
-   * @param rules the `applications` options, and the budget of users' registrations
-   */
-  constructor(store: GateStore, changed: (appToken: string) => void = () => {}, allowLoopback = false, rules: ApplicationRules = NO_RULES) {
-    this.#store = store
-    this.#changed = changed
-    this.#allowLoopback = allowLoopback
-    this.#rules = rules
+  constructor(parts: ApplicationsParts) {
+    this.#store = parts.store
+    this.#changed = parts.changed ?? (() => {})
+    this.#allowLoopback = parts.allowLoopback ?? false
+    this.#rules = parts.rules ?? NO_RULES
   }
 
   /**

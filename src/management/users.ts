@@ -59,8 +59,19 @@ export interface SignIn {
   clientIp: string
 }
 
-/** Checks a sign-in with every protection of the gate; made by the gate (`Authenticator.signIn`). */
-export type SignInCheck = (username: unknown, password: unknown, client: ClientInfo) => Promise<UserRecord>
+/**
+ * Checks a sign-in with every protection of the gate: the failure budgets, the hash queue,
+ * no API key. The gate's `Authenticator` (src/pipeline) is one; declared here, below it, so
+ * that `gate.users` depends on the name rather than on the pipeline.
+ */
+export interface PasswordSignIn {
+  /**
+   * @returns the user whose password was right
+   * @throws {PlatformError} 401 `invalid_credentials`
+   * @throws {ThrottledError} 429 when a failure budget is spent
+   */
+  signIn(username: unknown, password: unknown, client: ClientInfo): Promise<UserRecord>
+}
 
 /** The public view of a stored user. */
 export function toUser(record: UserRecord): User {
@@ -102,9 +113,9 @@ export async function findUserRecord(store: GateStore, sent: string): Promise<Us
 export class Users {
   readonly #store: GateStore
   readonly #scrypt: ScryptParams
-  readonly #signIn: SignInCheck
+  readonly #signIn: PasswordSignIn
 
-  constructor(store: GateStore, scrypt: ScryptParams, signIn: SignInCheck) {
+  constructor(store: GateStore, scrypt: ScryptParams, signIn: PasswordSignIn) {
     this.#store = store
     this.#scrypt = scrypt
     this.#signIn = signIn
@@ -152,7 +163,7 @@ export class Users {
       throw new TypeError('open-data-gate: users.signIn() needs clientIp, the IP address the sign-in came from (req.gate.clientIp behind the gate)')
     }
     // (`secure` plays no part in a password check: the form's transport is the host's to ensure.)
-    return toUser(await this.#signIn(input.username, input.password, { ip, secure: true }))
+    return toUser(await this.#signIn.signIn(input.username, input.password, { ip, secure: true }))
   }
 
   /**

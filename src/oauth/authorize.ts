@@ -16,7 +16,7 @@
  */
 import { isPlausibleAppToken } from '../rules/credential-shapes.js'
 import type { Authenticator } from '../pipeline/authenticate.js'
-import { PlatformError, StoreError, ThrottledError, type OAuthErrorCode } from '../errors.js'
+import { PlatformError, StoreError, ThrottledError, type OAuthErrorCode, type PageErrorCode } from '../errors.js'
 import type { ReportFailure } from '../events.js'
 import { encodeUnprintable, type GateRequest, type GateResponse } from '../http/request.js'
 import type { ResolvedConfig } from '../config/options.js'
@@ -24,7 +24,8 @@ import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, queryParams, type Params } f
 import type { ClientInfo } from '../http/proxy.js'
 import { randomToken, sha256 } from '../secrets/tokens.js'
 import type { ApplicationRecord, GateStore, UserRecord } from '../store/store.js'
-import { consentPage, errorPage, htmlResponse, loginPage, type ErrorView, type RegisteredBy } from './pages.js'
+import { errorPageResponse, type PageErrorView } from './error-pages.js'
+import { consentPage, htmlResponse, loginPage, seeOther, type RegisteredBy } from './pages.js'
 import { isS256Challenge } from './pkce.js'
 import { redirectUriProblem, withParams } from './redirect-uri.js'
 import { csrfToken, csrfValid, type LoginSessions } from '../endpoints/sign-in-session.js'
@@ -43,6 +44,19 @@ interface RedirectError {
   description: string
 }
 
+/** What the authorize endpoint is made of. */
+export interface AuthorizeEndpointParts {
+  readonly config: ResolvedConfig
+  /** The guarded store: applications, users, grants and codes. */
+  readonly store: GateStore
+  /** Signs users in at the login form, with every protection of `gate.users.signIn`. */
+  readonly auth: Authenticator
+  /** The gate's own login sessions. */
+  readonly sessions: LoginSessions
+  /** Where a failure to issue a code is reported before it goes back to the application. */
+  readonly report: ReportFailure
+}
+
 export class AuthorizeEndpoint {
   readonly #config: ResolvedConfig
   readonly #store: GateStore
@@ -50,20 +64,20 @@ export class AuthorizeEndpoint {
   readonly #sessions: LoginSessions
   readonly #report: ReportFailure
 
-  constructor(config: ResolvedConfig, store: GateStore, auth: Authenticator, sessions: LoginSessions, report: ReportFailure) {
-    this.#config = config
-    this.#store = store
-    this.#auth = auth
-    this.#sessions = sessions
-    this.#report = report
+  constructor(parts: AuthorizeEndpointParts) {
+    this.#config = parts.config
+    this.#store = parts.store
+    this.#auth = parts.auth
+    this.#sessions = parts.sessions
+    this.#report = parts.report
   }
 
   async handle(request: GateRequest, client: ClientInfo): Promise<GateResponse> {
     if (request.method !== 'GET' && request.method !== 'POST') {
-      return this.#error(405, { title: 'This page cannot be opened this way', message: 'Open it from a link in the application you are using.', detail: `${request.method} is not allowed at the authorize endpoint; use GET.` }, { allow: 'GET, POST' })
+      return this.#error('method_not_allowed', { title: 'This page cannot be opened this way', message: 'Open it from a link in the application you are using.', detail: `${request.method} is not allowed at the authorize endpoint; use GET.` }, { allow: 'GET, POST' })
     }
     if (!client.secure) {
-      return this.#error(403, { title: 'A secure connection is required', message: 'This sign-in page works only over a secure connection. Open the address again, starting with https://.', detail: 'The authorize endpoint is served over https only.' })
+      return this.#error('https_required', { title: 'A secure connection is required', message: 'This sign-in page works only over a secure connection. Open the address again, starting with https://.', detail: 'The authorize endpoint is served over https only.' })
     }
 
     // 1. The client and the redirect_uri: problems go to the user, never to a redirect.
@@ -93,22 +107,22 @@ export class AuthorizeEndpoint {
     if (request.method === 'POST') {
       const form = await bodyParams(request, FORM_LIMIT, this.#config.bodyTimeoutMs)
       if (form === 'timeout') {
-        return this.#error(408, { title: 'The form took too long to arrive', message: 'Go back and try again.', detail: `The form body did not arrive within ${this.#config.bodyTimeoutMs} ms.` }, CONNECTION_CLOSE)
+        return this.#error('request_timeout', { title: 'The form took too long to arrive', message: 'Go back and try again.', detail: `The form body did not arrive within ${this.#config.bodyTimeoutMs} ms.` }, CONNECTION_CLOSE)
       }
-      if (typeof form === 'string') return this.#error(400, { title: 'Something went wrong with the form', message: 'Go back and try again.', detail: form }, CLOSE_AFTER[form] ? CONNECTION_CLOSE : {})
+      if (typeof form === 'string') return this.#error('invalid_request', { title: 'Something went wrong with the form', message: 'Go back and try again.', detail: form }, CLOSE_AFTER[form] ? CONNECTION_CLOSE : {})
       const badField = form.unstorable(FORM_FIELDS)
-      if (badField !== undefined) return this.#error(400, { title: 'Something went wrong with the form', message: 'Go back and try again.', detail: `The field ${badField}.` })
+      if (badField !== undefined) return this.#error('invalid_request', { title: 'Something went wrong with the form', message: 'Go back and try again.', detail: `The field ${badField}.` })
       if (!csrfValid(request, form.get('csrf_token'))) {
-        return this.#error(403, { title: 'This form has expired', message: 'Go back to the application and start signing in again.', detail: 'The csrf_token field was missing or did not match its cookie (the form expired, or was not sent from this page).' })
+        return this.#error('form_expired', { title: 'This form has expired', message: 'Go back to the application and start signing in again.', detail: 'The csrf_token field was missing or did not match its cookie (the form expired, or was not sent from this page).' })
       }
       const action = form.get('action')
       if (action === 'login') return this.#login(request, client, application, form)
-      if (action === 'logout') return redirect(sameUrl(request), { 'set-cookie': await this.#sessions.end(request) })
-      if (action !== 'approve' && action !== 'deny') return this.#error(400, { title: 'Something went wrong with the form', message: 'Go back and try again.', detail: 'The form had no action (login, approve, deny or logout).' })
+      if (action === 'logout') return seeOther(sameUrl(request), { 'set-cookie': await this.#sessions.end(request) })
+      if (action !== 'approve' && action !== 'deny') return this.#error('invalid_request', { title: 'Something went wrong with the form', message: 'Go back and try again.', detail: 'The form had no action (login, approve, deny or logout).' })
       decision = action
     }
     const state = params.isDuplicated('state') ? undefined : params.get('state')
-    const back = (code: OAuthErrorCode, description: string) => redirect(withParams(redirectUri, { error: code, error_description: description, state }))
+    const back = (code: OAuthErrorCode, description: string) => seeOther(withParams(redirectUri, { error: code, error_description: description, state }))
     const user = await this.#signedInUser(request)
     if (user === undefined) {
       // Cancel on the login page: the person chose not to sign in, which is a denial (the
@@ -125,7 +139,7 @@ export class AuthorizeEndpoint {
       // prefix (RFC 9700 §4.11.2). Otherwise the user gets a page and a link to follow.
       if (decision !== undefined) return back(error.code, error.description)
       const url = withParams(redirectUri, { error: error.code, error_description: error.description, state })
-      return this.#error(400, {
+      return this.#error('invalid_request', {
         title: 'Something went wrong with this sign-in request',
         message: `${application.name} sent a request that cannot be accepted. Go back to it and try again.`,
         detail: `${error.code}: ${error.description}`,
@@ -141,7 +155,7 @@ export class AuthorizeEndpoint {
       // The grant before the code: the token endpoint refuses a code whose grant is gone (revoked meanwhile).
       await this.#store.recordGrant(user.id, application.appToken, Date.now())
       const code = await this.#issueCode(application, user, redirectUri, params.get('code_challenge') ?? null)
-      return redirect(withParams(redirectUri, { code, state }))
+      return seeOther(withParams(redirectUri, { code, state }))
     } catch (failure) {
       this.#report(failure, { method: request.method, url: request.url, requestId: client.requestId })
       if (failure instanceof StoreError) return back('temporarily_unavailable', 'The authorization server is temporarily unavailable, please retry')
@@ -205,7 +219,7 @@ export class AuthorizeEndpoint {
   #askToSignIn(request: GateRequest, application: ApplicationRecord, username: string, error: string | undefined, status: number, headers: Record<string, string> = {}): GateResponse {
     const loginUrl = this.#config.oauth.loginUrl
     if (loginUrl !== null && error === undefined) {
-      return redirect(withParams(loginUrl, { return_to: request.url }))
+      return seeOther(withParams(loginUrl, { return_to: request.url }))
     }
     const csrf = csrfToken(request)
     const view = { siteName: this.#config.oauth.pages.siteName, application: { name: application.name }, csrfToken: csrf.token, username, error }
@@ -222,13 +236,13 @@ export class AuthorizeEndpoint {
     const password = form.get('password') ?? ''
     try {
       const user = await this.#auth.signIn(username, password, client)
-      return redirect(sameUrl(request), { 'set-cookie': await this.#sessions.start(user) })
+      return seeOther(sameUrl(request), { 'set-cookie': await this.#sessions.start(user) })
     } catch (error) {
       if (error instanceof ThrottledError) {
-        return this.#askToSignIn(request, application, username, error.message, 429, error.headers ?? {})
+        return this.#askToSignIn(request, application, username, error.message, error.status, error.headers ?? {})
       }
       if (error instanceof PlatformError && error.code === 'invalid_credentials') {
-        return this.#askToSignIn(request, application, username, error.message, 401)
+        return this.#askToSignIn(request, application, username, error.message, error.status)
       }
       throw error
     }
@@ -266,17 +280,15 @@ export class AuthorizeEndpoint {
    */
   #brokenLink(detail: string, applicationName?: string): GateResponse {
     const who = applicationName === undefined ? 'The application that sent you here' : applicationName
-    return this.#error(400, {
+    return this.#error('invalid_request', {
       title: 'This sign-in link does not work',
       message: `${who} asked you to sign in with a link this site cannot accept, so you cannot sign in to it from here. Go back to the application and try again; if it happens again, let its makers know.`,
       detail,
     })
   }
 
-  #error(status: number, view: ErrorView, headers: Record<string, string> = {}): GateResponse {
-    const custom = this.#config.oauth.pages.error
-    const full = { ...view, siteName: this.#config.oauth.pages.siteName }
-    return htmlResponse(status, custom === undefined ? errorPage(full) : custom(full), { ownPage: custom === undefined, headers })
+  #error(code: PageErrorCode, view: PageErrorView, headers: Record<string, string> = {}): GateResponse {
+    return errorPageResponse(this.#config.oauth.pages, code, view, headers)
   }
 }
 
@@ -287,9 +299,4 @@ export class AuthorizeEndpoint {
 function sameUrl(request: GateRequest): string {
   const q = request.url.indexOf('?')
   return encodeUnprintable(q === -1 ? '?' : request.url.slice(q))
-}
-
-/** 303 See Other: the browser follows with a GET, never re-posting the form (no 307). */
-function redirect(location: string, headers: Record<string, string> = {}): GateResponse {
-  return { status: 303, headers: { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', ...headers }, body: '' }
 }

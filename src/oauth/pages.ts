@@ -168,6 +168,14 @@ export function errorPage(view: ErrorView): string {
   return layout(view.title, `<h1>${escapeHtml(view.title)}</h1>\n<p role="alert">${escapeHtml(view.message)}</p>${detail}${back}`, view.siteName)
 }
 
+/** A form answered: the browser follows with a GET, never re-posting the form (no 307). Not an error: no code. */
+export const SEE_OTHER = 303
+
+/** 303 See Other to `location`, with no caching and no referrer. */
+export function seeOther(location: string, headers: Record<string, string> = {}): GateResponse {
+  return { status: SEE_OTHER, headers: { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', ...headers }, body: '' }
+}
+
 /**
  * An HTML response with the headers every page of the flow carries: no framing, no
  * referrer, no caching, no sniffing. The gate's own pages also get a CSP that allows

@@ -34,6 +34,21 @@ export type RevokeInsecure = (tokens: readonly string[], client: ClientInfo) => 
 
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' }
 
+/**
+ * What the token and revocation endpoints are made of. It is the client authentication's
+ * own dependencies too (store, throttle, emit, realm, failures), so each is given once.
+ */
+export interface TokenEndpointParts extends ClientAuthDeps {
+  /** Issues the access token of an exchanged code. */
+  readonly tokens: AccessTokens
+  /** Revokes the access tokens sent to the revocation endpoint over plain http. */
+  readonly revokeInsecure: RevokeInsecure
+  /** How long a body may take to arrive (`bodyTimeoutMs`). */
+  readonly bodyTimeoutMs: number
+  /** Counts each post against the client's OAuth budget, or the address's. */
+  readonly spend: SpendPost
+}
+
 export class TokenEndpoints {
   readonly #store: GateStore
   readonly #tokens: AccessTokens
@@ -43,14 +58,14 @@ export class TokenEndpoints {
   readonly #bodyTimeoutMs: number
   readonly #spend: SpendPost
 
-  constructor(store: GateStore, tokens: AccessTokens, clientAuth: ClientAuthDeps, emit: Emit, revokeInsecure: RevokeInsecure, bodyTimeoutMs: number, spend: SpendPost) {
-    this.#store = store
-    this.#tokens = tokens
-    this.#clientAuth = clientAuth
-    this.#emit = emit
-    this.#revokeInsecure = revokeInsecure
-    this.#bodyTimeoutMs = bodyTimeoutMs
-    this.#spend = spend
+  constructor(parts: TokenEndpointParts) {
+    this.#store = parts.store
+    this.#tokens = parts.tokens
+    this.#clientAuth = parts
+    this.#emit = parts.emit
+    this.#revokeInsecure = parts.revokeInsecure
+    this.#bodyTimeoutMs = parts.bodyTimeoutMs
+    this.#spend = parts.spend
   }
 
   /** Client authentication, and the post counted against the client's budget, or the address's when it failed. */

@@ -33,7 +33,7 @@ import { isLiveAccessToken } from '../store/contract/oauth.js'
 import type { AuthMethod } from '../rules/auth-methods.js'
 import type { Throttle } from './throttle.js'
 import { LastUsed } from './last-used.js'
-import { findUserRecord, MAX_USERNAME_LENGTH, normalizeUsername } from '../management/users.js'
+import { findUserRecord, MAX_USERNAME_LENGTH, normalizeUsername, type PasswordSignIn } from '../management/users.js'
 import { API_KEY_ID } from '../rules/credential-shapes.js'
 
 /**
@@ -77,8 +77,21 @@ function looksLikeApiKeyId(username: string): boolean {
 /** The options verification reads: the `basic` section. */
 export type BasicConfig = ResolvedConfig['basic']
 
+/** What the authenticator is made of. */
+export interface AuthenticatorParts {
+  /** The `basic` section: scrypt, the hash queue, the cache of verified passwords, the failure budgets. */
+  readonly basic: BasicConfig
+  /** The realm of the `WWW-Authenticate` challenges. */
+  readonly realm: string
+  /** The guarded store. */
+  readonly store: GateStore
+  /** Counts failed sign-ins per username and per address. */
+  readonly throttle: Throttle
+  readonly emit: Emit
+}
+
 /** Verifies credentials and password sign-ins for the gate, its OAuth pages and `gate.users.signIn`. */
-export class Authenticator {
+export class Authenticator implements PasswordSignIn {
   readonly #basic: BasicConfig
   readonly #realm: string
   readonly #store: GateStore
@@ -91,10 +104,10 @@ export class Authenticator {
   #decoy: Promise<string> | undefined
   #lastKey: { readonly username: string; readonly password: string; readonly key: string } | undefined
 
-  /** @param realm the realm of the `WWW-Authenticate` challenges */
-  constructor(basic: BasicConfig, realm: string, store: GateStore, throttle: Throttle, emit: Emit) {
+  constructor(parts: AuthenticatorParts) {
+    const { basic, store, throttle, emit } = parts
     this.#basic = basic
-    this.#realm = realm
+    this.#realm = parts.realm
     this.#store = store
     this.#emit = emit
     this.#verified = new PasswordCache(basic.cacheTtlMs)

@@ -19,6 +19,17 @@ import { API_KEY_ID } from '../rules/credential-shapes.js'
 import { secretMatches, sha256 } from '../secrets/tokens.js'
 import type { GateStore } from '../store/store.js'
 
+/** What the revocation of credentials sent in clear is made of. */
+export interface ClearTextRevocationParts {
+  /** The guarded store. */
+  readonly store: GateStore
+  /** How long a revoked API key is kept (`deletedKeyRetentionMs`). */
+  readonly deletedKeyRetentionMs: number
+  /** Which methods are on: nothing of a method that is off is looked up (the store may not hold it). */
+  readonly methods: EnabledMethods
+  readonly emit: Emit
+}
+
 export class ClearTextRevocation {
   readonly #store: GateStore
   readonly #deletedKeyRetentionMs: number
@@ -26,11 +37,11 @@ export class ClearTextRevocation {
   readonly #methods: EnabledMethods
   readonly #emit: Emit
 
-  constructor(store: GateStore, deletedKeyRetentionMs: number, methods: EnabledMethods, emit: Emit) {
-    this.#store = store
-    this.#deletedKeyRetentionMs = deletedKeyRetentionMs
-    this.#methods = methods
-    this.#emit = emit
+  constructor(parts: ClearTextRevocationParts) {
+    this.#store = parts.store
+    this.#deletedKeyRetentionMs = parts.deletedKeyRetentionMs
+    this.#methods = parts.methods
+    this.#emit = parts.emit
   }
 
   /**

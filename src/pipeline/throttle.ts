@@ -68,9 +68,12 @@ export interface ThrottlePlan {
 /** The options the throttle reads: the resolved `throttle` section. */
 export type ThrottleConfig = Pick<ResolvedConfig, 'application' | 'anonymous' | 'legacyHeaders' | 'onStoreError'>
 
-/** Told of every request the throttle refuses (usage counting), with the error it throws. */
-export interface ThrottleWatcher {
-  throttled(application: ApplicationRecord | null, error: Error): void
+/** What the throttle is made of. */
+export interface ThrottleParts {
+  readonly config: ThrottleConfig
+  /** The guarded rate store. */
+  readonly store: RateStore
+  readonly emit: Emit
 }
 
 /** Applies the configured policies through the (guarded) rate store. */
@@ -84,13 +87,11 @@ export class Throttle {
   readonly #policyHeaders = { app: new Map<number, string>(), anon: new Map<number, string>() }
   readonly #rateLimitPrefix = { app: '"app";r=', anon: '"anon";r=' } as const
   #fallback: MemoryStore | undefined
-  readonly #watcher: ThrottleWatcher | undefined
 
-  constructor(config: ThrottleConfig, store: RateStore, emit: Emit, watcher?: ThrottleWatcher) {
-    this.#config = config
-    this.#store = store
-    this.#emit = emit
-    this.#watcher = watcher
+  constructor(parts: ThrottleParts) {
+    this.#config = parts.config
+    this.#store = parts.store
+    this.#emit = parts.emit
   }
 
   /**
@@ -176,7 +177,6 @@ export class Throttle {
       })
       const budget = application !== null ? 'application' : this.#config.anonymous?.scope === 'shared' ? 'shared' : 'address'
       const error = throttledError(budget, limit, policy.windowMs, result, headers)
-      this.#watcher?.throttled(application, error)
       throw error
     }
     return {

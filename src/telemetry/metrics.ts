@@ -183,8 +183,21 @@ export class GateMetrics {
 
   /** The instruments of one store, with its attribute sets. */
   forStore(kind: StoreKind, role: string): StoreMetrics {
-    return new StoreMetrics(this.#storeDuration, this.#storeErrors, this.#storeUnavailable, kind, role)
+    return new StoreMetrics({ duration: this.#storeDuration, errors: this.#storeErrors, unavailable: this.#storeUnavailable, kind, role })
   }
+}
+
+/** The gate's store instruments, and the store whose calls they record. */
+export interface StoreMetricsParts {
+  /** `open_data_gate.store.operation.duration` */
+  readonly duration: HistogramLike
+  /** `open_data_gate.store.errors` */
+  readonly errors: CounterLike
+  /** `open_data_gate.store.unavailable` */
+  readonly unavailable: CounterLike
+  readonly kind: StoreKind
+  /** The store's role: `records`, `rates` or both. */
+  readonly role: string
 }
 
 /** The store instruments for one guarded store. */
@@ -198,10 +211,11 @@ export class StoreMetrics {
   readonly #operations = new Map<string, MetricAttributes>()
   readonly #errorAttributes = new Map<string, MetricAttributes>()
 
-  constructor(duration: HistogramLike, errors: CounterLike, unavailable: CounterLike, kind: StoreKind, role: string) {
-    this.#duration = duration
-    this.#errors = errors
-    this.#unavailable = unavailable
+  constructor(parts: StoreMetricsParts) {
+    const { kind, role } = parts
+    this.#duration = parts.duration
+    this.#errors = parts.errors
+    this.#unavailable = parts.unavailable
     this.#kind = kind
     this.#storeAttributes = Object.freeze({ 'open_data_gate.store.kind': kind, 'open_data_gate.store.role': role })
     // The store's series exists from the start, at 0: an alert on it needs no absent().

@@ -83,6 +83,20 @@ const MAX_WARNED = 100_000
 /** Whether this process has said that its store keeps no usage. */
 let warnedUnsupported = false
 
+/** What `gate.usage` is made of; made by the gate. */
+export interface GateUsageParts {
+  /** The resolved `usage` section; `null` with `usage: false`. */
+  readonly config: ResolvedUsage | null
+  /** The store as configured: whether it keeps usage, and where the batches are written. */
+  readonly store: GateStore
+  /** `storeTimeoutMs`: a flush waits at least this long. */
+  readonly storeTimeoutMs: number
+  readonly emit: Emit
+  readonly log: GateLog
+  /** The guarded store, which `query` and `top` read through (its timeout and outage handling); `store` when left out. */
+  readonly reads?: GateStore
+}
+
 export class GateUsage {
   /** Whether this gate counts usage: on unless `usage: false`, or the store keeps none and no `onFlush` takes it. */
   readonly counting: boolean
@@ -103,10 +117,11 @@ export class GateUsage {
   /** The window (index) each application was last told `nearLimit` in. */
   readonly #warned = new Map<string, number>()
 
-  /** @internal made by the gate; `reads`: the guarded store, which `query` and `top` read through (its timeout and outage handling) */
-  constructor(config: ResolvedUsage | null, store: GateStore, storeTimeoutMs: number, emit: Emit, log: GateLog, reads: GateStore = store) {
+  /** @internal made by the gate */
+  constructor(parts: GateUsageParts) {
+    const { config, store, storeTimeoutMs, emit, log } = parts
     this.#config = config
-    this.#reads = reads
+    this.#reads = parts.reads ?? store
     this.#emit = emit
     this.#log = log
     this.#store = keepsUsage(store) ? store : null

@@ -168,7 +168,7 @@ export class PostgresStore implements GateStore, UsageStore {
     this.#statements = new PreparedStatements(this.#pool)
     this.#changes = new ApplicationChangeListener(this.#pool, changeChannel(schema), onError)
     this.#usage = new PostgresUsage((text, values) => this.#statements.run(text, values), this.#q)
-    this.#sweeper = new Sweeper(this.#statements, this.#q, this.#usage, { intervalMs: sweepIntervalMs, batchSize: sweepBatchSize, onError })
+    this.#sweeper = new Sweeper({ statements: this.#statements, q: this.#q, usage: this.#usage, intervalMs: sweepIntervalMs, batchSize: sweepBatchSize, onError })
   }
 
   /**

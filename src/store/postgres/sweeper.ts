@@ -24,6 +24,20 @@ const CODE_RETENTION_MS = 3_600_000
 /** The database's clock in integer microseconds, fixed for the statement (a stable expression, so a range over it can use an index). */
 const STATEMENT_US = `(extract(epoch FROM statement_timestamp()) * 1000000)::bigint`
 
+/** What the sweeper is made of, and how often it runs. */
+export interface SweeperParts {
+  readonly statements: PreparedStatements
+  /** The quoted schema name. */
+  readonly q: string
+  readonly usage: PostgresUsage
+  /** How often to sweep; 0 sweeps only when asked. */
+  readonly intervalMs: number
+  /** How many rows one statement deletes at most. */
+  readonly batchSize: number
+  /** Where a timed sweep's failure goes. */
+  readonly onError: (error: unknown) => void
+}
+
 export class Sweeper {
   readonly #statements: PreparedStatements
   readonly #q: string
@@ -33,20 +47,16 @@ export class Sweeper {
   #sweeping: Promise<SweepResult> | undefined
   #closed = false
 
-  /**
-   * @param q the quoted schema name
-   * @param intervalMs how often to sweep; 0 sweeps only when asked
-   * @param onError where a timed sweep's failure goes
-   */
-  constructor(statements: PreparedStatements, q: string, usage: PostgresUsage, options: { intervalMs: number; batchSize: number; onError: (error: unknown) => void }) {
-    this.#statements = statements
-    this.#q = q
-    this.#usage = usage
-    this.#batchSize = options.batchSize
-    if (options.intervalMs > 0) {
+  constructor(parts: SweeperParts) {
+    this.#statements = parts.statements
+    this.#q = parts.q
+    this.#usage = parts.usage
+    this.#batchSize = parts.batchSize
+    const onError = parts.onError
+    if (parts.intervalMs > 0) {
       this.#timer = setInterval(() => {
-        this.sweep().catch((error: unknown) => options.onError(error))
-      }, options.intervalMs)
+        this.sweep().catch((error: unknown) => onError(error))
+      }, parts.intervalMs)
       this.#timer.unref()
     }
   }
