@@ -44,6 +44,7 @@ import { Throttle } from './pipeline/throttle.js'
 import { Users } from './management/users.js'
 import { assertStoreServes } from './store/slices.js'
 import { GateUsage } from './usage/usage.js'
+import { NearLimitAlerts } from './usage/near-limit.js'
 import { DecisionTelemetry, type DecisionWatch } from './telemetry/decision-telemetry.js'
 import { gateMeter } from './telemetry/metrics.js'
 import { UsageTelemetry } from './telemetry/usage-telemetry.js'
@@ -81,6 +82,8 @@ export class Gate extends TypedEmitter<GateEvents> {
   /** Metrics and traces (src/telemetry); asked per request whether anyone is listening. */
   readonly #telemetry: DecisionTelemetry
   readonly #requestIds: RequestIds | null
+  /** Near-limit alerts (`nearLimit`), or `null` when off. */
+  readonly #nearLimit: NearLimitAlerts | null
 
   constructor(options: GateOptions = {}) {
     super()
@@ -109,6 +112,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     const usageTelemetry = new UsageTelemetry(meter)
     this.usage = new GateUsage({ config: config.usage, store: config.store, storeTimeoutMs: config.storeTimeoutMs, emit: usageTelemetry.watchDrops(emit), log: config.log, reads: this.store })
     usageTelemetry.observe(this.usage)
+    this.#nearLimit = config.nearLimit === null ? null : new NearLimitAlerts(config.nearLimit, rateStore, usageTelemetry.watchDrops(emit), config.log)
     const throttle = new Throttle({ config, store: rateStore, emit })
     const applicationRules = { ...config.applications, spendRegistration: registrationBudget(config.applications.registrations, throttle) }
     this.applications = new Applications({ store: this.store, changed: (appToken) => this.#applicationCache.forget(appToken), allowLoopback: config.oauth.allowLoopbackCallbacks, rules: applicationRules })
@@ -198,11 +202,16 @@ export class Gate extends TypedEmitter<GateEvents> {
     const answer = outcome ?? { type: 'respond', response: this.#failure(error, state.request, state.requestId) }
     state.settle(answer, error)
     this.usage.count(state)
+    const pass = state.pass
+    if (this.#nearLimit !== null && state.status === null && pass !== null && pass.info.policy === 'application' && pass.info.source === 'store') this.#nearLimit.seen(state.appToken as string, pass.info, state.requestId)
     watch?.decided(state, late)
     const ids = this.#requestIds
     const requestId = state.requestId
     if (ids === null || requestId === undefined) return answer
-    if (answer.type === 'next') return { type: 'next', context: answer.context, headers: withRequestId(answer.headers, ids.header, requestId) }
+    if (answer.type === 'next') {
+      const headers = withRequestId(answer.headers, ids.header, requestId)
+      return headers === answer.headers ? answer : { type: 'next', context: answer.context, headers }
+    }
     return { type: 'respond', response: this.#withRequestId(answer.response, requestId) }
   }
 
@@ -266,6 +275,7 @@ export class Gate extends TypedEmitter<GateEvents> {
 
   /** Writes the usage counts left in this process, then releases the stores' connections and timers. */
   async close(): Promise<void> {
+    this.#nearLimit?.close()
     await this.usage.close()
     await this.#config.store.close?.()
     if (this.#config.rateStore !== this.#config.store) await this.#config.rateStore.close?.()

@@ -101,6 +101,8 @@ export type { ObservableLike, ObservableResultLike } from './telemetry/metrics.j
 export type { RegisterOwnApplication, ListApplications } from './management/applications.js'
 export type { GateUsage, UsageQuery, UsageSeries, UsageTopOptions, UsageTopEntry } from './usage/usage.js'
 export type { UsageOptions, UsageRetentionOptions } from './usage/options.js'
+export type { NearLimitOptions } from './usage/near-limit.js'
+export type { WebhookOptions } from './usage/webhook.js'
 export type { NearLimitEvent, UsageDroppedEvent, UsageFlushFailedEvent } from './usage/events.js'
 export type { UsageStore, UsageBatch, UsageRow, UsageBucket, UsageCounts, UsageStatuses, UsageGranularity, UsageTopQuery, UsageTotal } from './store/usage-contract.js'
 export { compareApiKeys, matchesApiKeyQuery } from './store/api-key-query.js'

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { createGate, MemoryStore, StoreError, type Gate, type GateOptions, type GateStore } from '../src/index.js'
-import type { NearLimitEvent, UsageDroppedEvent, UsageFlushFailedEvent } from '../src/usage/events.js'
+import type { UsageDroppedEvent, UsageFlushFailedEvent } from '../src/usage/events.js'
 import type { UsageBatch } from '../src/store/usage-contract.js'
 import { FRAMEWORKS } from './adapters/frameworks.js'
 import { listen } from './adapters/servers.js'
@@ -153,17 +153,6 @@ describe('what the gate counts', () => {
     const classes = counted.throttled + counted.refused + Object.values(counted.statuses).reduce((n, v) => n + v, 0)
     expect(classes).toBe(counted.requests)
     expect(counted).toEqual({ requests: 10, throttled: 1, refused: 1, unknownAppToken: 0, statuses: { '2xx': 4, '3xx': 1, '4xx': 1, '5xx': 2 } })
-  })
-
-  it('tells nearLimit once per window when an application has used 80% of its budget', async () => {
-    const gate = gateWith({ throttle: { application: { limit: 10, windowMs: HOUR } } })
-    const events: NearLimitEvent[] = []
-    gate.on('nearLimit', (event) => events.push(event))
-    const { appToken } = await gate.applications.register({ name: 'busy' })
-    for (let i = 0; i < 7; i++) await gate.handle(coreRequest({ headers: { 'x-app-token': appToken } }))
-    expect(events).toEqual([])
-    for (let i = 0; i < 6; i++) await gate.handle(coreRequest({ headers: { 'x-app-token': appToken } }))
-    expect(events).toEqual([{ appToken, limit: 10, remaining: 2, windowMs: HOUR, requestId: expect.any(String) }])
   })
 
   it('counts nothing with usage: false, and says once when the store keeps no usage', async () => {

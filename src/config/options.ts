@@ -14,6 +14,7 @@ import type { RequestIds, RequestIdOptions } from '../http/request-id.js'
 import type { GateLog, GateLogger } from '../log/logger.js'
 import type { Awaitable, GateStore, PartialGateStore, RateStore } from '../store/store.js'
 import type { ResolvedUsage, UsageOptions } from '../usage/options.js'
+import type { NearLimitOptions, ResolvedNearLimit } from '../usage/near-limit.js'
 import type { MeterProviderLike, MetricsOptions } from '../telemetry/metrics.js'
 import type { ApiKeyEndpointOptions, SelfServiceBudgetOption } from './self-service-options.js'
 import type { RatePolicyOptions } from './rate-policy-options.js'
@@ -278,6 +279,13 @@ export interface GateOptions {
   /** Usage counting per application (docs/guides/usage.md); on by default, `false` turns it off. */
   usage?: UsageOptions | false
   /**
+   * Alerts when an application crosses 80%, 90% and 100% of its limit (configurable): the
+   * `nearLimit` event, once per threshold per window across the instances sharing the store,
+   * a metric, and optionally a signed webhook to the operator (docs/guides/usage.md). On by
+   * default (the event and the metric); `false` turns it off.
+   */
+  nearLimit?: NearLimitOptions | false
+  /**
    * OpenTelemetry metrics (docs/guides/telemetry.md). By default the gate records into the
    * global meter provider of `@opentelemetry/api` when it is installed and an SDK
    * registered one; `{ meterProvider }` names another; `false` records nothing.
@@ -375,6 +383,7 @@ export interface ResolvedConfig {
   readonly selfServiceBudget: RatePolicyOptions | null
   readonly realm: string
   readonly usage: ResolvedUsage | null
+  readonly nearLimit: ResolvedNearLimit | null
   /** The provider the gate's metrics go to; `'global'`: `@opentelemetry/api`'s, if any; `null`: none. */
   readonly meterProvider: MeterProviderLike | 'global' | null
   /** Where the gate's log lines go (`logger`). */

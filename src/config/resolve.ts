@@ -64,6 +64,7 @@ import { dependentOption } from './features.js'
 import type { CurrentUserOptions, OAuthPaths } from './endpoint-paths.js'
 import { isIssuer, resolveTrustedOrigins } from './origins.js'
 import { resolveUsage } from '../usage/options.js'
+import { resolveNearLimit } from '../usage/near-limit.js'
 import { resolveMetrics } from '../telemetry/metrics.js'
 import type { GateStore, RateStore } from '../store/store.js'
 import { booleanOption, optionNames, optionsObject, paths, positiveInteger, rejectUnknownKeys, secretGrace, singlePath } from '../util/validate.js'
@@ -72,7 +73,7 @@ import { budget, resolvePolicy } from './rate-policy.js'
 /** Every top-level option of `createGate`. */
 export const GATE_OPTION_NAMES = optionNames<GateOptions>({
   store: true, rateStore: true, applicationCacheMs: true, apiKeyEndpoints: true, connectedApps: true, applications: true, throttle: true, trustProxy: true, proxyHeaders: true, trustedOrigins: true, legacyAppTokenParam: true, storeTimeoutMs: true, bodyTimeoutMs: true,
-  basic: true, oauth: true, currentUser: true, realm: true, usage: true, selfServiceBudget: true,
+  basic: true, oauth: true, currentUser: true, realm: true, usage: true, nearLimit: true, selfServiceBudget: true,
   metrics: true, logger: true, requestId: true,
 })
 const REQUEST_ID_OPTION_NAMES = optionNames<RequestIdOptions>({ header: true, trustIncoming: true })
@@ -134,6 +135,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
     selfServiceBudget: budget(resolvePolicy('selfServiceBudget', options.selfServiceBudget, DEFAULT_SELF_SERVICE_BUDGET, 'app')),
     realm,
     usage: resolveUsage(options.usage),
+    nearLimit: resolveNearLimit(options.nearLimit),
     meterProvider: resolveMetrics(options.metrics),
     log,
     requestIds: resolveRequestIds(options.requestId, proxies.trust, (name, value) => rejectUnknownKeys(name, value, REQUEST_ID_OPTION_NAMES)),

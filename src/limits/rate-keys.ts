@@ -16,6 +16,7 @@
  * | `oauth-client:<app token>` | posts to the token and revocation endpoints per authenticated client | `oauth.throttle` |
  * | `client:<app token>:<address>` | failed client authentications per client and address | `oauth.clientFailures` |
  * | `self-service:<user id>` | one user's requests to the self-service endpoints (a usage read weighs more) | `selfServiceBudget` |
+ * | `near-limit:<app token>:<percent>:<window>` | one unit: whether an instance reported the application near a threshold of its limit in that window | `nearLimit` |
  *
  * An `<address>` is the client address as {@link addressKey} writes it: IPv4 as is, IPv6
  * cut to a prefix (`2001:db8:0:0:0:0:0:0/56`), of `throttle.anonymous.ipv6Subnet` bits for
@@ -80,6 +81,11 @@ export function selfServiceRateKey(userId: string): string {
   return `self-service:${userId}`
 }
 
+/** `near-limit:<app token>:<percent>:<window>`: taken by the one instance that reports the application near that share of its limit in that window (`nearLimit`). */
+export function nearLimitRateKey(appToken: string, threshold: number, window: number): string {
+  return `near-limit:${appToken}:${Math.round(threshold * 100)}:${window}`
+}
+
 /** What a rate key counts, as {@link parseRateKey} reads it. */
 export type RateKey =
   | { readonly kind: 'application'; readonly appToken: string }
@@ -92,6 +98,7 @@ export type RateKey =
   | { readonly kind: 'client-failures'; readonly appToken: string; readonly address: string }
   | { readonly kind: 'registrations'; readonly userId: string }
   | { readonly kind: 'self-service'; readonly userId: string }
+  | { readonly kind: 'near-limit'; readonly appToken: string; readonly threshold: string }
 
 /**
  * What a rate key counts, read back from its text; `undefined` for a key the gate does
@@ -121,6 +128,10 @@ export function parseRateKey(key: string): RateKey | undefined {
       return { kind: 'registrations', userId: subject }
     case 'self-service':
       return { kind: 'self-service', userId: subject }
+    case 'near-limit': {
+      const split = subject.indexOf(':')
+      return split === -1 ? undefined : { kind: 'near-limit', appToken: subject.slice(0, split), threshold: subject.slice(split + 1) }
+    }
     case 'client': {
       const split = subject.indexOf(':')
       return split === -1 ? undefined : { kind: 'client-failures', appToken: subject.slice(0, split), address: subject.slice(split + 1) }

@@ -58,6 +58,9 @@ function backlogSourcesOf(meter: MeterLike): Set<WeakRef<UsageBacklogSource>> {
 export class UsageTelemetry {
   readonly #meter: MeterLike | undefined
   readonly #dropped: CounterLike | undefined
+  readonly #nearLimit: CounterLike | undefined
+  /** The attributes of each threshold, made once. */
+  readonly #thresholds = new Map<number, Readonly<Record<string, string>>>()
 
   constructor(meter: MeterLike | undefined) {
     this.#meter = meter
@@ -66,16 +69,31 @@ export class UsageTelemetry {
       unit: '{batch}',
     })
     this.#dropped?.add(0)
+    this.#nearLimit = meter?.createCounter('open_data_gate.near_limit', {
+      description: 'Applications reported near their limit (the nearLimit event), by the share of the limit crossed: once per threshold per window across the instances sharing the store.',
+      unit: '{alert}',
+    })
   }
 
-  /** The usage flush's events, its dropped batches counted on their way to the gate's `emit`. */
+  /** The usage events, counted on their way to the gate's `emit`: dropped batches, and near-limit alerts by threshold. */
   watchDrops(emit: Emit): Emit {
     const dropped = this.#dropped
-    if (dropped === undefined) return emit
+    const nearLimit = this.#nearLimit
+    if (dropped === undefined || nearLimit === undefined) return emit
     return (event, ...args) => {
       if (event === 'usageDropped') dropped.add((args[0] as { flushes: number }).flushes)
+      else if (event === 'nearLimit') nearLimit.add(1, this.#attributes((args[0] as { threshold: number }).threshold))
       emit(event, ...args)
     }
+  }
+
+  #attributes(threshold: number): Readonly<Record<string, string>> {
+    let attributes = this.#thresholds.get(threshold)
+    if (attributes === undefined) {
+      attributes = Object.freeze({ 'open_data_gate.threshold': String(threshold) })
+      this.#thresholds.set(threshold, attributes)
+    }
+    return attributes
   }
 
   /** Reports `source`'s backlog whenever the reader collects, for as long as it lives. */

@@ -4,17 +4,20 @@
  */
 
 /**
- * An application has used 80% of its throttle budget: told once per window (per process),
- * the first time it happens, so an operator can warn its developer before the 429s start.
+ * An application crossed a share of its limit (`nearLimit.thresholds`: 80%, 90% and 100% by
+ * default): told once per threshold per window, by one instance of all those sharing the
+ * store, so an operator can warn its developer before the 429s start.
  */
 export interface NearLimitEvent {
   readonly appToken: string
+  /** The share of the limit crossed: 0.8 for 80%, 1 when the budget is used up. */
+  readonly threshold: number
   /** The application's limit per window. */
   readonly limit: number
-  /** Requests still allowed right now. */
+  /** Requests still allowed when it was crossed. */
   readonly remaining: number
   readonly windowMs: number
-  /** The request that crossed the line (`X-Request-Id`), or `undefined` with `requestId: false`. */
+  /** The request that crossed it (`X-Request-Id`), or `undefined` with `requestId: false`. */
   readonly requestId: string | undefined
 }
 

@@ -71,10 +71,6 @@ export interface UsageTopEntry {
 const MAX_BUCKETS = 10_000
 /** A batch is retried for at most this long; the stores remember its writer's sequence as long. */
 const RETRY_FOR_MS = 86_400_000
-/** An application is near its limit once at most 1/5 of its budget remains (80% used). */
-const NEAR_LIMIT_FRACTION = 5
-/** Applications remembered as warned (per window) in this process, at most. */
-const MAX_WARNED = 100_000
 
 /**
  * The usage of a gate: `gate.usage`. Counts every request the gate decides against its
@@ -114,8 +110,6 @@ export class GateUsage {
   #timer: NodeJS.Timeout | undefined
   #failing = false
   #closed = false
-  /** The window (index) each application was last told `nearLimit` in. */
-  readonly #warned = new Map<string, number>()
 
   /** @internal made by the gate */
   constructor(parts: GateUsageParts) {
@@ -168,10 +162,6 @@ export class GateUsage {
       return
     }
     cell.requests++
-    const throttle = decision.throttle
-    if (throttle !== null && appToken !== null && throttle.policy === 'application' && throttle.remaining * NEAR_LIMIT_FRACTION <= throttle.limit) {
-      this.#nearLimit(appToken, throttle.limit, throttle.remaining, throttle.windowMs, decision.requestId)
-    }
   }
 
   /**
@@ -184,15 +174,6 @@ export class GateUsage {
     if (!this.counting) return
     const application = context.application
     countStatus(this.#counters.cell(application === null ? null : application.appToken), status)
-  }
-
-  /** Once per window (per process): the application has used 80% of its budget. */
-  #nearLimit(appToken: string, limit: number, remaining: number, windowMs: number, requestId: string | undefined): void {
-    const window = Math.floor(Date.now() / windowMs)
-    if (this.#warned.get(appToken) === window) return
-    if (this.#warned.size >= MAX_WARNED) this.#warned.clear()
-    this.#warned.set(appToken, window)
-    this.#emit('nearLimit', { appToken, limit, remaining, windowMs, requestId })
   }
 
   // ---- flushing ----

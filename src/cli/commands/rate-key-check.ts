@@ -16,8 +16,8 @@ import { isPlausibleAppToken } from '../../rules/credential-shapes.js'
 import { RefusedError } from '../cli-errors.js'
 
 /** The kinds a key may start with, as the refusal lists them. */
-const FORMS = 'app:APP_TOKEN, anon, anon:ADDRESS, login:USERNAME, login-ip:ADDRESS, login-ip-last:ADDRESS, oauth:ADDRESS, oauth-client:APP_TOKEN, client:APP_TOKEN:ADDRESS, registrations:USER_ID'
-const KINDS = ['app', 'anon', 'login', 'login-ip', 'login-ip-last', 'oauth', 'oauth-client', 'client', 'registrations']
+const FORMS = 'app:APP_TOKEN, anon, anon:ADDRESS, login:USERNAME, login-ip:ADDRESS, login-ip-last:ADDRESS, oauth:ADDRESS, oauth-client:APP_TOKEN, client:APP_TOKEN:ADDRESS, registrations:USER_ID, self-service:USER_ID, near-limit:APP_TOKEN:PERCENT:WINDOW'
+const KINDS = ['app', 'anon', 'login', 'login-ip', 'login-ip-last', 'oauth', 'oauth-client', 'client', 'registrations', 'self-service', 'near-limit']
 
 /**
  * The key, read as the gate writes it.
@@ -31,6 +31,7 @@ export async function checkRateKey(gate: Gate, key: string): Promise<RateKey> {
     case 'application':
     case 'oauth-client':
     case 'client-failures':
+    case 'near-limit':
       // Only registered applications get these keys (a made-up client_id is refused before its budget).
       if (!isPlausibleAppToken(parsed.appToken) || (await gate.applications.find(parsed.appToken)) === undefined) throw new RefusedError(`no application with app token ${parsed.appToken}, so rate key ${key} is never written`)
       if (parsed.kind === 'client-failures') checkAddress(key, parsed.address, ABUSE_PREFIX_BITS)
