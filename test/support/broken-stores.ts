@@ -70,7 +70,9 @@ export function patchIgnoresSuspension(): GateStore {
   return asyncStore(inner, {
     async updateApplication(appToken: string, patch: ApplicationPatch) {
       await tick()
-      const { suspendedAt: _at, suspensionReason: _reason, ...rest } = patch
+      const rest = { ...patch }
+      delete rest.suspendedAt
+      delete rest.suspensionReason
       return inner.updateApplication(appToken, rest)
     },
   })
