@@ -105,8 +105,8 @@ export class Gate extends TypedEmitter<GateEvents> {
     usageTelemetry.observe(this.usage)
     const throttle = new Throttle(config, rateStore, emit, this.usage)
     const applicationRules = { ...config.applications, spendRegistration: registrationBudget(config.applications.registrations, throttle) }
-    this.applications = new Applications(this.store, (appToken) => this.#applicationCache.forget(appToken), config.oauth.allowLoopbackCallbacks, applicationRules)
-    const auth = new Authenticator(config.basic, config.realm, this.store, throttle, emit)
+    this.applications = new Applications(this.store, (appToken) => this.#applicationCache.forget(appToken), config.oauth.allowLoopbackCallbacks, applicationRules, emit)
+    const auth = new Authenticator(config.basic, config.realm, this.store, throttle, emit, this.#applicationCache)
     const clearText = new ClearTextRevocation(this.store, config.deletedKeyRetentionMs, config, emit)
     this.users = new Users(this.store, config.basic.scrypt, (username, password, client) => auth.signIn(username, password, client))
     this.apiKeys = new ApiKeys(this.store, config.deletedKeyRetentionMs)

@@ -28,7 +28,7 @@ import { decoyHash, verifyPassword } from '../secrets/passwords.js'
 import { addressKey, type ClientInfo } from '../http/proxy.js'
 import { NO_SUCH_SECRET, secretMatches, sha256 } from '../secrets/tokens.js'
 import { unstorableCharacter } from '../rules/storable.js'
-import type { AccessTokenRecord, ApiKeyRecord, Awaitable, GateStore, UserRecord } from '../store/store.js'
+import { assertNotSuspended, type AccessTokenRecord, type ApiKeyRecord, type ApplicationRecord, type Awaitable, type GateStore, type UserRecord } from '../store/store.js'
 import { isLiveAccessToken } from '../store/contract/oauth.js'
 import type { AuthMethod } from '../rules/auth-methods.js'
 import type { Throttle } from './throttle.js'
@@ -74,6 +74,11 @@ function looksLikeApiKeyId(username: string): boolean {
   return trimmed.length === 25 && API_KEY_ID.test(trimmed.toLowerCase())
 }
 
+/** Where an access token's application is read: the gate's application cache. */
+export interface ApplicationLookup {
+  get(appToken: string): Awaitable<ApplicationRecord | undefined>
+}
+
 /** The options verification reads: the `basic` section. */
 export type BasicConfig = ResolvedConfig['basic']
 
@@ -82,6 +87,7 @@ export class Authenticator {
   readonly #basic: BasicConfig
   readonly #realm: string
   readonly #store: GateStore
+  readonly #applications: ApplicationLookup
   readonly #emit: Emit
   readonly #verified: PasswordCache
   readonly #budgets: LoginBudgets
@@ -91,11 +97,15 @@ export class Authenticator {
   #decoy: Promise<string> | undefined
   #lastKey: { readonly username: string; readonly password: string; readonly key: string } | undefined
 
-  /** @param realm the realm of the `WWW-Authenticate` challenges */
-  constructor(basic: BasicConfig, realm: string, store: GateStore, throttle: Throttle, emit: Emit) {
+  /**
+   * @param realm the realm of the `WWW-Authenticate` challenges
+   * @param applications the gate's application cache: an access token's application is read there
+   */
+  constructor(basic: BasicConfig, realm: string, store: GateStore, throttle: Throttle, emit: Emit, applications: ApplicationLookup) {
     this.#basic = basic
     this.#realm = realm
     this.#store = store
+    this.#applications = applications
     this.#emit = emit
     this.#verified = new PasswordCache(basic.cacheTtlMs)
     this.#budgets = new LoginBudgets(basic, throttle, emit)
@@ -163,10 +173,15 @@ export class Authenticator {
 
   #verifyToken(record: AccessTokenRecord | undefined, scheme: 'oauth' | 'bearer', client: ClientInfo, read: TokenLookup | undefined): Awaitable<Authentication> {
     if (!isLiveAccessToken(record, Date.now())) throw this.#invalidToken(scheme, client)
-    return andThen(this.#userOf(record.userId, read), (user): Authentication => {
-      if (user === undefined) throw this.#invalidToken(scheme, client)
-      this.#lastUsed.grant(record)
-      return { user, method: 'oauth', apiKeyId: null, token: record }
+    // Whatever budget the request counted against (with `oauthTokenBudget: 'anonymous'` the
+    // pipeline never reads the token's application), a suspended application's token is refused.
+    return andThen(this.#applications.get(record.appToken), (application) => {
+      if (application !== undefined) assertNotSuspended(application)
+      return andThen(this.#userOf(record.userId, read), (user): Authentication => {
+        if (user === undefined) throw this.#invalidToken(scheme, client)
+        this.#lastUsed.grant(record)
+        return { user, method: 'oauth', apiKeyId: null, token: record }
+      })
     })
   }
 

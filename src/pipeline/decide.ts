@@ -35,7 +35,7 @@ import { PlatformError } from '../errors.js'
 import type { Emit } from '../events.js'
 import type { ResolvedConfig } from '../config/options.js'
 import { sha256 } from '../secrets/tokens.js'
-import type { AccessTokenRecord, ApplicationRecord, Awaitable, CredentialLookup, GateStore, RequestLookup, RequestLookupResult, UserRecord } from '../store/store.js'
+import { assertNotSuspended, type AccessTokenRecord, type ApplicationRecord, type Awaitable, type CredentialLookup, type GateStore, type RequestLookup, type RequestLookupResult, type UserRecord } from '../store/store.js'
 import { API_KEY_ID } from '../rules/credential-shapes.js'
 import { isLiveAccessToken } from '../store/contract/oauth.js'
 import type { DecisionFacts } from '../telemetry/decision-telemetry.js'
@@ -200,6 +200,7 @@ export class Pipeline {
 
   /** Throttle, then credentials; most requests carry none and stay synchronous. */
   #access(state: RequestState): Awaitable<GateOutcome> {
+    assertNotSuspended(state.application)
     const credentials = readCredentials(state.request, this.#config.oauth.acceptBearer)
     if (credentials !== undefined) {
       assertMethodEnabled(credentials, this.#config)
@@ -244,7 +245,7 @@ export class Pipeline {
     return andThen(this.#services.store.getAccessToken(tokenHash), (record) => {
       if (record !== undefined && this.#oneTrip) this.#tokenApps.set(tokenHash, record.appToken)
       return andThen(this.#tokenApplication(record, state.application), (budget) => {
-        state.application = budget
+        state.application = assertNotSuspended(budget)
         return this.#throttleThenVerify(state, credentials, { record }, failed)
       })
     })
@@ -337,7 +338,7 @@ export class Pipeline {
 
   /** The throttle's verdict on the step the store took, then verification with the records it read. */
   #settled(state: RequestState, credentials: Credentials, plan: ThrottlePlan, found: RequestLookupResult): Awaitable<GateOutcome> {
-    state.application = plan.application
+    state.application = assertNotSuspended(plan.application)
     const pass = this.#services.throttle.settle(plan, state.client, found.result as NonNullable<RequestLookupResult['result']>)
     const read: { record?: AccessTokenRecord | undefined; apiKey?: RequestLookupResult['apiKey']; user?: RequestLookupResult['user'] } = {}
     if ('accessToken' in found) read.record = found.accessToken
