@@ -318,4 +318,23 @@ describe("the owner's view of a suspension", () => {
     // What the owner may change, they still may.
     expect(await send('PATCH', `/api/applications/${mine.appToken}`, { name: 'Renamed' })).toMatchObject({ status: 200, body: { name: 'Renamed', suspended: { reason: REASON } } })
   })
+
+  it('is shown on the example portal\'s developer page, with the reason and when it began, and no form to lift it', async () => {
+    const { default: express } = await import('express')
+    const { default: supertest } = await import('supertest')
+    const { developerPages, PortalSessions } = await import('../examples/developer-pages.js')
+    const { gate, mine, other } = await owned()
+    const portal = express().set('trust proxy', 'loopback').use(developerPages({ gate, sessions: new PortalSessions(), portalAppToken: other.appToken }))
+    const signedIn = await supertest(portal).post('/login').set('x-forwarded-proto', 'https').type('form').send({ username: 'ada', password: PASSWORD }).expect(303)
+    const cookie = String(signedIn.headers['set-cookie']).split(';')[0]!
+    const page = async () => (await supertest(portal).get('/profile/edit/developer_settings').set('cookie', cookie).expect(200)).text
+    expect(await page()).not.toContain('Suspended')
+    const { suspended } = await gate.applications.suspend(mine.appToken, { reason: 'Phishing <reported>' })
+    const shown = await page()
+    expect(shown).toContain(`<time datetime="${new Date(suspended!.since).toISOString()}">`)
+    expect(shown).not.toMatch(/action="[^"]*(resume|suspend)/)
+    expect(shown).toMatch(/<strong>Suspended<\/strong> by the operators of this portal since .*: Phishing &#60;reported&#62;\./)
+    await gate.applications.resume(mine.appToken)
+    expect(await page()).not.toContain('Suspended')
+  })
 })
