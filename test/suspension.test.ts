@@ -23,6 +23,7 @@ const REDIRECT = `${PREFIX}callback`
 const REASON = 'Scraping far beyond its limit; write to data@city.example'
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
 
+const redis = await sharedRedisAvailable('suspension over Redis')
 const running: RunningServer[] = []
 afterEach(async () => {
   await Promise.all(running.splice(0).map((s) => s.close()))
@@ -88,9 +89,8 @@ describe('a suspended application', () => {
     },
   )
 
-  it('is refused on the request path of a store that answers with promises (the application cache and one-trip lookups)', async () => {
+  it.skipIf(!redis)('is refused on the request path of a store that answers with promises (the application cache and one-trip lookups)', async () => {
     const own = randomPrefix('suspend-path')
-    if (!(await sharedRedisAvailable('suspension over Redis'))) return
     const store = new RedisStore({ url: REDIS_URL, prefix: own })
     const { gate, app, ways } = await setUp({}, store)
     try {
@@ -135,8 +135,7 @@ describe('a suspended application', () => {
     expect((await ways['an API key with its app token']!()).type).toBe('next')
   })
 
-  it('is refused on every instance of a shared store within its change notice, and served again by each once resumed', async () => {
-    if (!(await sharedRedisAvailable('suspension across instances'))) return
+  it.skipIf(!redis)('is refused on every instance of a shared store within its change notice, and served again by each once resumed', async () => {
     const own = randomPrefix('suspend-instances')
     // Each instance keeps applications for a minute: only the change notice makes it forget.
     const one = await setUp({ applicationCacheMs: 60_000 }, new RedisStore({ url: REDIS_URL, prefix: own }))
