@@ -30,6 +30,12 @@ export const PLATFORM_ERROR_STATUS = {
   /** An `X-App-Token` naming another application than the one the OAuth access token was issued to. */
   app_token_mismatch: 403,
   /**
+   * The request counts against an application an operator suspended (its app token, Basic
+   * with its app token, or an OAuth token issued to it); the message gives the reason.
+   * Nothing of the application is deleted: it is served again once resumed.
+   */
+  application_suspended: 403,
+  /**
    * An endpoint that manages the account itself (its API keys, its connected apps) was
    * called with credentials the user gave to something else: an OAuth access token (held by
    * a third-party application) or an API key (held by a script). Only the user's own

@@ -131,6 +131,29 @@ export interface CodeReplayedEvent {
   readonly revokedTokens: number
 }
 
+/**
+ * An operator suspended an application (`gate.applications.suspend`, `open-data-gate apps
+ * suspend`), or changed the reason of a suspension. Told by the gate that made the change;
+ * every other instance refuses the application once the store's change notice reaches it.
+ */
+export interface ApplicationSuspendedEvent {
+  readonly appToken: string
+  readonly reason: string
+  /** When the suspension began (epoch ms): kept when only its reason changed. */
+  readonly since: number
+  /** The reason this one replaced, when the application was suspended already; `null` when it was active. */
+  readonly previousReason: string | null
+}
+
+/** An operator resumed a suspended application: it is served again, with everything it had. */
+export interface ApplicationResumedEvent {
+  readonly appToken: string
+  /** The reason it had been suspended for. */
+  readonly reason: string
+  /** When the suspension had begun (epoch ms). */
+  readonly since: number
+}
+
 /** Something unexpected: the client got a generic 500, the cause comes here. */
 export interface InternalErrorEvent {
   readonly error: unknown
@@ -152,6 +175,8 @@ export interface GateEvents {
   apiKeyRevoked: (event: ApiKeyRevokedEvent) => void
   clientSecretExposed: (event: ClientSecretExposedEvent) => void
   codeReplayed: (event: CodeReplayedEvent) => void
+  applicationSuspended: (event: ApplicationSuspendedEvent) => void
+  applicationResumed: (event: ApplicationResumedEvent) => void
   internalError: (event: InternalErrorEvent) => void
   nearLimit: (event: NearLimitEvent) => void
   usageDropped: (event: UsageDroppedEvent) => void

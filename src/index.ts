@@ -11,6 +11,7 @@ export { createGate, Gate, type GateContext, type GateOutcome } from './gate.js'
 export type { GateOptions, RatePolicyOptions, AnonymousPolicyOptions, ThrottleOptions, StoreFailureMode } from './config/options.js'
 export type { Application, RegisterApplication, UpdateApplication, RegisteredApplication, Applications } from './management/applications.js'
 export type { RotateSecretOptions } from './management/secret-rotation.js'
+export type { SuspendApplicationOptions, ApplicationSuspension } from './management/application-suspension.js'
 export type { User, CreateUser, UpdateUser, SignIn, Users } from './management/users.js'
 export type { ApiKey, IssuedApiKey, ApiKeys, CreateApiKey } from './management/api-keys.js'
 export type { IssueAccessToken, IssuedAccessToken, AccessTokens } from './management/access-tokens.js'
@@ -43,6 +44,8 @@ export type {
   ApiKeyRevokedEvent,
   ClientSecretExposedEvent,
   CodeReplayedEvent,
+  ApplicationSuspendedEvent,
+  ApplicationResumedEvent,
   InternalErrorEvent,
   FailedRequest,
 } from './events.js'

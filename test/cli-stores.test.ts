@@ -110,6 +110,15 @@ describe.each(layouts)('open-data-gate on $name', (layout) => {
     expect(await json(['rate', 'reset', `app:${registered.appToken}`])).toEqual({ key: `app:${registered.appToken}`, reset: true })
     expect(await json(['rate', 'show', `app:${registered.appToken}`, '--window-ms', '3600000'])).toMatchObject({ remaining: 7 })
 
+    // A suspension reaches the serving gate the same way, and so does its end.
+    expect(await json(['apps', 'suspend', registered.appToken, '--reason', 'Scraping beyond its limit'])).toMatchObject({ suspended: { reason: 'Scraping beyond its limit' } })
+    await expect.poll(async () => {
+      const outcome = await gate.handle(request({ 'x-app-token': registered.appToken }))
+      return outcome.type === 'respond' ? JSON.parse(outcome.response.body).message : outcome.type
+    }, { timeout: 8000 }).toBe('This application is suspended: Scraping beyond its limit')
+    expect(await json(['apps', 'resume', registered.appToken])).toMatchObject({ suspended: null })
+    await expect.poll(async () => (await gate.handle(request({ 'x-app-token': registered.appToken }))).type, { timeout: 8000 }).toBe('next')
+
     await json(['apps', 'delete', registered.appToken])
     await expect.poll(async () => (await gate.handle(request({ 'x-app-token': registered.appToken }))).type, { timeout: 8000 }).toBe('respond')
   })

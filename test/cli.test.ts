@@ -79,7 +79,7 @@ describe('open-data-gate command line', () => {
     const appToken = /^app token: +(\S+)/.exec(registered.stdout)?.[1] as string
     await store.updateApplication(appToken, { name: 'Line\nbreak\u202eevil\u2028\u200b\u001b[2J' })
     const list = await exec(['apps', 'list', ...S])
-    expect(list.stdout.split('\n')[0]).toMatch(/^APP TOKEN +NAME +LIMIT +CALLBACK PREFIX +CREATED$/)
+    expect(list.stdout.split('\n')[0]).toMatch(/^APP TOKEN +NAME +LIMIT +STATE +CALLBACK PREFIX +CREATED$/)
     expect(list.stdout.split('\n')[1]).toContain('Line↵break?evil???[2J')
     expect((await exec(['users', 'list', ...S])).stdout).toBe('(none)\n')
   })
@@ -122,9 +122,12 @@ describe('open-data-gate command line', () => {
 
   it.each([
     [['frobnicate', ...S], /unknown command "frobnicate"/],
-    [['apps', ...S], /apps needs a subcommand: register, list, show, set-limit, rotate-secret, delete/],
+    [['apps', ...S], /apps needs a subcommand: register, list, show, set-limit, suspend, resume, rotate-secret, delete/],
     [['apps', 'register', ...S], /apps register needs --name/],
     [['apps', 'show', ...S], /apps show needs APP_TOKEN/],
+    [['apps', 'suspend', 'abc', ...S], /apps suspend needs --reason/],
+    [['apps', 'resume', ...S], /apps resume needs APP_TOKEN/],
+    [['apps', 'resume', 'abc', '--reason', 'x', ...S], /apps resume does not take --reason/],
     [['apps', 'show', 'a', 'b', ...S], /unexpected "b"/],
     [['apps', 'list', '--name', 'x', ...S], /apps list does not take --name/],
     [['apps', 'list', '--bogus', ...S], /Unknown option '--bogus' \(see open-data-gate --help\)/],
@@ -226,6 +229,8 @@ describe('open-data-gate command line', () => {
     [['apps', 'show', 'nope', ...S], 'no application with app token nope'],
     [['apps', 'set-limit', 'nope', '10', ...S], 'No application has the app token "nope"'],
     [['apps', 'rotate-secret', 'nope', ...S], 'No application has the app token "nope"'],
+    [['apps', 'suspend', 'nope', '--reason', 'Abuse', ...S], 'No application has the app token "nope"'],
+    [['apps', 'resume', 'nope', ...S], 'No application has the app token "nope"'],
     [['apps', 'rotate-secret', 'nope', '--grace-ms', 'soon', ...S], '--grace-ms must be a whole number of milliseconds from 0 (retire the old secret now) to 604800000 (7 days), not "soon"'],
     [['apps', 'rotate-secret', 'nope', '--grace-ms', '0', '--retire-now', ...S], 'give --retire-now or --grace-ms, not both'],
     [['keys', 'rotate', 'nope', ...S], 'No active API key has the id "nope"'],
@@ -324,6 +329,37 @@ describe('open-data-gate command line', () => {
     const tooLong = await exec(['apps', 'rotate-secret', app.appToken, '--grace-ms', '604800001', ...S])
     expect(tooLong.code).toBe(1)
     expect(tooLong.stderr).toContain('graceMs must be a whole number of milliseconds from 0 (retire the old secret now) to 604800000')
+  })
+
+  it('suspends an application with a reason, shows the state in list and show, and resumes it', async () => {
+    const store = new MemoryStore()
+    const { exec } = harness(store)
+    const gate = createGate({ store })
+    const app = await gate.applications.register({ name: 'Dash' })
+    const ask = async () => gate.handle({ method: 'GET', url: '/resource/x.json', headers: { 'x-app-token': app.appToken }, peerAddress: '127.0.0.1', tls: true })
+
+    const suspended = await exec(['apps', 'suspend', app.appToken, '--reason', 'Scraping beyond its limit', ...S])
+    expect([suspended.code, suspended.stderr]).toEqual([0, ''])
+    expect(suspended.stdout).toMatch(/state: +suspended since \d{4}-\d\d-\d\dT[\d:]+Z\nsuspension reason: +Scraping beyond its limit\n/)
+    expect(await ask()).toMatchObject({ type: 'respond', response: { status: 403, headers: { 'x-error-code': 'application_suspended' } } })
+    const list = await exec(['apps', 'list', ...S])
+    expect(list.stdout.split('\n')[0]).toMatch(/^APP TOKEN +NAME +LIMIT +STATE +CALLBACK PREFIX +CREATED$/)
+    expect(list.stdout.split('\n')[1]).toMatch(/ default +suspended +- /)
+    const shown = JSON.parse((await exec(['apps', 'show', app.appToken, ...S, '--json'])).stdout)
+    expect(shown.suspended).toEqual({ reason: 'Scraping beyond its limit', since: expect.any(Number) })
+    // Again: a new reason, the same start; a reason that starts with a dash goes as --reason=.
+    const again = JSON.parse((await exec(['apps', 'suspend', app.appToken, '--reason=-- see the mail of 2 May', ...S, '--json'])).stdout)
+    expect(again.suspended).toEqual({ reason: '-- see the mail of 2 May', since: shown.suspended.since })
+    const bad = await exec(['apps', 'suspend', app.appToken, '--reason', 'two\nlines', ...S])
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toMatch(/reason must not hold control, format or line separator characters.*U\+000A/)
+
+    const resumed = await exec(['apps', 'resume', app.appToken, ...S])
+    expect([resumed.code, resumed.stderr]).toEqual([0, ''])
+    expect(resumed.stdout).toMatch(/state: +active\n/)
+    expect(resumed.stdout).not.toContain('suspension reason')
+    expect(await ask()).toMatchObject({ type: 'next' })
+    expect(JSON.parse((await exec(['apps', 'list', ...S, '--json'])).stdout)[0].suspended).toBeNull()
   })
 
   it('edits hidden input as a terminal user expects', () => {

@@ -10,6 +10,7 @@ import { pagesOf, userWithManyKeys } from './redis/key-pages.js'
 import { monitorCommands } from './redis/monitor.js'
 import { countWrites } from './redis/socket-writes.js'
 import { describeSameAsMemoryStore } from './redis/same-as-memory.js'
+import { coreRequest } from './support/requests.js'
 import { deletePrefix, randomPrefix, REDIS_URL, sharedRedisAvailable } from './redis/servers.js'
 
 const available = await sharedRedisAvailable('RedisStore on the shared Redis')
@@ -62,6 +63,29 @@ describe.skipIf(!available)('RedisStore', () => {
       expect(await store.getUserBySkeleton('bob')).toBeUndefined()
     } finally {
       await store.close()
+      await deletePrefix(admin, own)
+    }
+  })
+
+  it('serves an application saved before suspensions as active, suspends it, and leaves no trace of the suspension once resumed', async () => {
+    const own = randomPrefix('legacy-app')
+    const store = new RedisStore({ url: REDIS_URL, prefix: own })
+    const gate = createGate({ store })
+    try {
+      // As an earlier release saved it: no suspension fields in the hash.
+      const fields = { appToken: 'legacyApp123', name: 'Legacy', secretHash: 'a'.repeat(64), createdAt: '1', updatedAt: '1' }
+      await admin.hset(`${own}{apps}:app:legacyApp123`, fields)
+      const ask = () => gate.handle(coreRequest({ headers: { 'x-app-token': 'legacyApp123' } }))
+      expect(await ask()).toMatchObject({ type: 'next' })
+      expect(await gate.applications.find('legacyApp123')).toMatchObject({ suspended: null })
+      await gate.applications.suspend('legacyApp123', { reason: 'Abuse' })
+      expect(await admin.hget(`${own}{apps}:app:legacyApp123`, 'suspensionReason')).toBe('Abuse')
+      expect(await ask()).toMatchObject({ type: 'respond', response: { status: 403 } })
+      await gate.applications.resume('legacyApp123')
+      expect(Object.keys(await admin.hgetall(`${own}{apps}:app:legacyApp123`)).sort()).toEqual(Object.keys(fields).sort())
+      expect(await ask()).toMatchObject({ type: 'next' })
+    } finally {
+      await gate.close()
       await deletePrefix(admin, own)
     }
   })
@@ -301,7 +325,7 @@ describe.skipIf(!available)('RedisStore', () => {
     try {
       // Both stores' subscribers listen before anything changes.
       while (((await admin.pubsub('NUMSUB', `${own}application-changed`)) as [string, number])[1] < 2) await sleep(20)
-      const record = { appToken: `pubsub${Date.now()}`, name: 'x', secretHash: 'a'.repeat(64), callbackPrefix: null, limit: null, ownerId: null, previousSecretHash: null, previousSecretExpiresAt: null, createdAt: 1, updatedAt: 1 }
+      const record = { appToken: `pubsub${Date.now()}`, name: 'x', secretHash: 'a'.repeat(64), callbackPrefix: null, limit: null, ownerId: null, previousSecretHash: null, previousSecretExpiresAt: null, suspendedAt: null, suspensionReason: null, createdAt: 1, updatedAt: 1 }
       await a.insertApplication(record)
       await a.updateApplication(record.appToken, { limit: 5 })
       await a.deleteApplication(record.appToken)

@@ -36,6 +36,7 @@ export const OPTIONS = {
   'window-ms': { type: 'string' },
   'grace-ms': { type: 'string' },
   'retire-now': { type: 'boolean' },
+  reason: { type: 'string' },
   user: { type: 'string' },
   app: { type: 'string' },
   username: { type: 'string' },

@@ -50,6 +50,11 @@ export interface ApplicationJson {
   readonly updatedAt: string
   /** ISO 8601: until when the secret token before the last rotation still works; `null` when none does. */
   readonly previousSecretExpiresAt: string | null
+  /**
+   * Whether an operator suspended it: the reason and when it began (ISO 8601), or `null`
+   * while it is active. Its owner sees it and cannot change it.
+   */
+  readonly suspended: { readonly reason: string; readonly since: string } | null
   /** Only in the answers to a registration and a rotation: the one time it is shown. */
   readonly secretToken?: string
 }
@@ -65,6 +70,7 @@ export function applicationJson(application: Application, secretToken?: string, 
     createdAt: new Date(application.createdAt).toISOString(),
     updatedAt: new Date(application.updatedAt).toISOString(),
     previousSecretExpiresAt: grace !== null && grace > now ? new Date(grace).toISOString() : null,
+    suspended: application.suspended === null ? null : { reason: application.suspended.reason, since: new Date(application.suspended.since).toISOString() },
     ...(secretToken === undefined ? {} : { secretToken }),
   }
 }
@@ -107,10 +113,14 @@ export class ApplicationEndpoints {
     return jsonResponse(200, applicationJson(await this.#own(user, appToken)), PRIVATE)
   }
 
-  /** `PATCH /api/applications/{appToken}` with `name` and/or `callbackPrefix` (`""` removes it). */
+  /**
+   * `PATCH /api/applications/{appToken}` with `name` and/or `callbackPrefix` (`""` removes
+   * it). `suspended` is refused (403 `permission_denied`): only an operator suspends or resumes.
+   */
   async update(user: GateUser, appToken: string, request: GateRequest): Promise<GateResponse> {
     await this.#own(user, appToken)
     const body = await this.#body(request)
+    if (body.has('suspended')) throw new PlatformError('permission_denied', "An application's suspension is set and lifted by the portal's operators; its owner cannot change it")
     const changes: { name?: string; callbackPrefix?: string | null } = {}
     if (body.has('name')) {
       const name = body.get('name')

@@ -2,10 +2,13 @@
  * The events an operator must hear about even when nobody listens: a store outage (its
  * start, once, with a hint where the error gives one, and its end) and, to a logger the
  * operator gave, each 500 the gate answered (as process warnings, one a request would
- * flood stderr; the `internalError` event has them all). The others (`throttled`, `authenticationFailed`, ...) are the traffic's
+ * flood stderr; the `internalError` event has them all). An operator's suspension or
+ * resumption of an application gets an info line too, to a logger the operator gave (the
+ * operator made the change, so no process warning), on the instance that made it: a record
+ * of who was cut off, when and why. The others (`throttled`, `authenticationFailed`, ...) are the traffic's
  * normal course and stay events only.
  */
-import type { GateEvents, InternalErrorEvent, StoreErrorEvent, StoreRecoveredEvent } from '../events.js'
+import type { ApplicationResumedEvent, ApplicationSuspendedEvent, GateEvents, InternalErrorEvent, StoreErrorEvent, StoreRecoveredEvent } from '../events.js'
 import { messageOf, type GateLog } from './logger.js'
 import { storeFailureHint } from './store-hints.js'
 
@@ -14,6 +17,28 @@ export function logEvent<E extends keyof GateEvents>(log: GateLog, event: E, pay
   if (event === 'storeError') storeError(log, payload as StoreErrorEvent)
   else if (event === 'storeRecovered') storeRecovered(log, payload as StoreRecoveredEvent)
   else if (event === 'internalError' && log.given) internalError(log, payload as InternalErrorEvent)
+  else if (event === 'applicationSuspended' && log.given) applicationSuspended(log, payload as ApplicationSuspendedEvent)
+  else if (event === 'applicationResumed' && log.given) applicationResumed(log, payload as ApplicationResumedEvent)
+}
+
+function applicationSuspended(log: GateLog, event: ApplicationSuspendedEvent): void {
+  const what = event.previousReason === null ? 'suspended' : 'still suspended, with a new reason'
+  log.info(`open-data-gate: application ${event.appToken} is ${what}: ${event.reason}`, {
+    code: 'ODG_APPLICATION_SUSPENDED',
+    appToken: event.appToken,
+    reason: event.reason,
+    since: event.since,
+    previousReason: event.previousReason ?? undefined,
+  })
+}
+
+function applicationResumed(log: GateLog, event: ApplicationResumedEvent): void {
+  log.info(`open-data-gate: application ${event.appToken} is resumed, after a suspension since ${new Date(event.since).toISOString()} (${event.reason})`, {
+    code: 'ODG_APPLICATION_RESUMED',
+    appToken: event.appToken,
+    reason: event.reason,
+    since: event.since,
+  })
 }
 
 const CONSEQUENCE: Record<StoreErrorEvent['outcome'], string> = {

@@ -14,6 +14,9 @@
  *
  * Names stored before this rule are left as they are and stay readable: the pages escape
  * them, and the command prints each such character as `?`.
+ *
+ * A suspension reason is shown to people too (in error messages, on the authorize page, to
+ * the owner, in the command), so it follows the same rule ({@link shownTextProblem}).
  */
 import { unstorableCharacter } from '../rules/storable.js'
 
@@ -29,20 +32,29 @@ const VISIBLE = /[\p{L}\p{M}\p{N}\p{P}\p{S}]/u
  * character named as `U+XXXX`, so the message shows nothing invisible), or `undefined`.
  */
 export function applicationNameProblem(name: unknown): string | undefined {
-  if (typeof name !== 'string' || name.trim() === '' || name.length > MAX_APPLICATION_NAME_LENGTH) {
-    return `an application name must be a non-empty string of at most ${MAX_APPLICATION_NAME_LENGTH} characters`
+  return shownTextProblem('an application name', name, MAX_APPLICATION_NAME_LENGTH)
+}
+
+/**
+ * Why `text` cannot be shown to people as `what` (`an application name`, `a suspension
+ * reason`): not a non-empty string of at most `maxLength` characters, text no store can
+ * hold, or a control, format or line separator character (named as `U+XXXX`); or `undefined`.
+ */
+export function shownTextProblem(what: string, text: unknown, maxLength: number): string | undefined {
+  if (typeof text !== 'string' || text.trim() === '' || text.length > maxLength) {
+    return `${what} must be a non-empty string of at most ${maxLength} characters`
   }
-  const unstorable = unstorableCharacter(name)
-  if (unstorable !== undefined) return `an application name ${unstorable}, which no store can hold`
+  const unstorable = unstorableCharacter(text)
+  if (unstorable !== undefined) return `${what} ${unstorable}, which no store can hold`
   // What trim() removes (a trailing line break, a BOM) is never stored, so never refused.
-  const trimmed = name.trim()
+  const trimmed = text.trim()
   if (!REFUSED.test(trimmed)) return undefined
   const characters = [...trimmed]
   for (const [i, c] of characters.entries()) {
     if (!REFUSED.test(c)) continue
     if (JOINERS.test(c) && VISIBLE.test(characters[i - 1] ?? '') && VISIBLE.test(characters[i + 1] ?? '')) continue
     const code = `U+${(c.codePointAt(0) as number).toString(16).toUpperCase().padStart(4, '0')}`
-    return `an application name must not hold control, format or line separator characters (invisible or reordering text); ${code} is not allowed`
+    return `${what} must not hold control, format or line separator characters (invisible or reordering text); ${code} is not allowed`
   }
   return undefined
 }

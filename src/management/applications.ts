@@ -16,9 +16,12 @@ import { optionsObject, positiveInteger } from '../util/validate.js'
 import { randomToken, sha256 } from '../secrets/tokens.js'
 import { DEFAULT_SECRET_GRACE_MS } from '../config/defaults.js'
 import { applicationSecretMatches, noSuchApplication, rotateSecret, rotationGrace, type RotateSecretOptions } from './secret-rotation.js'
-import { assertStorable, unstorableCharacter } from '../rules/storable.js'
+import { assertStorable } from '../rules/storable.js'
+import { checkCallbackPrefix } from './callback-prefix.js'
 import type { ApplicationRecord, GateStore } from '../store/store.js'
 import { hasSlice } from '../store/slices.js'
+import type { Emit } from '../events.js'
+import { checkSuspensionReason, resumeApplication, suspendApplication, suspensionOf, type ApplicationSuspension, type SuspendApplicationOptions } from './application-suspension.js'
 
 /** An application as the gate shows it: everything but the secrets' hashes. */
 export interface Application {
@@ -31,6 +34,8 @@ export interface Application {
   readonly ownerId: string | null
   /** Until when the secret token before the last rotation is accepted (epoch ms; a past time once its grace is over), or `null` when there is none. */
   readonly previousSecretExpiresAt: number | null
+  /** Why and since when an operator suspended it ({@link Applications.suspend}), or `null` while it is active. */
+  readonly suspended: ApplicationSuspension | null
   readonly createdAt: number
   readonly updatedAt: number
 }
@@ -124,6 +129,7 @@ export function toApplication(record: ApplicationRecord): Application {
     limit: record.limit,
     ownerId: record.ownerId ?? null,
     previousSecretExpiresAt: record.previousSecretHash === null || record.previousSecretHash === undefined ? null : (record.previousSecretExpiresAt ?? null),
+    suspended: suspensionOf(record),
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
   }
@@ -139,6 +145,8 @@ export interface ApplicationsParts {
   readonly allowLoopback?: boolean
   /** The `applications` options, and the budget of users' registrations (the defaults, no budget, when left out). */
   readonly rules?: ApplicationRules
+  /** The gate's events (`applicationSuspended`, `applicationResumed`); none when left out. */
+  readonly emit?: Emit
 }
 
 /** `gate.applications`: register and manage applications. */
@@ -148,12 +156,14 @@ export class Applications {
   readonly #changed: (appToken: string) => void
   readonly #allowLoopback: boolean
   readonly #rules: ApplicationRules
+  readonly #emit: Emit
 
   constructor(parts: ApplicationsParts) {
     this.#store = parts.store
     this.#changed = parts.changed ?? (() => {})
     this.#allowLoopback = parts.allowLoopback ?? false
     this.#rules = parts.rules ?? NO_RULES
+    this.#emit = parts.emit ?? (() => {})
   }
 
   /**
@@ -277,6 +287,33 @@ export class Applications {
   }
 
   /**
+   * Suspends an application: every request that counts against it (its app token, Basic
+   * with it, its OAuth tokens) is refused 403 `application_suspended` with `reason` in the
+   * message, and the authorize and token endpoints refuse it, on every instance once the
+   * store's change notice reaches it. Nothing is deleted; its owner sees the state and cannot
+   * lift it. Suspending a suspended application replaces the reason and keeps when it began.
+   * @returns the application, suspended
+   * @throws {TypeError} for a missing or bad `reason` (1 to 500 characters, as a name)
+   * @throws {NotFoundError} `not_found` when no application has this token
+   * @example
+   * await gate.applications.suspend(appToken, { reason: 'Scraping beyond its limit; write to data@city.example' })
+   */
+  async suspend(appToken: string, options: SuspendApplicationOptions): Promise<Application> {
+    const reason = checkSuspensionReason(options)
+    return toApplication(await suspendApplication(this.#store, appToken, reason, this.#changed, this.#emit))
+  }
+
+  /**
+   * Resumes a suspended application: it is served again at once, with its usage, grants,
+   * tokens and secret as they were. An application that is not suspended is left as it is.
+   * @returns the application, active
+   * @throws {NotFoundError} `not_found` when no application has this token
+   */
+  async resume(appToken: string): Promise<Application> {
+    return toApplication(await resumeApplication(this.#store, appToken, this.#changed, this.#emit))
+  }
+
+  /**
    * Whether `secretToken` is this application's secret, or the one before the last
    * rotation within its grace, compared in constant time.
    */
@@ -303,7 +340,7 @@ const REGISTER_FIELDS = [...APPLICATION_FIELDS, 'ownerId', 'appToken', 'secretTo
 
 function newRecord(appToken: string, secretToken: string, fields: Pick<ApplicationRecord, 'name' | 'callbackPrefix' | 'limit' | 'ownerId'>): ApplicationRecord {
   const now = Date.now()
-  return { appToken, ...fields, secretHash: sha256(secretToken), previousSecretHash: null, previousSecretExpiresAt: null, createdAt: now, updatedAt: now }
+  return { appToken, ...fields, secretHash: sha256(secretToken), previousSecretHash: null, previousSecretExpiresAt: null, suspendedAt: null, suspensionReason: null, createdAt: now, updatedAt: now }
 }
 
 /** A user id as the stores keep them: a non-empty string, at most 255 characters (the SQL stores' column), storable. */
@@ -341,42 +378,4 @@ function checkLimit(limit: unknown): number | null {
   if (limit === null) return null
   positiveInteger('limit', limit)
   return limit
-}
-
-/**
- * A Callback Prefix must be an absolute https URL without credentials, query or
- * fragment: redirect URIs are matched against its origin exactly and its path by prefix.
- * With `allowLoopback` (`oauth.allowLoopbackCallbacks`), `http://localhost`,
- * `http://127.0.0.1` and `http://[::1]` on any port are accepted too (RFC 8252 §7.3).
- */
-export function checkCallbackPrefix(prefix: unknown, allowLoopback = false): string | null {
-  if (prefix === null) return null
-  const reason = typeof prefix !== 'string' ? 'it is not a string' : callbackPrefixProblem(prefix, allowLoopback)
-  if (reason !== undefined) {
-    const expected = allowLoopback ? 'an absolute https URL, or http on localhost, 127.0.0.1 or [::1]' : 'an absolute https URL'
-    throw new TypeError(`open-data-gate: callbackPrefix must be ${expected} (like https://app.example/oauth/); ${JSON.stringify(prefix)} is not: ${reason}`)
-  }
-  return prefix as string
-}
-
-/** Whether `url` is plain http to a loopback host, the one exception `oauth.allowLoopbackCallbacks` makes. */
-export function isLoopbackHttp(url: URL): boolean {
-  return url.protocol === 'http:' && (url.hostname === 'localhost' || url.hostname === '127.0.0.1' || url.hostname === '[::1]')
-}
-
-function callbackPrefixProblem(prefix: string, allowLoopback: boolean): string | undefined {
-  const unstorable = unstorableCharacter(prefix)
-  if (unstorable !== undefined) return `it ${unstorable}`
-  if (!URL.canParse(prefix)) return 'it is not an absolute URL'
-  const url = new URL(prefix)
-  if (url.protocol !== 'https:' && !(allowLoopback && isLoopbackHttp(url))) {
-    // A developer's first OAuth client usually runs on localhost: say which option allows it.
-    return isLoopbackHttp(url)
-      ? 'it does not use https (http on localhost, 127.0.0.1 or [::1] is accepted, for local development only, with the gate option oauth.allowLoopbackCallbacks)'
-      : 'it does not use https'
-  }
-  if (url.username !== '' || url.password !== '') return 'it holds credentials'
-  if (url.search !== '' || prefix.includes('?')) return 'it has a query'
-  if (url.hash !== '' || prefix.includes('#')) return 'it has a fragment'
-  return undefined
 }

@@ -3,9 +3,10 @@
  * and the login and consent forms it shows, which post back to the same URL.
  *
  * Order matters (RFC 6749 §4.1.2.1, SECURITY.md "Checklist"):
- * 1. An unknown client, or a redirect_uri that does not match its Callback Prefix, is
- *    shown to the user on an error page: redirecting would make the gate an open
- *    redirector.
+ * 1. An unknown client, a suspended one, or a redirect_uri that does not match its
+ *    Callback Prefix, is shown to the user on an error page: redirecting would make the
+ *    gate an open redirector (for a suspended client, a redirector to a client the
+ *    operators no longer trust, RFC 9700 §4.11).
  * 2. The user is authenticated before any redirect, error redirects included.
  * 3. Every other problem goes back to the application as `error`, `error_description`
  *    and `state`.
@@ -23,7 +24,7 @@ import type { ResolvedConfig } from '../config/options.js'
 import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, queryParams, type Params } from '../http/params.js'
 import type { ClientInfo } from '../http/proxy.js'
 import { randomToken, sha256 } from '../secrets/tokens.js'
-import type { ApplicationRecord, GateStore, UserRecord } from '../store/store.js'
+import { isSuspended, suspensionMessage, type ApplicationRecord, type GateStore, type UserRecord } from '../store/store.js'
 import { errorPageResponse, type PageErrorView } from './error-pages.js'
 import { consentPage, htmlResponse, loginPage, seeOther, type RegisteredBy } from './pages.js'
 import { isS256Challenge } from './pkce.js'
@@ -92,6 +93,7 @@ export class AuthorizeEndpoint {
     if (clientId === undefined) return this.#brokenLink('The request has no client_id.')
     const application = isPlausibleAppToken(clientId) ? await this.#store.getApplication(clientId) : undefined
     if (application === undefined) return this.#brokenLink('No application is registered with this client_id.')
+    if (isSuspended(application)) return this.#suspended(application)
     if (application.callbackPrefix === null) {
       return this.#brokenLink(`${application.name} has no Callback Prefix registered, so it cannot use OAuth.`, application.name)
     }
@@ -284,6 +286,18 @@ export class AuthorizeEndpoint {
       title: 'This sign-in link does not work',
       message: `${who} asked you to sign in with a link this site cannot accept, so you cannot sign in to it from here. Go back to the application and try again; if it happens again, let its makers know.`,
       detail,
+    })
+  }
+
+  /**
+   * The client is suspended: no sign-in, no consent, no grant, no code, and no redirect
+   * back. The person is told why they cannot go on; the operator's reason is the detail.
+   */
+  #suspended(application: ApplicationRecord): GateResponse {
+    return this.#error('application_suspended', {
+      title: `${application.name} is suspended`,
+      message: `The operators of this site have suspended ${application.name}, so you cannot sign in to it or allow it to act for you from here. Nothing was shared with it. Go back to the application.`,
+      detail: `application_suspended: ${suspensionMessage(application)}`,
     })
   }
 

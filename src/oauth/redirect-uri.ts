@@ -14,7 +14,7 @@
  * @see docs/platform-rules.md "OAuth 2.0" 3; SECURITY.md "Where the spec and the RFCs pull apart", "redirect_uri match"; RFC 9700 §2.1, §4.1
  */
 
-import { isLoopbackHttp } from '../management/applications.js'
+import { isLoopbackHttp } from '../management/callback-prefix.js'
 
 const MAX_LENGTH = 2048
 /** Parameters the gate adds itself: a redirect_uri that already carries one would be read two ways. */

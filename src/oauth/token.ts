@@ -19,7 +19,7 @@ import type { GateRequest, GateResponse } from '../http/request.js'
 import { bodyParams, CLOSE_AFTER, CONNECTION_CLOSE, Params, queryParams } from '../http/params.js'
 import type { ClientInfo } from '../http/proxy.js'
 import { sha256 } from '../secrets/tokens.js'
-import type { ApplicationRecord, AuthorizationCodeRecord, GateStore } from '../store/store.js'
+import { isSuspended, suspensionMessage, type ApplicationRecord, type AuthorizationCodeRecord, type GateStore } from '../store/store.js'
 import { authenticateClient, clientSecretSentInClear, type ClientAuthDeps } from './client-auth.js'
 import { isVerifier, verifierMatches } from './pkce.js'
 
@@ -90,6 +90,8 @@ export class TokenEndpoints {
     if (grantType === undefined) throw new OAuthError('invalid_request', 'grant_type is missing')
     if (grantType !== 'authorization_code') throw new OAuthError('unsupported_grant_type', 'Only grant_type=authorization_code is supported')
     if (application.callbackPrefix === null) throw new OAuthError('unauthorized_client', 'This application has no Callback Prefix, so it cannot use the authorization code grant')
+    // RFC 6749 §5.2: the client authenticated, but may not use the grant while it is suspended. The code is left unspent.
+    if (isSuspended(application)) throw new OAuthError('unauthorized_client', suspensionMessage(application))
     const code = params.get('code')
     if (code === undefined) throw new OAuthError('invalid_request', 'code is missing')
     const redirectUri = params.get('redirect_uri')

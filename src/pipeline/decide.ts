@@ -1,7 +1,7 @@
 /**
  * The decision on one request: the pipeline's steps, in the order docs/request-lifecycle.md
- * tells them. Each step is a file of ./steps/; adding one (a policy, a suspension) is a
- * file and a line here.
+ * tells them. Each step is a file of ./steps/; adding one (a policy, say) is a file and a
+ * line here.
  *
  * Every step answers synchronously when the store does (the in-memory store): a request
  * that needs no promise gets none (./run-steps.ts).
@@ -22,6 +22,7 @@ import { clearTextStep } from './steps/clear-text.js'
 import { clientStep } from './steps/client.js'
 import { credentialsStep, type CredentialsStepConfig } from './steps/credentials.js'
 import { ownEndpointStep } from './steps/own-endpoints.js'
+import { budgetSuspensionStep, tokenSuspensionStep } from './steps/suspension.js'
 import { throttleStep, type LookupRequest } from './steps/throttle.js'
 import { TokenBudgets } from './steps/token-budget.js'
 import { verificationStep } from './steps/verification.js'
@@ -60,8 +61,10 @@ export class Pipeline {
       appTokenStep(config.legacyAppTokenParam, services.applications, services.emit),
       credentialsStep(config),
       tokens.step,
+      budgetSuspensionStep,
       throttleStep(services.throttle, services.lookupRequest, services.auth, tokens),
       verificationStep(services.auth),
+      tokenSuspensionStep(services.applications),
       answerStep(),
     ]
   }

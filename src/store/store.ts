@@ -46,6 +46,7 @@ import type { UsageStore } from './usage-contract.js'
 
 export type { Awaitable, StoreEventSink, StoreLifecycle } from './contract/lifecycle.js'
 export type { ApplicationRecord, ApplicationPatch, ApplicationStore, ApplicationLimits, ApplicationInsertResult, ApplicationFilter } from './contract/applications.js'
+export { assertNotSuspended, isSuspended, suspensionMessage } from './contract/applications.js'
 export type { UserRecord, UserPatch, UserStore } from './contract/users.js'
 export type { ApiKeyRecord, ApiKeyPatch, ApiKeyLimits, ApiKeyInsertResult, ApiKeySortField, ApiKeyQuery, ApiKeyStore } from './contract/api-keys.js'
 export type { AccessTokenRecord, AuthorizationCodeRecord, SessionRecord, AccessTokenFilter, GrantRecord, OAuthStore } from './contract/oauth.js'

@@ -37,6 +37,8 @@ export function application(appToken: string, overrides: Partial<ApplicationReco
     ownerId: null,
     previousSecretHash: null,
     previousSecretExpiresAt: null,
+    suspendedAt: null,
+    suspensionReason: null,
     createdAt: T0,
     updatedAt: T0,
     ...overrides,

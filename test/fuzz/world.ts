@@ -202,6 +202,8 @@ async function makeSeed(): Promise<Seed> {
     ownerId: null,
     previousSecretHash: null,
     previousSecretExpiresAt: null,
+    suspendedAt: null,
+    suspensionReason: null,
     createdAt: now,
     updatedAt: now,
   })

@@ -64,6 +64,20 @@ export function patchDropsFields(): GateStore {
   })
 }
 
+/** An application patch that leaves out the suspension, as a store whose column list predates it: it reads back active. */
+export function patchIgnoresSuspension(): GateStore {
+  const inner = new MemoryStore()
+  return asyncStore(inner, {
+    async updateApplication(appToken: string, patch: ApplicationPatch) {
+      await tick()
+      const rest = { ...patch }
+      delete rest.suspendedAt
+      delete rest.suspensionReason
+      return inner.updateApplication(appToken, rest)
+    },
+  })
+}
+
 /** An API key patch as read, merge, write: of two concurrent patches, the later write loses the earlier one's field. */
 export function readMergeWritePatch(): GateStore {
   const inner = new MemoryStore()

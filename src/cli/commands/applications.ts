@@ -1,4 +1,4 @@
-/** `apps ...`: register, list, show, re-limit, rotate and delete applications (`gate.applications`). */
+/** `apps ...`: register, list, show, re-limit, suspend, resume, rotate and delete applications (`gate.applications`). */
 import type { Gate } from '../../gate.js'
 import type { Application } from '../../management/applications.js'
 import { RefusedError } from '../cli-errors.js'
@@ -38,6 +38,7 @@ export const APPLICATION_COMMANDS: Record<string, Command> = {
           { heading: 'APP TOKEN', value: (a) => a.appToken },
           { heading: 'NAME', value: (a) => a.name },
           { heading: 'LIMIT', value: (a) => (a.limit === null ? 'default' : String(a.limit)) },
+          { heading: 'STATE', value: (a) => (a.suspended === null ? 'active' : 'suspended') },
           { heading: 'CALLBACK PREFIX', value: (a) => orDash(a.callbackPrefix) },
           { heading: 'CREATED', value: (a) => time(a.createdAt) },
         ]),
@@ -63,6 +64,27 @@ export const APPLICATION_COMMANDS: Record<string, Command> = {
       const [appToken, limit] = args as [string, string]
       const value = limit === 'default' ? null : integer('LIMIT', limit)
       const app = await gate.applications.update(appToken, { limit: value })
+      return { json: app, human: fields(applicationFields(app)) }
+    },
+  },
+  'apps suspend': {
+    usage: 'apps suspend APP_TOKEN --reason TEXT',
+    summary: 'refuse every request of an application (403 application_suspended, with the reason) until it is resumed; nothing is deleted. Again: a new reason',
+    args: ['APP_TOKEN'],
+    options: ['reason'],
+    required: ['reason'],
+    async run({ gate, args, values }) {
+      const app = await gate.applications.suspend(args[0] as string, { reason: values.reason as string })
+      return { json: app, human: fields(applicationFields(app)) }
+    },
+  },
+  'apps resume': {
+    usage: 'apps resume APP_TOKEN',
+    summary: 'serve a suspended application again, with everything it had',
+    args: ['APP_TOKEN'],
+    options: [],
+    async run({ gate, args }) {
+      const app = await gate.applications.resume(args[0] as string)
       return { json: app, human: fields(applicationFields(app)) }
     },
   },
@@ -122,6 +144,8 @@ function applicationFields(app: Application): Array<[string, string]> {
     ['callback prefix', orDash(app.callbackPrefix)],
     ['limit', app.limit === null ? 'default' : String(app.limit)],
     ['owner', app.ownerId ?? '- (an operator\'s)'],
+    ['state', app.suspended === null ? 'active' : `suspended since ${time(app.suspended.since)}`],
+    ...(app.suspended === null ? [] : [['suspension reason', app.suspended.reason] as [string, string]]),
     ...(app.previousSecretExpiresAt !== null && app.previousSecretExpiresAt > Date.now() ? [['previous secret until', time(app.previousSecretExpiresAt)] as [string, string]] : []),
     ['created', time(app.createdAt)],
     ['updated', time(app.updatedAt)],

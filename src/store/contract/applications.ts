@@ -2,6 +2,7 @@
  * The applications slice: registered applications, looked up by app token on every request
  * that carries one. Every gate needs it.
  */
+import { PlatformError } from '../../errors.js'
 import type { Awaitable, StoreLifecycle } from './lifecycle.js'
 
 /** A registered application. */
@@ -29,14 +30,47 @@ export interface ApplicationRecord {
   readonly previousSecretHash: string | null
   /** When {@link previousSecretHash} stops being accepted (epoch ms); `null` with it. */
   readonly previousSecretExpiresAt: number | null
+  /**
+   * When an operator suspended the application (epoch ms), or `null` while it is active:
+   * its requests, tokens and new grants are refused until it is resumed, and nothing of it
+   * is deleted. Set and cleared together with {@link suspensionReason}. A record saved
+   * before the field existed reads as active.
+   */
+  readonly suspendedAt: number | null
+  /** Why it is suspended, as the operator wrote it (shown to its clients and its owner); `null` with {@link suspendedAt}. */
+  readonly suspensionReason: string | null
   readonly createdAt: number
   readonly updatedAt: number
 }
 
 /** The fields of an application that can change after registration (its owner cannot). */
 export type ApplicationPatch = Partial<
-  Pick<ApplicationRecord, 'name' | 'secretHash' | 'previousSecretHash' | 'previousSecretExpiresAt' | 'callbackPrefix' | 'limit' | 'updatedAt'>
+  Pick<
+    ApplicationRecord,
+    'name' | 'secretHash' | 'previousSecretHash' | 'previousSecretExpiresAt' | 'callbackPrefix' | 'limit' | 'suspendedAt' | 'suspensionReason' | 'updatedAt'
+  >
 >
+
+/** Whether an operator suspended the application; a record from a store that predates suspension is active. */
+export function isSuspended(record: ApplicationRecord): boolean {
+  return record.suspendedAt !== null && record.suspendedAt !== undefined
+}
+
+/** What a refused client is told: that the application is suspended, and the operator's reason. */
+export function suspensionMessage(record: ApplicationRecord): string {
+  return `This application is suspended: ${record.suspensionReason ?? 'no reason was given'}`
+}
+
+/**
+ * Refuses a request that counts against a suspended application, whatever its credentials
+ * (its app token, Basic with its app token, an OAuth token issued to it).
+ * @returns `record` when it is active, or `null` (no application): a step can pass it on
+ * @throws {PlatformError} 403 `application_suspended`, the reason in its message
+ */
+export function assertNotSuspended<T extends ApplicationRecord | null>(record: T): T {
+  if (record !== null && isSuspended(record)) throw new PlatformError('application_suspended', suspensionMessage(record))
+  return record
+}
 
 /**
  * The bound {@link ApplicationStore.insertApplication} checks for an application a user

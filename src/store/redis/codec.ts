@@ -22,6 +22,8 @@ export const APPLICATION: Schema = {
   ownerId: 'string?',
   previousSecretHash: 'string?',
   previousSecretExpiresAt: 'number?',
+  suspendedAt: 'number?',
+  suspensionReason: 'string?',
   createdAt: 'number',
   updatedAt: 'number',
 }

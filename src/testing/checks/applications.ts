@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { group, type StoreCheck } from '../check.js'
-import { application, freshAppToken, freshUserId, LATER, T0 } from '../fixtures.js'
+import { application, freshAppToken, freshUserId, LATER, LATEST, T0 } from '../fixtures.js'
 
 export const applicationChecks: readonly StoreCheck[] = group('applications', ['applications'], [
   [
@@ -163,6 +163,28 @@ export const applicationChecks: readonly StoreCheck[] = group('applications', ['
       assert.deepEqual(await store.getApplication(token), rotated)
       const cleared = await store.updateApplication(token, { previousSecretHash: null, previousSecretExpiresAt: null })
       assert.deepEqual(cleared, application(token, { secretHash: 'e'.repeat(64) }))
+    },
+  ],
+  [
+    'keeps an application\'s suspension (when and why), returns it, and clears it, leaving the rest alone',
+    async (store) => {
+      const token = freshAppToken()
+      await store.insertApplication(application(token, { limit: 50 }))
+      const reason = 'Scraping beyond its limit; write to data@city.example — «ville»'
+      const suspended = await store.updateApplication(token, { suspendedAt: LATER, suspensionReason: reason, updatedAt: LATER })
+      assert.deepEqual(suspended, application(token, { limit: 50, suspendedAt: LATER, suspensionReason: reason, updatedAt: LATER }))
+      assert.deepEqual(await store.getApplication(token), suspended, 'a suspended application reads back suspended')
+      assert.deepEqual((await store.listApplications()).find((r) => r.appToken === token), suspended, 'and is listed suspended')
+      // A patch of other fields leaves the suspension as it was, and the suspension leaves them.
+      await Promise.all([store.updateApplication(token, { name: 'renamed' }), store.updateApplication(token, { suspensionReason: 'Another reason' })])
+      assert.deepEqual(await store.getApplication(token), application(token, { name: 'renamed', limit: 50, suspendedAt: LATER, suspensionReason: 'Another reason', updatedAt: LATER }))
+      const resumed = await store.updateApplication(token, { suspendedAt: null, suspensionReason: null, updatedAt: LATEST })
+      assert.deepEqual(resumed, application(token, { name: 'renamed', limit: 50, updatedAt: LATEST }), 'resuming clears both fields')
+      assert.deepEqual(await store.getApplication(token), resumed)
+      // Saved suspended, as an import of a suspended application would be.
+      const imported = freshAppToken()
+      await store.insertApplication(application(imported, { suspendedAt: T0, suspensionReason: 'Imported suspended' }))
+      assert.deepEqual(await store.getApplication(imported), application(imported, { suspendedAt: T0, suspensionReason: 'Imported suspended' }))
     },
   ],
   [
