@@ -50,6 +50,9 @@ export interface ThrottlePass {
 }
 
 const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>
+/** The rate keys a throttle keeps made, of each kind, at most; past it they are made again. */
+const MAX_KEPT_KEYS = 10_000
+const SHARED_ANONYMOUS_KEY = anonymousRateKey('shared', '', 0)
 
 /**
  * The step {@link Throttle.check} would take for a request, made ahead so that the store
@@ -87,6 +90,9 @@ export class Throttle {
   readonly #policyHeaders = { app: new Map<number, string>(), anon: new Map<number, string>() }
   readonly #rateLimitPrefix = { app: '"app";r=', anon: '"anon";r=' } as const
   #fallback: MemoryStore | undefined
+  /** Rate keys by app token, and by client address: see {@link #applicationKey}. */
+  readonly #keys = new Map<string, string>()
+  readonly #addressKeys = new Map<string, string>()
 
   constructor(parts: ThrottleParts) {
     this.#config = parts.config
@@ -152,11 +158,37 @@ export class Throttle {
     if (application !== null) {
       const policy = this.#config.application
       if (policy === null) return undefined
-      return { policy, key: applicationRateKey(application.appToken), limit: application.limit ?? policy.limit }
+      return { policy, key: this.#applicationKey(application.appToken), limit: application.limit ?? policy.limit }
     }
     const anonymous = this.#config.anonymous
     if (anonymous === null) return undefined
-    return { policy: anonymous, key: anonymousRateKey(anonymous.scope, client.ip, anonymous.ipv6Subnet), limit: anonymous.limit }
+    return { policy: anonymous, key: anonymous.scope === 'shared' ? SHARED_ANONYMOUS_KEY : this.#addressKey(client.ip, anonymous.ipv6Subnet), limit: anonymous.limit }
+  }
+
+  /**
+   * An application's rate key, made once per application rather than per request: the same
+   * string each time is hashed once, where a new one costs a concatenation, and its hashing
+   * again in the store's map.
+   */
+  #applicationKey(appToken: string): string {
+    let key = this.#keys.get(appToken)
+    if (key === undefined) {
+      if (this.#keys.size >= MAX_KEPT_KEYS) this.#keys.clear()
+      key = applicationRateKey(appToken)
+      this.#keys.set(appToken, key)
+    }
+    return key
+  }
+
+  /** A client address's anonymous rate key (its IPv6 prefix cut once), kept as {@link #applicationKey} keeps an application's. */
+  #addressKey(ip: string, ipv6Subnet: number): string {
+    let key = this.#addressKeys.get(ip)
+    if (key === undefined) {
+      if (this.#addressKeys.size >= MAX_KEPT_KEYS) this.#addressKeys.clear()
+      key = anonymousRateKey('ip', ip, ipv6Subnet)
+      this.#addressKeys.set(ip, key)
+    }
+    return key
   }
 
   /** The verdict on a planned step the store took (as {@link check} gives it). */

@@ -9,12 +9,26 @@
 
 // eslint-disable-next-line no-control-regex
 const SUSPECT = /[\u0000\ud800-\udfff]/
+/** Up to this length a string is checked by a loop rather than {@link SUSPECT}. */
+const SHORT = 64
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
 
 /** Why `value` cannot be stored, in words for an error message, or `undefined` when it can. */
 export function unstorableCharacter(value: string): string | undefined {
-  // One pass over the string for the common case: no NUL, no surrogate at all.
-  if (!SUSPECT.test(value)) return undefined
+  // One pass over the string for the common case: no NUL, no surrogate at all. The store's
+  // guard asks this of every string argument (a rate key, an app token) on every request:
+  // for short ones a loop costs a fraction of a regular expression's call.
+  if (value.length <= SHORT) {
+    let suspect = false
+    for (let i = 0; i < value.length; i++) {
+      const c = value.charCodeAt(i)
+      if (c === 0 || (c >= 0xd800 && c <= 0xdfff)) {
+        suspect = true
+        break
+      }
+    }
+    if (!suspect) return undefined
+  } else if (!SUSPECT.test(value)) return undefined
   if (value.includes('\u0000')) return 'holds U+0000 (NUL)'
   return LONE_SURROGATE.test(value) ? 'holds an unpaired UTF-16 surrogate' : undefined
 }

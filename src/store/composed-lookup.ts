@@ -36,7 +36,12 @@ export function composedLookup(records: Records, rates: Pick<RateStore, 'consume
 function fixedBudget(records: Records, step: (rate: RateStep) => Awaitable<RateResult>, lookup: RequestLookup): Awaitable<RequestLookupResult> {
   const taken = step(lookup.rate)
   const read = readCredential(records, lookup.credential)
-  return both(taken, read, (result, fields) => (result.allowed ? { stepped: 'rate', result, ...fields } : { stepped: 'rate', result }))
+  return both(taken, read, (result, fields) => {
+    if (!result.allowed) return { stepped: 'rate', result }
+    fields.stepped = 'rate'
+    fields.result = result
+    return fields as RequestLookupResult
+  })
 }
 
 /** The token first, then the step it decides, with its user read meanwhile. */
@@ -49,7 +54,7 @@ function tokenBudget(records: Records, step: (rate: RateStep) => Awaitable<RateR
     if (rate === null) return { stepped: null, result: null, accessToken: token }
     const stepped = live ? 'rate' : 'otherwise'
     if (!live) return then(step(rate), (result) => ({ stepped, result, accessToken: token }))
-    return both(step(rate), guarded(() => records.getUser(token.userId)), (result, user) => {
+    return both(step(rate), guarded(records.getUser, records, token.userId), (result, user) => {
       const out: Mutable<RequestLookupResult> = { stepped, result, accessToken: token }
       if (result.allowed && user !== UNREAD) out.user = user
       return out
@@ -61,27 +66,27 @@ function tokenBudget(records: Records, step: (rate: RateStep) => Awaitable<RateR
 function readCredential(records: Records, credential: CredentialLookup): Awaitable<Partial<Mutable<RequestLookupResult>>> {
   switch (credential.kind) {
     case 'user':
-      return then(guarded(() => records.getUser(credential.userId)), (user) => (user === UNREAD ? {} : { user }))
+      return then(guarded(records.getUser, records, credential.userId), (user) => (user === UNREAD ? {} : { user }))
     case 'apiKey':
-      return then(guarded(() => records.getApiKey(credential.keyId)), (apiKey: Read<ApiKeyRecord | undefined>) => {
+      return then(guarded(records.getApiKey, records, credential.keyId), (apiKey: Read<ApiKeyRecord | undefined>) => {
         if (apiKey === UNREAD) return {}
         if (apiKey === undefined || apiKey.revokedAt !== null) return { apiKey }
-        return then(guarded(() => records.getUser(apiKey.userId)), (user) => (user === UNREAD ? { apiKey } : { apiKey, user }))
+        return then(guarded(records.getUser, records, apiKey.userId), (user) => (user === UNREAD ? { apiKey } : { apiKey, user }))
       })
     case 'accessToken':
-      return then(guarded(() => records.getAccessToken(credential.tokenHash)), (token: Read<AccessTokenRecord | undefined>) => {
+      return then(guarded(records.getAccessToken, records, credential.tokenHash), (token: Read<AccessTokenRecord | undefined>) => {
         if (token === UNREAD) return {}
         if (!isLiveAccessToken(token, credential.now)) return { accessToken: token }
-        return then(guarded(() => records.getUser(token.userId)), (user: Read<UserRecord | undefined>) => (user === UNREAD ? { accessToken: token } : { accessToken: token, user }))
+        return then(guarded(records.getUser, records, token.userId), (user: Read<UserRecord | undefined>) => (user === UNREAD ? { accessToken: token } : { accessToken: token, user }))
       })
   }
 }
 
-/** A read whose failure, thrown or rejected, is {@link UNREAD} (and never an unhandled rejection). */
-function guarded<T>(read: () => Awaitable<T>): Awaitable<Read<T>> {
+/** `read.call(records, key)`, its failure, thrown or rejected, {@link UNREAD} (and never an unhandled rejection). No closure per call. */
+function guarded<T>(read: (this: Records, key: string) => Awaitable<T>, records: Records, key: string): Awaitable<Read<T>> {
   let value: Awaitable<T>
   try {
-    value = read()
+    value = read.call(records, key)
   } catch {
     return UNREAD
   }

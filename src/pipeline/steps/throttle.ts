@@ -105,7 +105,10 @@ export function throttleStep(throttle: Throttle, lookupRequest: LookupRequest, a
     }
     const plan = result.stepped === 'otherwise' ? otherwise : rate
     state.pass = throttle.settle(plan, state.client, result.result as NonNullable<RequestLookupResult['result']>)
-    const read: { record?: RequestLookupResult['accessToken']; apiKey?: RequestLookupResult['apiKey']; user?: RequestLookupResult['user'] } = state.read === undefined ? {} : { ...state.read }
+    // What verification reads: the records the lookup read, beside a token read before it.
+    const before = state.read
+    const read: { record?: RequestLookupResult['accessToken']; apiKey?: RequestLookupResult['apiKey']; user?: RequestLookupResult['user'] } = {}
+    if (before !== undefined && 'record' in before) read.record = before.record
     if ('accessToken' in result) read.record = result.accessToken
     if ('apiKey' in result) read.apiKey = result.apiKey
     if ('user' in result) read.user = result.user
