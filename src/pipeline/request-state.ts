@@ -13,10 +13,12 @@ import type { Credentials } from '../http/authorization-header.js'
 import type { ClientInfo } from '../http/proxy.js'
 import type { GateRequest } from '../http/request.js'
 import type { AuthMethod } from '../rules/auth-methods.js'
+import { PlatformError } from '../errors.js'
 import { outcomeOf, type Decision, type DecisionOutcome, type DecisionThrottle } from '../rules/decision.js'
 import type { ApplicationRecord } from '../store/store.js'
 
 /** What an unplaced client reads as until the client step ran (a failure before it: the gate's own answer). */
+const NO_NAMES: readonly string[] = Object.freeze([])
 const NO_CLIENT: ClientInfo = Object.freeze({ ip: '', secure: false, requestId: undefined })
 
 export class RequestState implements Decision {
@@ -47,10 +49,13 @@ export class RequestState implements Decision {
   pass: ThrottlePass | null = null
   authentication: Authentication | null = null
   unknownAppToken = false
+  /** Names of the shadow limits that would have refused it (set by the throttle step). */
+  shadowed: readonly string[] = NO_NAMES
   // ---- the decision, settled once the gate has its answer ----
   status: number | null = null
   outcome: DecisionOutcome = 'allowed'
   error: unknown = undefined
+  suspended = false
 
   constructor(request: GateRequest, requestId: string | undefined) {
     this.request = request
@@ -74,5 +79,6 @@ export class RequestState implements Decision {
     this.status = outcome.type === 'next' ? null : outcome.response.status
     this.outcome = outcomeOf(this.status)
     if (this.outcome === 'error') this.error = error
+    else if (this.outcome === 'refused' && error instanceof PlatformError && error.code === 'application_suspended') this.suspended = true
   }
 }

@@ -41,6 +41,13 @@ export interface Decision {
   readonly throttle: DecisionThrottle | null
   /** What a 5xx answered (a failure, the store down), for the log and the traces; `undefined` otherwise. */
   readonly error: unknown
+  /** Refused because its application is suspended (403 `application_suspended`): counted as an outcome of its own. */
+  readonly suspended: boolean
+  /**
+   * The names of the shadow limits (`shadow: true`) that would have refused this request,
+   * had they been enforced; empty for most. The request itself was decided without them.
+   */
+  readonly shadowed: readonly string[]
 }
 
 /** The outcome of an answer with `status` (`null`: let through). The one place statuses are sorted. */
