@@ -547,8 +547,29 @@ variants.push(
     },
   },
   {
+    // The host's own limiter, in memory, keyed by client address (its default): what a
+    // Fastify user would otherwise mount.
+    name: 'fastify-rate-limit', framework: 'fastify', baseline: 'fastify-bare', path: PATH,
+    expectHeaders: { 'x-ratelimit-limit': /^1000000000$/ },
+    create: async () => {
+      const { default: rateLimit } = await import('@fastify/rate-limit')
+      return fastifyApp((app) => app.register(rateLimit, { max: HUGE.limit, timeWindow: HUGE.windowMs }))
+    },
+  },
+  {
     name: 'hono-bare', framework: 'hono', baseline: 'hono-bare', path: PATH,
     create: () => honoApp(),
+  },
+  {
+    // hono-rate-limiter's in-memory store, keyed by the client address as the gate's
+    // anonymous budget is, with the draft's headers.
+    name: 'hono-rate-limiter', framework: 'hono', baseline: 'hono-bare', path: PATH,
+    expectHeaders: { ratelimit: /./ },
+    create: async () => {
+      const { rateLimiter } = await import('hono-rate-limiter')
+      const { getConnInfo } = await import('@hono/node-server/conninfo')
+      return honoApp(rateLimiter({ windowMs: HUGE.windowMs, limit: HUGE.limit, standardHeaders: 'draft-7', keyGenerator: (c) => getConnInfo(c).remote.address ?? '' }))
+    },
   },
   {
     name: 'hono-gate', framework: 'hono', baseline: 'hono-bare', path: PATH,
