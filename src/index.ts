@@ -105,5 +105,8 @@ export type { NearLimitEvent, UsageDroppedEvent, UsageFlushFailedEvent } from '.
 export type { UsageStore, UsageBatch, UsageRow, UsageBucket, UsageCounts, UsageStatuses, UsageGranularity, UsageTopQuery, UsageTotal } from './store/usage-contract.js'
 export { compareApiKeys, matchesApiKeyQuery } from './store/api-key-query.js'
 export { gcraStep, emissionInterval, type RateResult, type GcraOutcome } from './limits/gcra.js'
+export { limitsStep, quotaStep, QUOTA_KEEP_MS, type LimitStep, type RateLimitStep, type QuotaLimitStep, type LimitResult, type LimitState, type LimitsOutcome, type QuotaCounter, type QuotaOutcome } from './limits/limit-steps.js'
+export { periodBounds, type CalendarPeriod, type PeriodBounds } from './limits/calendar-period.js'
+export { limitRateKey } from './limits/rate-keys.js'
 /** For authors of adapters: the check every mount makes that it was given a gate. */
 export { assertGate } from './gate-argument.js'

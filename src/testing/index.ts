@@ -23,6 +23,7 @@ import { codeChecks } from './checks/codes.js'
 import { expiryChecks } from './checks/expiry.js'
 import { grantChecks } from './checks/grants.js'
 import { rateChecks } from './checks/rates.js'
+import { limitChecks } from './checks/limits.js'
 import { requestLookupChecks } from './checks/request-lookup.js'
 import { sessionChecks } from './checks/sessions.js'
 import { tokenChecks } from './checks/tokens.js'
@@ -67,6 +68,7 @@ const ALL_CHECKS: readonly StoreCheck[] = [
   ...sessionChecks,
   ...expiryChecks,
   ...rateChecks,
+  ...limitChecks,
   ...requestLookupChecks,
   ...gateChecks(),
   ...usageChecks,
