@@ -8,31 +8,37 @@
  * cluster node): Redis then caches the script again by itself.
  */
 import { createHash } from 'node:crypto'
+import { QUOTA_KEEP_MS } from '../../limits/limit-steps.js'
 
 /** A script and its SHA-1, as `EVALSHA` names it. */
 export interface RedisScript {
   readonly lua: string
   readonly sha: string
+  /** How many keys it takes, or {@link VARIADIC}: as many as the call gives. */
   readonly keys: number
 }
+
+/** The `keys` of a script that takes as many keys as the call gives. */
+export const VARIADIC = -1
 
 function script(keys: number, lua: string): RedisScript {
   return { lua, sha: createHash('sha1').update(lua).digest('hex'), keys }
 }
 
 /**
- * The Lua of one GCRA step, shared by {@link GCRA} and {@link LOOKUP_REQUEST}: `now` from the
- * server's clock in µs, and `step(key, limit, windowMs, cost)` returning
- * {allowed 0|1, remaining, resetMs, retryAfterMs}.
+ * The Lua of one GCRA step, shared by {@link GCRA}, {@link LIMITS} and {@link LOOKUP_REQUEST}:
+ * `now` from the server's clock in µs; `gcra(stored, limit, windowMs, cost)`, the decision on
+ * a stored arrival time (a string, or false for none), returning {allowed 0|1, remaining,
+ * resetMs, retryAfterMs} and the new arrival time to store (nil: keep it); `setTat(key,
+ * tat)`; and `step(key, limit, windowMs, cost)`, the two together.
  */
 const GCRA_STEP_LUA = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local function ms(us) if us <= 0 then return 0 end return math.ceil(us / 1000) end
-local function step(key, limitArg, windowArg, costArg)
+local function gcra(stored, limitArg, windowArg, costArg)
   local limit = tonumber(limitArg)
   local cost = tonumber(costArg)
   local interval = math.ceil(tonumber(windowArg) * 1000 / limit)
-  local stored = redis.call('GET', key)
   local tat = now
   if stored then
     local s = tonumber(stored)
@@ -44,10 +50,69 @@ local function step(key, limitArg, windowArg, costArg)
   local remaining = math.floor((now - allowAt) / interval)
   local retry = 0
   if remaining <= 0 then retry = ms(allowAt + interval - now) end
-  if cost > 0 then redis.call('SET', key, string.format('%.0f', newTat), 'PX', math.ceil((newTat - now) / 1000)) end
+  if cost > 0 then return {1, remaining, ms(newTat - now), retry}, newTat end
   return {1, remaining, ms(newTat - now), retry}
 end
+local function setTat(key, tat) redis.call('SET', key, string.format('%.0f', tat), 'PX', math.ceil((tat - now) / 1000)) end
+local function step(key, limitArg, windowArg, costArg)
+  local r, tat = gcra(redis.call('GET', key), limitArg, windowArg, costArg)
+  if tat then setTat(key, tat) end
+  return r
+end
 local function stepReply(r) return string.format('%.0f %.0f %.0f %.0f', r[1], r[2], r[3], r[4]) end
+`
+
+/**
+ * The Lua of several limits all or nothing, after {@link GCRA_STEP_LUA}: the arithmetic of
+ * `limitsStep` in `src/limits/limit-steps.ts`. A quota's value is the string
+ * 'periodStart periodEnd used' under its key, kept until the period's end and at least
+ * `QUOTA_KEEP_MS`. `limits(firstKey, n, base)` decides the `n` limits of KEYS[firstKey..],
+ * each with five arguments from ARGV[base + 1]: 'r', limit, windowMs, '', cost for a rate,
+ * 'q', limit, periodStart, periodEnd, cost for a quota. Every key is read first; only when
+ * every step allows is any written. Returns 'taken' (0|1) and each step's four numbers, one
+ * string.
+ */
+const LIMITS_LUA = `local function quota(stored, limitArg, startArg, endArg, costArg)
+  local limit, cost = tonumber(limitArg), tonumber(costArg)
+  local start, finish, used = tonumber(startArg), tonumber(endArg), 0
+  if stored then
+    local s, e, u = string.match(stored, '^(%d+) (%d+) (%d+)$')
+    if s and tonumber(s) >= start then start, finish, used = tonumber(s), tonumber(e), tonumber(u) end
+  end
+  local toEnd = ms(finish * 1000 - now)
+  if used + cost > limit then return {0, 0, toEnd, toEnd} end
+  local after = used + cost
+  local remaining = limit - after
+  local reset, retry = 0, 0
+  if after > 0 then reset = toEnd end
+  if remaining <= 0 then retry = toEnd end
+  if cost > 0 then return {1, remaining, reset, retry}, string.format('%.0f %.0f %.0f', start, finish, after), math.max(toEnd, ${QUOTA_KEEP_MS}) end
+  return {1, remaining, reset, retry}
+end
+local function limits(firstKey, n, base)
+  local stored, out, values, ttls, taken = {}, {}, {}, {}, 1
+  for i = 1, n do stored[i] = redis.call('GET', KEYS[firstKey + i - 1]) end
+  local function one(i, cost)
+    local j = base + (i - 1) * 5
+    if ARGV[j + 1] == 'r' then return gcra(stored[i], ARGV[j + 2], ARGV[j + 3], cost) end
+    return quota(stored[i], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4], cost)
+  end
+  for i = 1, n do
+    out[i], values[i], ttls[i] = one(i, ARGV[base + i * 5])
+    if out[i][1] == 0 then taken = 0 end
+  end
+  local reply = {taken}
+  for i = 1, n do
+    local key = KEYS[firstKey + i - 1]
+    if taken == 1 then
+      if ttls[i] then redis.call('SET', key, values[i], 'PX', ttls[i]) elseif values[i] then setTat(key, values[i]) end
+    elseif out[i][1] == 1 then
+      out[i] = one(i, 0)
+    end
+    reply[i + 1] = stepReply(out[i])
+  end
+  return table.concat(reply, ' ')
+end
 `
 
 /**
@@ -63,6 +128,17 @@ local function stepReply(r) return string.format('%.0f %.0f %.0f %.0f', r[1], r[
  * (`%.0f`): Lua's own number-to-string keeps 14 digits, and a limit may have more.
  */
 export const GCRA = script(1, `${GCRA_STEP_LUA}return stepReply(step(KEYS[1], ARGV[1], ARGV[2], ARGV[3]))`)
+
+/**
+ * Several limits of one request, all or nothing, on the server's clock (`consumeLimits`):
+ * see {@link LIMITS_LUA}. A rate's stored value is the one {@link GCRA} keeps, so a rate
+ * limit is one state whichever of the two steps it. On Cluster every key must be in one
+ * slot (the store checks).
+ *
+ * KEYS the limits' keys; ARGV five per step ({@link LIMITS_LUA}).
+ * Returns 'taken' then 'allowed remaining resetMs retryAfterMs' per step, one string.
+ */
+export const LIMITS = script(VARIADIC, `${GCRA_STEP_LUA}${LIMITS_LUA}return limits(1, #KEYS, 0)`)
 
 /**
  * A hash as one JSON string of its flat [field, value, …] array (cjson), or nil when it has

@@ -26,7 +26,7 @@
  *   cached copy (see {@link StoreEventSink}).
  *
  * Key layout, under the prefix (default `odg:`), hash tag in braces:
- * `rate:{key}`, `token:{hash}`, `{c:hash}:code`, `{c:hash}:tokens`, `{u:id}:tokens`,
+ * `rate:{key}` (`rate:{subject}:name` for a key `{subject}:name` of a plan's limit, in its subject's slot; a quota's value is `periodStart periodEnd used`), `token:{hash}`, `{c:hash}:code`, `{c:hash}:tokens`, `{u:id}:tokens`,
  * `{a:token}:tokens`, `keyowner:{keyId}`, `{u:id}:key:keyId`, `{u:id}:keys:*` (a user's
  * API keys and their sorted sets, see `CREATE_API_KEY`), `{u:id}:grants`,
  * `{apps}:app:token`, `{apps}:index`, `{u:id}:apps` (the applications a user registered, see `./owned-applications.ts`), `{users}:user:id`, `{users}:names`, `{users}:skeletons`,
@@ -40,6 +40,7 @@
  */
 import { Redis, type RedisOptions } from 'ioredis'
 import type { RateResult } from '../../limits/gcra.js'
+import { invalidLimitSteps, type LimitResult, type LimitStep } from '../../limits/limit-steps.js'
 import {
   CREATE,
   CREATE_API_KEY,
@@ -51,6 +52,7 @@ import {
   GCRA,
   GCRA_UNDO,
   INDEX_ADD,
+  LIMITS,
   LIST_API_KEYS,
   INDEX_SKELETON,
   LIST_INDEXED,
@@ -218,7 +220,7 @@ export class RedisStore implements GateStore, UsageStore {
     else {
       const cluster = (this.#cluster = new ClusterLookup({
         step: (rate) => this.consumeRate(rate.key, rate.limit, rate.windowMs, rate.cost),
-        undo: (rate) => this.#run(GCRA_UNDO, [`${this.#p}rate:{${rate.key}}`], [rate.limit, rate.windowMs, rate.cost]),
+        undo: (rate) => this.#run(GCRA_UNDO, [this.#rateKey(rate.key)], [rate.limit, rate.windowMs, rate.cost]),
         accessToken: (tokenHash) => this.#readAccessToken(tokenHash),
         user: (userId) => this.getUser(userId),
         keyOwner: (keyId) => this.#call((c) => c.get(this.#keyOwner(keyId))),
@@ -672,7 +674,33 @@ export class RedisStore implements GateStore, UsageStore {
   // ---- rate steps ----
 
   consumeRate(key: string, limit: number, windowMs: number, cost: number): Promise<RateResult> {
-    return this.#run(GCRA, [`${this.#p}rate:{${key}}`], [limit, windowMs, cost]).then(gcraResult)
+    return this.#run(GCRA, [this.#rateKey(key)], [limit, windowMs, cost]).then(gcraResult)
+  }
+
+  /**
+   * Several limits all or nothing: one `EVALSHA` of {@link LIMITS}. On Cluster every key
+   * must hash to one slot: the keys of one subject do (`limitRateKey`); others are refused
+   * with a `TypeError` before anything is sent.
+   */
+  consumeLimits(steps: readonly LimitStep[]): Promise<LimitResult[]> {
+    const invalid = invalidLimitSteps(steps)
+    if (invalid !== undefined) return Promise.reject(new TypeError(`open-data-gate: consumeLimits: ${invalid}`))
+    if (steps.length === 0) return Promise.resolve([])
+    const keys = steps.map((step) => this.#rateKey(step.key))
+    if (this.#cluster !== undefined && keys.some((key) => hashTag(key) !== hashTag(keys[0]!))) {
+      return Promise.reject(new TypeError(`open-data-gate: consumeLimits on Redis Cluster needs every key in one hash slot (keys of one subject, made by limitRateKey), got ${steps.map((step) => JSON.stringify(step.key)).join(', ')}`))
+    }
+    return this.#run(LIMITS, keys, limitArgs(steps)).then((reply) => limitResults(reply as string))
+  }
+
+  /**
+   * A rate key's Redis key: `rate:{key}`, hashed by the whole key; or, for a key that starts
+   * with a hash tag (`{app:abc}:day`, see `limitRateKey`), `rate:{app:abc}:day`, hashed by the
+   * tag, so that a subject's limits share its slot. No key of the gate's own starts with `{`,
+   * so every key made before limits is where it was.
+   */
+  #rateKey(key: string): string {
+    return key.startsWith('{') ? `${this.#p}rate:${key}` : `${this.#p}rate:{${key}}`
   }
 
   #lookupRequest(lookup: RequestLookup): Promise<RequestLookupResult> {
@@ -694,8 +722,8 @@ export class RedisStore implements GateStore, UsageStore {
       kind = 'u'
       recordKey = this.#userKey(credential.userId)
     }
-    const rateKey = `${this.#p}rate:{${rate.key}}`
-    const keys = [recordKey, rateKey, other === null ? rateKey : `${this.#p}rate:{${other.key}}`]
+    const rateKey = this.#rateKey(rate.key)
+    const keys = [recordKey, rateKey, other === null ? rateKey : this.#rateKey(other.key)]
     const args: Array<string | number> = [kind, lookup.budget, this.#argKey(this.#p), now, lookup.appToken ?? '', keyId, rate.limit, rate.windowMs, rate.cost]
     if (other === null) args.push('', '', '')
     else args.push(other.limit, other.windowMs, other.cost)
@@ -703,7 +731,7 @@ export class RedisStore implements GateStore, UsageStore {
   }
 
   async resetRate(key: string): Promise<void> {
-    await this.#call((c) => c.del(`${this.#p}rate:{${key}}`))
+    await this.#call((c) => c.del(this.#rateKey(key)))
   }
 
   // ---- usage (./usage.ts) ----
@@ -747,6 +775,31 @@ type LookupReply = [number, string | Record<string, never>, number, RawHash, num
 function gcraResult(reply: unknown): RateResult {
   const step = (reply as string).split(' ')
   return { allowed: step[0] === '1', remaining: Number(step[1]), resetMs: Number(step[2]), retryAfterMs: Number(step[3]) }
+}
+
+/** {@link LIMITS}'s arguments: five per step. */
+function limitArgs(steps: readonly LimitStep[]): Array<string | number> {
+  const args: Array<string | number> = []
+  for (const step of steps) {
+    if (step.kind === 'rate') args.push('r', step.limit, step.windowMs, '', step.cost)
+    else args.push('q', step.limit, step.periodStart, step.periodEnd, step.cost)
+  }
+  return args
+}
+
+/** {@link LIMITS}'s reply, 'taken' then four numbers per step, as results. */
+function limitResults(reply: string): LimitResult[] {
+  const n = reply.split(' ')
+  const out: LimitResult[] = []
+  for (let i = 1; i + 3 < n.length; i += 4) out.push({ allowed: n[i] === '1', remaining: Number(n[i + 1]), resetMs: Number(n[i + 2]), retryAfterMs: Number(n[i + 3]) })
+  return out
+}
+
+/** What Redis Cluster hashes a key by: the first `{…}` that holds something, else the whole key. */
+function hashTag(key: string): string {
+  const open = key.indexOf('{')
+  const close = open === -1 ? -1 : key.indexOf('}', open + 1)
+  return close > open + 1 ? key.slice(open + 1, close) : key
 }
 
 function lookedUp(kind: string, [stepped, step, recordRead, record, userRead, user]: LookupReply): RequestLookupResult {

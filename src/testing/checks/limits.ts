@@ -11,6 +11,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { LimitResult, LimitStep, QuotaLimitStep, RateLimitStep } from '../../limits/limit-steps.js'
 import type { GateStore } from '../../store/store.js'
 import type { StoreCheck } from '../check.js'
+import { randomBytes } from 'node:crypto'
+import { limitRateKey } from '../../limits/rate-keys.js'
 import { freshRateKey } from '../fixtures.js'
 
 type LimitsStore = GateStore & { consumeLimits: NonNullable<GateStore['consumeLimits']> }
@@ -22,9 +24,15 @@ export function withoutLimits(store: GateStore): string | undefined {
   return typeof store.consumeLimits === 'function' ? undefined : 'the store does not implement the optional consumeLimits: the gate serves plans of one limit only'
 }
 
-const rate = (limit: number, cost = 1, key = freshRateKey(), windowMs = 60_000): RateLimitStep => ({ kind: 'rate', key, limit, windowMs, cost })
+/**
+ * A fresh limit's key. The keys of one call must be of one subject (`limitRateKey`): Redis
+ * Cluster decides a call in one script, on one node. The kit's are all of one subject.
+ */
+const freshLimitKey = (): string => limitRateKey('odg-kit:limits', randomBytes(10).toString('hex'))
+
+const rate = (limit: number, cost = 1, key = freshLimitKey(), windowMs = 60_000): RateLimitStep => ({ kind: 'rate', key, limit, windowMs, cost })
 /** A quota of the hour around now (the period the check's clock is in). */
-const quota = (limit: number, cost = 1, key = freshRateKey(), start = Date.now() - HOUR_MS / 2, end = start + HOUR_MS): QuotaLimitStep => ({ kind: 'quota', key, limit, periodStart: start, periodEnd: end, cost })
+const quota = (limit: number, cost = 1, key = freshLimitKey(), start = Date.now() - HOUR_MS / 2, end = start + HOUR_MS): QuotaLimitStep => ({ kind: 'quota', key, limit, periodStart: start, periodEnd: end, cost })
 const read = <S extends LimitStep>(step: S): S => ({ ...step, cost: 0 })
 
 function limits(store: GateStore): LimitsStore['consumeLimits'] {
@@ -81,7 +89,7 @@ export const limitChecks: readonly StoreCheck[] = [
     compare((await limits(store)([step]))[0]!, await store.consumeRate(reference, 3, 60_000, 1), 'the refused step')
   }),
   check('counts a quota in its period only: whole again in the next, and never counted across', async (store) => {
-    const key = freshRateKey()
+    const key = freshLimitKey()
     const end = Date.now() + 500
     const first = quota(2, 1, key, end - HOUR_MS, end)
     assert.equal((await limits(store)([first]))[0]!.remaining, 1)
@@ -128,7 +136,7 @@ export const limitChecks: readonly StoreCheck[] = [
   }),
   check('lets exactly as many through as the tightest limit when 50 calls run at once, moving the others by that many', async (store) => {
     // Hour-long windows: no unit comes back while the calls run, however busy the machine.
-    for (const [tight, loose] of [[quota(10), rate(20, 1, freshRateKey(), HOUR_MS)], [rate(10, 1, freshRateKey(), HOUR_MS), quota(20)]] as const) {
+    for (const [tight, loose] of [[quota(10), rate(20, 1, freshLimitKey(), HOUR_MS)], [rate(10, 1, freshLimitKey(), HOUR_MS), quota(20)]] as const) {
       // Half the calls name the limits in the other order: a store must not deadlock on it.
       const results = await Promise.all(Array.from({ length: 50 }, (_, i) => limits(store)(i % 2 === 0 ? [tight, loose] : [loose, tight])))
       const passed = results.filter((r) => r.every((x) => x.allowed))
