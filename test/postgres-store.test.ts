@@ -63,10 +63,10 @@ describe.skipIf(!available)('PostgresStore', () => {
       const store = new PostgresStore({ pool, schema: fresh, sweepIntervalMs: 0 })
       try {
         expect(await store.version()).toBe(0)
-        expect(await store.migrate()).toEqual({ from: 0, to: PostgresStore.schemaVersion, applied: [1, 2, 3, 4, 5, 6] })
-        expect(await store.version()).toBe(6)
+        expect(await store.migrate()).toEqual({ from: 0, to: PostgresStore.schemaVersion, applied: [1, 2, 3, 4, 5, 6, 7] })
+        expect(await store.version()).toBe(7)
         const { rows } = await pool.query(`SELECT version, description FROM ${pg.escapeIdentifier(fresh)}.schema_version ORDER BY version`)
-        expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6])
+        expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7])
       } finally {
         await store.close()
         await dropSchema(fresh)
@@ -77,7 +77,7 @@ describe.skipIf(!available)('PostgresStore', () => {
       const before = await catalog(schema)
       expect(before.length).toBeGreaterThan(10)
       const store = new PostgresStore({ pool, schema, sweepIntervalMs: 0 })
-      expect(await store.migrate()).toEqual({ from: 6, to: 6, applied: [] })
+      expect(await store.migrate()).toEqual({ from: 7, to: 7, applied: [] })
       expect(await catalog(schema)).toEqual(before)
       await store.close()
     })
@@ -93,7 +93,7 @@ describe.skipIf(!available)('PostgresStore', () => {
         await pool.query(`INSERT INTO ${q}.schema_version (version, description) VALUES (1, 'v1')`)
         await pool.query(`INSERT INTO ${q}.sessions VALUES ('s1', 'u1', 'stamp', 1, ${Date.now() + 60_000})`)
         const store = new PostgresStore({ pool, schema: old, sweepIntervalMs: 0 })
-        expect(await store.migrate()).toEqual({ from: 1, to: 6, applied: [2, 3, 4, 5, 6] })
+        expect(await store.migrate()).toEqual({ from: 1, to: 7, applied: [2, 3, 4, 5, 6, 7] })
         expect(await store.getSession('s1')).toMatchObject({ userId: 'u1' })
         await store.recordGrant('u1', 'app', 5)
         expect(await store.listGrants('u1')).toEqual([{ userId: 'u1', appToken: 'app', firstAuthorizedAt: 5, lastUsedAt: 5 }])
@@ -120,7 +120,7 @@ describe.skipIf(!available)('PostgresStore', () => {
           await pool.query(`INSERT INTO ${q}.users (id, username, screen_name, display_name, email, rights, password_hash, created_at, updated_at) VALUES ($1, $2, 'Ada', 'Ada', 'a@example.org', '{}', $3, 1, 1)`, [id, username, hash])
         }
         const store = new PostgresStore({ pool, schema: old, sweepIntervalMs: 0 })
-        expect(await store.migrate()).toEqual({ from: 3, to: 6, applied: [4, 5, 6] })
+        expect(await store.migrate()).toEqual({ from: 3, to: 7, applied: [4, 5, 6, 7] })
         const { rows } = await pool.query(`SELECT id, username_skeleton FROM ${q}.users ORDER BY id`)
         expect(rows).toEqual([
           { id: 'aaaa-0001', username_skeleton: 'ada' },
@@ -147,10 +147,10 @@ describe.skipIf(!available)('PostgresStore', () => {
           [1, 2, 3].map(() => run(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, DATABASE_URL, SCHEMA: fresh } })),
         )
         const outcomes = results.map((r) => JSON.parse(r.stdout) as { from: number; applied: number[] })
-        expect(outcomes.filter((o) => o.applied.length > 0)).toEqual([{ from: 0, to: 6, applied: [1, 2, 3, 4, 5, 6] }])
+        expect(outcomes.filter((o) => o.applied.length > 0)).toEqual([{ from: 0, to: 7, applied: [1, 2, 3, 4, 5, 6, 7] }])
         expect(outcomes.filter((o) => o.applied.length === 0)).toHaveLength(2)
         const { rows } = await pool.query(`SELECT version FROM ${pg.escapeIdentifier(fresh)}.schema_version ORDER BY version`)
-        expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6])
+        expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7])
       } finally {
         await dropSchema(fresh)
       }
@@ -283,9 +283,14 @@ describe.skipIf(!available)('PostgresStore', () => {
         await store.revokeApiKey('kept', now - 5000, now + 60_000)
         await store.consumeRate('drains', 1000, 50, 1)
         await store.consumeRate('stays', 1, 3_600_000, 1)
+        const quota = (key: string) => ({ kind: 'quota', key, limit: 5, periodStart: now - 1000, periodEnd: now + 3_600_000, cost: 1 }) as const
+        await store.consumeLimits([quota('counted')])
+        // A refused call leaves the row it made for a key never seen, holding nothing: swept.
+        expect((await store.consumeLimits([{ kind: 'rate', key: 'stays', limit: 1, windowMs: 3_600_000, cost: 1 }, quota('never-counted')])).map((r) => r.allowed)).toEqual([false, true])
         await sleep(60)
 
-        expect(await store.sweep()).toEqual({ apiKeys: 2, accessTokens: 7, authorizationCodes: 1, sessions: 1, rates: 1, usage: 0 })
+        expect(await store.sweep()).toEqual({ apiKeys: 2, accessTokens: 7, authorizationCodes: 1, sessions: 1, rates: 2, usage: 0 })
+        expect((await store.consumeLimits([{ ...quota('counted'), cost: 0 }, { ...quota('never-counted'), cost: 0 }])).map((r) => r.remaining)).toEqual([4, 5])
         expect(await store.getAccessToken('live')).toBeDefined()
         expect(await store.getAccessToken('old0')).toBeUndefined()
         expect(await store.getAuthorizationCode('recent')).toBeDefined()
