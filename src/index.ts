@@ -96,7 +96,7 @@ export type {
 export type { StoreSlice } from './store/slices.js'
 // Named by public signatures (GateStore.lookupRequest, MeterLike, Applications): exported so a
 // store, a meter or a caller can name them, and the API reference can show them.
-export type { RequestLookupStore, RequestLookup, RequestLookupResult, CredentialLookup, RateStep } from './store/store.js'
+export type { RequestLookupStore, RequestLookup, RequestLookupResult, CredentialLookup, RateStep, RateStepLookup, LimitsLookup } from './store/store.js'
 export type { ObservableLike, ObservableResultLike } from './telemetry/metrics.js'
 export type { RegisterOwnApplication, ListApplications } from './management/applications.js'
 export type { GateUsage, UsageQuery, UsageSeries, UsageTopOptions, UsageTopEntry } from './usage/usage.js'

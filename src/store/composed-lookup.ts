@@ -13,9 +13,10 @@
  * failure handling (a 503), while the step the store took stands, counted once.
  */
 import type { RateResult } from '../limits/gcra.js'
+import type { LimitResult } from '../limits/limit-steps.js'
 import type { ApiKeyRecord } from './contract/api-keys.js'
 import { isLiveAccessToken, type AccessTokenRecord } from './contract/oauth.js'
-import type { CredentialLookup, RateStep, RequestLookup, RequestLookupResult } from './contract/request-lookup.js'
+import { lookupBudgets, summaryResult, type CredentialLookup, type LookupBudget, type RequestLookup, type RequestLookupResult } from './contract/request-lookup.js'
 import type { UserRecord } from './contract/users.js'
 import type { Awaitable, GateStore, RateStore } from './store.js'
 import { isPromiseLike } from '../util/awaitable.js'
@@ -26,26 +27,52 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 const UNREAD = Symbol('unread')
 type Read<T> = T | typeof UNREAD
 
+/**
+ * A step's result; for several limits, their summary carrying every limit's result in
+ * `results` until {@link answer} puts them in the answer's own field.
+ */
+interface Taken extends RateResult {
+  readonly results?: LimitResult[]
+}
+
+type Take = (budget: LookupBudget) => Awaitable<Taken>
+
 /** The lookup of `records` and `rates` (the same store, or a separate rate store). */
-export function composedLookup(records: Records, rates: Pick<RateStore, 'consumeRate'>): (lookup: RequestLookup) => Awaitable<RequestLookupResult> {
-  const step = (rate: RateStep): Awaitable<RateResult> => rates.consumeRate(rate.key, rate.limit, rate.windowMs, rate.cost)
-  return (lookup) => (lookup.budget === 'token' ? tokenBudget(records, step, lookup) : fixedBudget(records, step, lookup))
+export function composedLookup(records: Records, rates: Pick<RateStore, 'consumeRate' | 'consumeLimits'>): (lookup: RequestLookup) => Awaitable<RequestLookupResult> {
+  const take: Take = (budget) => {
+    if (!Array.isArray(budget)) {
+      const rate = budget as Exclude<LookupBudget, readonly unknown[]>
+      return rates.consumeRate(rate.key, rate.limit, rate.windowMs, rate.cost)
+    }
+    if (rates.consumeLimits === undefined) throw new TypeError('open-data-gate: a lookup of several limits needs a rate store with consumeLimits')
+    return then(rates.consumeLimits(budget), (results) => ({ ...summaryResult(results), results }))
+  }
+  return (lookup) => then(lookup.budget === 'token' ? tokenBudget(records, take, lookup) : fixedBudget(records, take, lookup), answer)
+}
+
+/** The answer with several limits' results in `results`, and their summary in `result`. */
+function answer(out: RequestLookupResult): RequestLookupResult {
+  const taken = out.result as Taken | null
+  if (taken?.results === undefined) return out
+  const { results, ...result } = taken
+  return { ...out, result, results }
 }
 
 /** The step, with the credential's records read meanwhile. */
-function fixedBudget(records: Records, step: (rate: RateStep) => Awaitable<RateResult>, lookup: RequestLookup): Awaitable<RequestLookupResult> {
-  const taken = step(lookup.rate)
+function fixedBudget(records: Records, take: Take, lookup: RequestLookup): Awaitable<RequestLookupResult> {
+  const taken = take(lookupBudgets(lookup).rate)
   const read = readCredential(records, lookup.credential)
   return both(taken, read, (result, fields) => (result.allowed ? { stepped: 'rate', result, ...fields } : { stepped: 'rate', result }))
 }
 
 /** The token first, then the step it decides, with its user read meanwhile. */
-function tokenBudget(records: Records, step: (rate: RateStep) => Awaitable<RateResult>, lookup: RequestLookup): Awaitable<RequestLookupResult> {
+function tokenBudget(records: Records, step: Take, lookup: RequestLookup): Awaitable<RequestLookupResult> {
   const credential = lookup.credential as Extract<CredentialLookup, { kind: 'accessToken' }>
+  const budgets = lookupBudgets(lookup)
   return then(records.getAccessToken(credential.tokenHash), (token): Awaitable<RequestLookupResult> => {
     const live = isLiveAccessToken(token, credential.now)
     if (live && lookup.appToken !== undefined && token.appToken !== lookup.appToken) return { stepped: null, result: null, accessToken: token }
-    const rate = live ? lookup.rate : (lookup.otherwise ?? null)
+    const rate = live ? budgets.rate : budgets.otherwise
     if (rate === null) return { stepped: null, result: null, accessToken: token }
     const stepped = live ? 'rate' : 'otherwise'
     if (!live) return then(step(rate), (result) => ({ stepped, result, accessToken: token }))

@@ -25,6 +25,7 @@ import { grantChecks } from './checks/grants.js'
 import { rateChecks } from './checks/rates.js'
 import { limitChecks } from './checks/limits.js'
 import { requestLookupChecks } from './checks/request-lookup.js'
+import { requestLookupLimitChecks } from './checks/request-lookup-limits.js'
 import { sessionChecks } from './checks/sessions.js'
 import { tokenChecks } from './checks/tokens.js'
 import { userChecks } from './checks/users.js'
@@ -70,6 +71,7 @@ const ALL_CHECKS: readonly StoreCheck[] = [
   ...rateChecks,
   ...limitChecks,
   ...requestLookupChecks,
+  ...requestLookupLimitChecks,
   ...gateChecks(),
   ...usageChecks,
 ]

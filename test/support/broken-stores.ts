@@ -158,7 +158,7 @@ export function withRequestLookup(broken?: 'revoked token user'): GateStore {
       const token = inner.getAccessToken(credential.tokenHash)
       if (live(token, credential.now)) {
         if (lookup.appToken !== undefined && token?.appToken !== lookup.appToken) return { stepped: null, result: null, accessToken: token }
-        const result = stepOf(lookup.rate)
+        const result = stepOf(lookup.rate!)
         if (!result.allowed) return { stepped: 'rate', result, accessToken: token }
         return { stepped: 'rate', result, accessToken: token, user: inner.getUser(token?.userId ?? '') }
       }
@@ -166,7 +166,7 @@ export function withRequestLookup(broken?: 'revoked token user'): GateStore {
       if (otherwise === null) return { stepped: null, result: null, accessToken: token }
       return { stepped: 'otherwise', result: stepOf(otherwise), accessToken: token }
     }
-    const result = stepOf(lookup.rate)
+    const result = stepOf(lookup.rate!)
     if (!result.allowed) return { stepped: 'rate', result }
     if (credential.kind === 'user') return { stepped: 'rate', result, user: inner.getUser(credential.userId) }
     if (credential.kind === 'accessToken') {

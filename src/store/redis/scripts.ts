@@ -180,6 +180,41 @@ return 1`,
 )
 
 /**
+ * Gives back the limits a {@link LIMITS} step took and allowed, as {@link GCRA_UNDO} gives
+ * back one rate step: each rate's arrival time moves back by its cost (deleted when no
+ * longer in the future); each quota's counter, when it is the step's period or a later one,
+ * goes down by its cost (its expiry kept). Used by the Cluster request lookup
+ * (`./cluster-lookup.ts`).
+ *
+ * KEYS the limits' keys; ARGV five per step, as {@link LIMITS} had them. Returns 1.
+ */
+export const LIMITS_UNDO = script(
+  VARIADIC,
+  `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+for i = 1, #KEYS do
+  local j = (i - 1) * 5
+  local key = KEYS[i]
+  local stored = redis.call('GET', key)
+  if stored and ARGV[j + 1] == 'r' then
+    local tat = tonumber(stored)
+    if tat then
+      tat = tat - tonumber(ARGV[j + 5]) * math.ceil(tonumber(ARGV[j + 3]) * 1000 / tonumber(ARGV[j + 2]))
+      if tat <= now then redis.call('DEL', key) else redis.call('SET', key, string.format('%.0f', tat), 'PX', math.ceil((tat - now) / 1000)) end
+    end
+  elseif stored then
+    local s, e, u = string.match(stored, '^(%d+) (%d+) (%d+)$')
+    if s and tonumber(s) >= tonumber(ARGV[j + 3]) then
+      local value = string.format('%.0f %.0f %.0f', tonumber(s), tonumber(e), math.max(0, tonumber(u) - tonumber(ARGV[j + 5])))
+      local ttl = redis.call('PTTL', key)
+      if ttl > 0 then redis.call('SET', key, value, 'PX', ttl) else redis.call('SET', key, value) end
+    end
+  end
+end
+return 1`,
+)
+
+/**
  * Creates a hash if no key of that name exists, with an optional absolute expiry.
  * KEYS[1] the record; ARGV expireAtMs ('' for none), then field, value pairs.
  * Returns 1 when created, 0 when the key existed.
@@ -606,26 +641,31 @@ return 1`,
 
 /**
  * The store work of one authenticated request in one round trip (`lookupRequest`): a GCRA
- * step (the arithmetic of {@link GCRA}) and the credential's records, in the order
- * `RequestLookup` describes. Single-node Redis only: it reads the user (and an API key's
- * hash) under keys it builds from what it read, which Cluster may keep on another node
- * (there `./cluster-lookup.ts` sends the same work as concurrent commands).
+ * step (the arithmetic of {@link GCRA}), or several limits all or nothing (that of
+ * {@link LIMITS}), and the credential's records, in the order `RequestLookup` describes.
+ * Single-node Redis only: it reads the user (and an API key's hash) under keys it builds
+ * from what it read, which Cluster may keep on another node (there `./cluster-lookup.ts`
+ * sends the same work as concurrent commands).
  *
- * KEYS[1] the credential's key (`token:{hash}`, `keyowner:{keyId}` or the user's hash),
- * KEYS[2] the rate key of the step, KEYS[3] the rate key of a token that is not live (or KEYS[2] again).
+ * KEYS[1] the credential's key (`token:{hash}`, `keyowner:{keyId}` or the user's hash);
+ * then, for one rate step, KEYS[2] its rate key and KEYS[3] the rate key of a token that is
+ * not live (or KEYS[2] again); for limits, the step's limits' keys, then those of a token
+ * that is not live.
  * ARGV kind ('t' token, 'k' API key, 'u' user), budget ('token' | 'fixed'), the key prefix,
  * now (ms, the gate's clock: a token's expiry is the gate's decision), the app token a live
- * token must have ('' for any), the key id, then limit, windowMs, cost of the step and of
- * the other step ('' for none).
+ * token must have ('' for any), the key id; then for one rate step limit, windowMs, cost of
+ * the step and of the other step ('' for none); for limits 'L', how many limits the step
+ * has, how many the other step has ('' for none), and five arguments per limit
+ * ({@link LIMITS_LUA}).
  * Returns, as one JSON string (cjson; an empty table is `{}`), [stepped 0|1|2, the step as
- * {@link GCRA} answers it or {}, record read 0|1, the record's flat hash, user read 0|1, the
- * user's flat hash]. One string rather than the nested array: ioredis 6 decodes a
- * reply element by element, at a few thousand instructions each, and a token with its user
- * is some forty elements.
+ * {@link GCRA} (or {@link LIMITS}) answers it or {}, record read 0|1, the record's flat
+ * hash, user read 0|1, the user's flat hash]. One string rather than the nested array:
+ * ioredis 6 decodes a reply element by element, at a few thousand instructions each, and a
+ * token with its user is some forty elements.
  */
 export const LOOKUP_REQUEST = script(
-  3,
-  `${GCRA_STEP_LUA}local P = ARGV[3]
+  VARIADIC,
+  `${GCRA_STEP_LUA}${LIMITS_LUA}local P = ARGV[3]
 local function field(raw, name)
   for i = 1, #raw, 2 do if raw[i] == name then return raw[i + 1] end end
   return nil
@@ -634,32 +674,48 @@ local function user(id) return redis.call('HGETALL', P .. '{users}:user:' .. id)
 local function liveToken(raw)
   return #raw > 0 and not field(raw, 'revokedAt') and tonumber(field(raw, 'expiresAt')) > tonumber(ARGV[4])
 end
+local several = ARGV[7] == 'L'
+local hasOther
+if several then hasOther = ARGV[9] ~= '' else hasOther = ARGV[10] ~= '' end
+-- Takes the step (1) or the other step (2): whether it was allowed, and its reply.
+local function take(which)
+  if several then
+    local n = tonumber(ARGV[8])
+    local reply
+    if which == 1 then reply = limits(2, n, 9) else reply = limits(2 + n, tonumber(ARGV[9]), 9 + n * 5) end
+    return string.sub(reply, 1, 1) == '1', reply
+  end
+  local r
+  if which == 1 then r = step(KEYS[2], ARGV[7], ARGV[8], ARGV[9]) else r = step(KEYS[3], ARGV[10], ARGV[11], ARGV[12]) end
+  return r[1] == 1, stepReply(r)
+end
 local function lookup()
   local kind = ARGV[1]
   if ARGV[2] == 'token' then
     local raw = redis.call('HGETALL', KEYS[1])
     if liveToken(raw) then
       if ARGV[5] ~= '' and field(raw, 'appToken') ~= ARGV[5] then return {0, {}, 1, raw, 0, {}} end
-      local r = step(KEYS[2], ARGV[7], ARGV[8], ARGV[9])
-      if r[1] == 0 then return {1, stepReply(r), 1, raw, 0, {}} end
-      return {1, stepReply(r), 1, raw, 1, user(field(raw, 'userId'))}
+      local allowed, r = take(1)
+      if not allowed then return {1, r, 1, raw, 0, {}} end
+      return {1, r, 1, raw, 1, user(field(raw, 'userId'))}
     end
-    if ARGV[10] == '' then return {0, {}, 1, raw, 0, {}} end
-    return {2, stepReply(step(KEYS[3], ARGV[10], ARGV[11], ARGV[12])), 1, raw, 0, {}}
+    if not hasOther then return {0, {}, 1, raw, 0, {}} end
+    local _, r = take(2)
+    return {2, r, 1, raw, 0, {}}
   end
-  local r = step(KEYS[2], ARGV[7], ARGV[8], ARGV[9])
-  if r[1] == 0 then return {1, stepReply(r), 0, {}, 0, {}} end
-  if kind == 'u' then return {1, stepReply(r), 0, {}, 1, redis.call('HGETALL', KEYS[1])} end
+  local allowed, r = take(1)
+  if not allowed then return {1, r, 0, {}, 0, {}} end
+  if kind == 'u' then return {1, r, 0, {}, 1, redis.call('HGETALL', KEYS[1])} end
   if kind == 't' then
     local raw = redis.call('HGETALL', KEYS[1])
-    if liveToken(raw) then return {1, stepReply(r), 1, raw, 1, user(field(raw, 'userId'))} end
-    return {1, stepReply(r), 1, raw, 0, {}}
+    if liveToken(raw) then return {1, r, 1, raw, 1, user(field(raw, 'userId'))} end
+    return {1, r, 1, raw, 0, {}}
   end
   local owner = redis.call('GET', KEYS[1])
-  if not owner then return {1, stepReply(r), 1, {}, 0, {}} end
+  if not owner then return {1, r, 1, {}, 0, {}} end
   local raw = redis.call('HGETALL', P .. '{u:' .. owner .. '}:key:' .. ARGV[6])
-  if #raw > 0 and not field(raw, 'revokedAt') then return {1, stepReply(r), 1, raw, 1, user(field(raw, 'userId'))} end
-  return {1, stepReply(r), 1, raw, 0, {}}
+  if #raw > 0 and not field(raw, 'revokedAt') then return {1, r, 1, raw, 1, user(field(raw, 'userId'))} end
+  return {1, r, 1, raw, 0, {}}
 end
 return cjson.encode(lookup())`,
 )

@@ -53,6 +53,7 @@ import {
   GCRA_UNDO,
   INDEX_ADD,
   LIMITS,
+  LIMITS_UNDO,
   LIST_API_KEYS,
   INDEX_SKELETON,
   LIST_INDEXED,
@@ -92,7 +93,7 @@ import type {
   UserPatch,
   UserRecord,
 } from '../store.js'
-import type { RequestLookup, RequestLookupResult } from '../contract/request-lookup.js'
+import { summaryResult, type LookupBudget, type RateStep, type RequestLookup, type RequestLookupResult } from '../contract/request-lookup.js'
 import { isLiveAccessToken } from '../contract/oauth.js'
 import type { UsageBatch, UsageBucket, UsageGranularity, UsageStore, UsageTopQuery, UsageTotal } from '../usage-contract.js'
 import { RedisUsage } from './usage.js'
@@ -219,8 +220,11 @@ export class RedisStore implements GateStore, UsageStore {
     if (!('isCluster' in this.#client && this.#client.isCluster)) this.lookupRequest = (lookup) => this.#lookupRequest(lookup)
     else {
       const cluster = (this.#cluster = new ClusterLookup({
-        step: (rate) => this.consumeRate(rate.key, rate.limit, rate.windowMs, rate.cost),
-        undo: (rate) => this.#run(GCRA_UNDO, [this.#rateKey(rate.key)], [rate.limit, rate.windowMs, rate.cost]),
+        step: (budget) => (isRateStep(budget) ? this.consumeRate(budget.key, budget.limit, budget.windowMs, budget.cost) : this.consumeLimits(budget).then((results) => ({ ...summaryResult(results), results }))),
+        undo: (budget) =>
+          isRateStep(budget)
+            ? this.#run(GCRA_UNDO, [this.#rateKey(budget.key)], [budget.limit, budget.windowMs, budget.cost])
+            : this.#run(LIMITS_UNDO, budget.map((step) => this.#rateKey(step.key)), limitArgs(budget)),
         accessToken: (tokenHash) => this.#readAccessToken(tokenHash),
         user: (userId) => this.getUser(userId),
         keyOwner: (keyId) => this.#call((c) => c.get(this.#keyOwner(keyId))),
@@ -704,8 +708,7 @@ export class RedisStore implements GateStore, UsageStore {
   }
 
   #lookupRequest(lookup: RequestLookup): Promise<RequestLookupResult> {
-    const { credential, rate } = lookup
-    const other = lookup.otherwise ?? null
+    const { credential } = lookup
     let kind: string
     let recordKey: string
     let now: number | string = ''
@@ -722,12 +725,24 @@ export class RedisStore implements GateStore, UsageStore {
       kind = 'u'
       recordKey = this.#userKey(credential.userId)
     }
+    const args: Array<string | number> = [kind, lookup.budget, this.#argKey(this.#p), now, lookup.appToken ?? '', keyId]
+    if (lookup.limits !== undefined) {
+      const other = lookup.otherwiseLimits ?? null
+      const steps = other === null ? lookup.limits : [...lookup.limits, ...other]
+      const invalid = invalidLimitSteps(lookup.limits) ?? (other === null ? undefined : invalidLimitSteps(other))
+      if (invalid !== undefined) return Promise.reject(new TypeError(`open-data-gate: lookupRequest: ${invalid}`))
+      args.push('L', lookup.limits.length, other === null ? '' : other.length, ...limitArgs(steps))
+      const keys = [recordKey, ...steps.map((step) => this.#rateKey(step.key))]
+      return this.#run(LOOKUP_REQUEST, keys, args).then((reply) => lookedUp(kind, JSON.parse(reply as string) as LookupReply, true))
+    }
+    const { rate } = lookup
+    const other = lookup.otherwise ?? null
     const rateKey = this.#rateKey(rate.key)
     const keys = [recordKey, rateKey, other === null ? rateKey : this.#rateKey(other.key)]
-    const args: Array<string | number> = [kind, lookup.budget, this.#argKey(this.#p), now, lookup.appToken ?? '', keyId, rate.limit, rate.windowMs, rate.cost]
+    args.push(rate.limit, rate.windowMs, rate.cost)
     if (other === null) args.push('', '', '')
     else args.push(other.limit, other.windowMs, other.cost)
-    return this.#run(LOOKUP_REQUEST, keys, args).then((reply) => lookedUp(kind, JSON.parse(reply as string) as LookupReply))
+    return this.#run(LOOKUP_REQUEST, keys, args).then((reply) => lookedUp(kind, JSON.parse(reply as string) as LookupReply, false))
   }
 
   async resetRate(key: string): Promise<void> {
@@ -795,6 +810,10 @@ function limitResults(reply: string): LimitResult[] {
   return out
 }
 
+function isRateStep(budget: LookupBudget): budget is RateStep {
+  return !Array.isArray(budget)
+}
+
 /** What Redis Cluster hashes a key by: the first `{…}` that holds something, else the whole key. */
 function hashTag(key: string): string {
   const open = key.indexOf('{')
@@ -802,9 +821,17 @@ function hashTag(key: string): string {
   return close > open + 1 ? key.slice(open + 1, close) : key
 }
 
-function lookedUp(kind: string, [stepped, step, recordRead, record, userRead, user]: LookupReply): RequestLookupResult {
-  const result = stepped === 0 ? null : gcraResult(step)
-  const out: { -readonly [K in keyof RequestLookupResult]: RequestLookupResult[K] } = { stepped: stepped === 0 ? null : stepped === 1 ? 'rate' : 'otherwise', result }
+/** @param several whether the step was several limits ({@link LIMITS}'s reply) rather than one rate step ({@link GCRA}'s) */
+function lookedUp(kind: string, [stepped, step, recordRead, record, userRead, user]: LookupReply, several: boolean): RequestLookupResult {
+  const out: { -readonly [K in keyof RequestLookupResult]: RequestLookupResult[K] } = { stepped: stepped === 0 ? null : stepped === 1 ? 'rate' : 'otherwise', result: null }
+  if (stepped !== 0) {
+    if (!several) out.result = gcraResult(step)
+    else {
+      const results = limitResults(step as string)
+      out.result = summaryResult(results)
+      out.results = results
+    }
+  }
   if (recordRead === 1) {
     if (kind === 't') out.accessToken = decode(ACCESS_TOKEN, record)
     else out.apiKey = decode(API_KEY, record)
