@@ -90,28 +90,31 @@ const LIMITS_LUA = `local function quota(stored, limitArg, startArg, endArg, cos
   return {1, remaining, reset, retry}
 end
 local function limits(firstKey, n, base)
-  local stored, out, values, ttls, taken = {}, {}, {}, {}, 1
-  for i = 1, n do stored[i] = redis.call('GET', KEYS[firstKey + i - 1]) end
-  local function one(i, cost)
-    local j = base + (i - 1) * 5
-    if ARGV[j + 1] == 'r' then return gcra(stored[i], ARGV[j + 2], ARGV[j + 3], cost) end
-    return quota(stored[i], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4], cost)
-  end
+  local keys = {}
+  for i = 1, n do keys[i] = KEYS[firstKey + i - 1] end
+  local stored = redis.call('MGET', unpack(keys))
+  local out, values, ttls, taken = {}, {}, {}, 1
   for i = 1, n do
-    out[i], values[i], ttls[i] = one(i, ARGV[base + i * 5])
+    local j = base + (i - 1) * 5
+    if ARGV[j + 1] == 'r' then out[i], values[i] = gcra(stored[i], ARGV[j + 2], ARGV[j + 3], ARGV[j + 5])
+    else out[i], values[i], ttls[i] = quota(stored[i], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4], ARGV[j + 5]) end
     if out[i][1] == 0 then taken = 0 end
   end
-  local reply = {taken}
+  -- The reply in one string.format: one call for every number (a format per step costs as much as a SET).
+  local numbers = {taken}
   for i = 1, n do
-    local key = KEYS[firstKey + i - 1]
+    local r = out[i]
     if taken == 1 then
-      if ttls[i] then redis.call('SET', key, values[i], 'PX', ttls[i]) elseif values[i] then setTat(key, values[i]) end
-    elseif out[i][1] == 1 then
-      out[i] = one(i, 0)
+      if ttls[i] then redis.call('SET', keys[i], values[i], 'PX', ttls[i]) elseif values[i] then setTat(keys[i], values[i]) end
+    elseif r[1] == 1 then
+      -- Would have fitted: answered as a read of the limit as it is.
+      local j = base + (i - 1) * 5
+      if ARGV[j + 1] == 'r' then r = gcra(stored[i], ARGV[j + 2], ARGV[j + 3], 0) else r = quota(stored[i], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4], 0) end
     end
-    reply[i + 1] = stepReply(out[i])
+    local k = i * 4 - 2
+    numbers[k], numbers[k + 1], numbers[k + 2], numbers[k + 3] = r[1], r[2], r[3], r[4]
   end
-  return table.concat(reply, ' ')
+  return string.format(string.rep('%.0f ', n * 4) .. '%.0f', unpack(numbers))
 end
 `
 
