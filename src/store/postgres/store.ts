@@ -615,7 +615,7 @@ export class PostgresStore implements GateStore, UsageStore {
   /**
    * Several limits all or nothing, in one round trip: the function `consume_limits`
    * (migration 7) locks the limits' rows in key order, decides, and writes only when every
-   * step allows; it returns what each step found, and {@link limitsStep} computes the
+   * step allows; it returns what each step found, and `limitsStep` computes the
    * answers from it, with the same arithmetic.
    */
   async consumeLimits(steps: readonly LimitStep[]): Promise<LimitResult[]> {

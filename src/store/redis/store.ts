@@ -682,7 +682,7 @@ export class RedisStore implements GateStore, UsageStore {
   }
 
   /**
-   * Several limits all or nothing: one `EVALSHA` of {@link LIMITS}. On Cluster every key
+   * Several limits all or nothing: one `EVALSHA` of the script `LIMITS`. On Cluster every key
    * must hash to one slot: the keys of one subject do (`limitRateKey`); others are refused
    * with a `TypeError` before anything is sent.
    */
