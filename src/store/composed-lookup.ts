@@ -12,11 +12,9 @@
  * of the answer (not read), so that verification reads them again and meets the store's
  * failure handling (a 503), while the step the store took stands, counted once.
  */
-import type { RateResult } from '../limits/gcra.js'
-import type { LimitResult } from '../limits/limit-steps.js'
 import type { ApiKeyRecord } from './contract/api-keys.js'
 import { isLiveAccessToken, type AccessTokenRecord } from './contract/oauth.js'
-import { lookupBudgets, summaryResult, type CredentialLookup, type LookupBudget, type RequestLookup, type RequestLookupResult } from './contract/request-lookup.js'
+import { lookupBudgets, summaryResult, withLimitResults, type CredentialLookup, type LookupBudget, type RequestLookup, type RequestLookupResult, type TakenStep } from './contract/request-lookup.js'
 import type { UserRecord } from './contract/users.js'
 import type { Awaitable, GateStore, RateStore } from './store.js'
 import { isPromiseLike } from '../util/awaitable.js'
@@ -27,15 +25,7 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 const UNREAD = Symbol('unread')
 type Read<T> = T | typeof UNREAD
 
-/**
- * A step's result; for several limits, their summary carrying every limit's result in
- * `results` until {@link answer} puts them in the answer's own field.
- */
-interface Taken extends RateResult {
-  readonly results?: LimitResult[]
-}
-
-type Take = (budget: LookupBudget) => Awaitable<Taken>
+type Take = (budget: LookupBudget) => Awaitable<TakenStep>
 
 /** The lookup of `records` and `rates` (the same store, or a separate rate store). */
 export function composedLookup(records: Records, rates: Pick<RateStore, 'consumeRate' | 'consumeLimits'>): (lookup: RequestLookup) => Awaitable<RequestLookupResult> {
@@ -47,15 +37,10 @@ export function composedLookup(records: Records, rates: Pick<RateStore, 'consume
     if (rates.consumeLimits === undefined) throw new TypeError('open-data-gate: a lookup of several limits needs a rate store with consumeLimits')
     return then(rates.consumeLimits(budget), (results) => ({ ...summaryResult(results), results }))
   }
-  return (lookup) => then(lookup.budget === 'token' ? tokenBudget(records, take, lookup) : fixedBudget(records, take, lookup), answer)
-}
-
-/** The answer with several limits' results in `results`, and their summary in `result`. */
-function answer(out: RequestLookupResult): RequestLookupResult {
-  const taken = out.result as Taken | null
-  if (taken?.results === undefined) return out
-  const { results, ...result } = taken
-  return { ...out, result, results }
+  return (lookup) => {
+    const answer = lookup.budget === 'token' ? tokenBudget(records, take, lookup) : fixedBudget(records, take, lookup)
+    return lookup.limits === undefined ? answer : then(answer, withLimitResults)
+  }
 }
 
 /** The step, with the credential's records read meanwhile. */

@@ -129,6 +129,23 @@ export function lookupBudgets(lookup: RequestLookup): { readonly rate: LookupBud
   return lookup.limits === undefined ? { rate: lookup.rate, otherwise: lookup.otherwise ?? null } : { rate: lookup.limits, otherwise: lookup.otherwiseLimits ?? null }
 }
 
+/**
+ * A step's result as a lookup carries it until it answers: for several limits, their
+ * summary ({@link summaryResult}) with every limit's result in `results`, which
+ * {@link withLimitResults} then moves to the answer's own field.
+ */
+export interface TakenStep extends RateResult {
+  readonly results?: LimitResult[]
+}
+
+/** The answer with several limits' results in `results`, and their summary alone in `result`. */
+export function withLimitResults(out: RequestLookupResult): RequestLookupResult {
+  const taken = out.result as TakenStep | null
+  if (taken?.results === undefined) return out
+  const { results, ...result } = taken
+  return { ...out, result, results }
+}
+
 /** What a lookup answers for several limits' results: the first refused one, or the first. */
 export function summaryResult(results: readonly LimitResult[]): RateResult {
   const first = results.find((result) => !result.allowed) ?? results[0]

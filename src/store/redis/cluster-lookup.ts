@@ -36,23 +36,15 @@
  */
 import { LRUCache } from 'lru-cache'
 import type { RateResult } from '../../limits/gcra.js'
-import type { LimitResult, LimitStep } from '../../limits/limit-steps.js'
-import { lookupBudgets, type LookupBudget, type RequestLookup, type RequestLookupResult } from '../contract/request-lookup.js'
+import type { LimitStep } from '../../limits/limit-steps.js'
+import { lookupBudgets, withLimitResults, type LookupBudget, type RequestLookup, type RequestLookupResult, type TakenStep } from '../contract/request-lookup.js'
 import type { AccessTokenRecord, ApiKeyRecord, UserRecord } from '../store.js'
 import { isLiveAccessToken } from '../contract/oauth.js'
-
-/**
- * A step's result; for several limits, their summary carrying every limit's result in
- * `results` until the lookup's answer puts them in its own field.
- */
-export interface Taken extends RateResult {
-  readonly results?: LimitResult[]
-}
 
 /** The Redis reads and steps the lookup is made of, each one command on its key's node. */
 export interface ClusterLookupCommands {
   /** One rate step, or several limits all or nothing (one script in their subject's slot). */
-  step(step: LookupBudget): Promise<Taken>
+  step(step: LookupBudget): Promise<TakenStep>
   /** Gives back a step `step` took and allowed. */
   undo(step: LookupBudget): Promise<unknown>
   accessToken(tokenHash: string): Promise<AccessTokenRecord | undefined>
@@ -91,7 +83,7 @@ export class ClusterLookup {
 
   lookup(lookup: RequestLookup): Promise<RequestLookupResult> {
     const answer = this.#lookup(lookup)
-    return lookup.limits === undefined ? answer : answer.then(withResults)
+    return lookup.limits === undefined ? answer : answer.then(withLimitResults)
   }
 
   #lookup(lookup: RequestLookup): Promise<RequestLookupResult> {
@@ -269,10 +261,3 @@ function sameLimit(a: LimitStep, b: LimitStep): boolean {
   return a.kind === 'rate' ? a.windowMs === (b as typeof a).windowMs : a.periodStart === (b as typeof a).periodStart && a.periodEnd === (b as typeof a).periodEnd
 }
 
-/** The answer with several limits' results in `results`, and their summary in `result`. */
-function withResults(out: RequestLookupResult): RequestLookupResult {
-  const taken = out.result as Taken | null
-  if (taken?.results === undefined) return out
-  const { results, ...result } = taken
-  return { ...out, result, results }
-}
