@@ -300,7 +300,7 @@ const STALE_IF_ERROR_MS = 300_000
 /** What the gate does when a call of this operation fails, as `storeError` reports it. */
 function storeFailureOutcome(mode: ResolvedConfig['onStoreError']): (operation: string) => StoreErrorEvent['outcome'] {
   const rates = mode === 'fail-open' ? 'allowed' : mode === 'memory' ? 'fallback' : 'failed'
-  return (operation) => (operation === 'consumeRate' ? rates : operation === 'updateApiKey' ? 'ignored' : 'failed')
+  return (operation) => (operation === 'consumeRate' || operation === 'consumeLimits' ? rates : operation === 'updateApiKey' ? 'ignored' : 'failed')
 }
 
 /**

@@ -99,7 +99,7 @@ export type {
 export type { StoreSlice } from './store/slices.js'
 // Named by public signatures (GateStore.lookupRequest, MeterLike, Applications): exported so a
 // store, a meter or a caller can name them, and the API reference can show them.
-export type { RequestLookupStore, RequestLookup, RequestLookupResult, CredentialLookup, RateStep } from './store/store.js'
+export type { RequestLookupStore, RequestLookup, RequestLookupResult, CredentialLookup, RateStep, RateStepLookup, LimitsLookup } from './store/store.js'
 export type { ObservableLike, ObservableResultLike } from './telemetry/metrics.js'
 export type { RegisterOwnApplication, ListApplications } from './management/applications.js'
 export type { GateUsage, UsageQuery, UsageSeries, UsageTopOptions, UsageTopEntry } from './usage/usage.js'
@@ -110,5 +110,8 @@ export type { NearLimitEvent, UsageDroppedEvent, UsageFlushFailedEvent } from '.
 export type { UsageStore, UsageBatch, UsageRow, UsageBucket, UsageCounts, UsageStatuses, UsageGranularity, UsageTopQuery, UsageTotal } from './store/usage-contract.js'
 export { compareApiKeys, matchesApiKeyQuery } from './store/api-key-query.js'
 export { gcraStep, emissionInterval, type RateResult, type GcraOutcome } from './limits/gcra.js'
+export { limitsStep, quotaStep, QUOTA_KEEP_MS, type LimitStep, type RateLimitStep, type QuotaLimitStep, type LimitResult, type LimitState, type LimitsOutcome, type QuotaCounter, type QuotaOutcome } from './limits/limit-steps.js'
+export { periodBounds, type CalendarPeriod, type PeriodBounds } from './limits/calendar-period.js'
+export { limitRateKey } from './limits/rate-keys.js'
 /** For authors of adapters: the check every mount makes that it was given a gate. */
 export { assertGate } from './gate-argument.js'

@@ -307,9 +307,14 @@ describe.skipIf(!available)('PostgresStore', () => {
         await store.revokeApiKey('kept', now - 5000, now + 60_000)
         await store.consumeRate('drains', 1000, 50, 1)
         await store.consumeRate('stays', 1, 3_600_000, 1)
+        const quota = (key: string) => ({ kind: 'quota', key, limit: 5, periodStart: now - 1000, periodEnd: now + 3_600_000, cost: 1 }) as const
+        await store.consumeLimits([quota('counted')])
+        // A refused call leaves the row it made for a key never seen, holding nothing: swept.
+        expect((await store.consumeLimits([{ kind: 'rate', key: 'stays', limit: 1, windowMs: 3_600_000, cost: 1 }, quota('never-counted')])).map((r) => r.allowed)).toEqual([false, true])
         await sleep(60)
 
-        expect(await store.sweep()).toEqual({ apiKeys: 2, accessTokens: 7, authorizationCodes: 1, sessions: 1, rates: 1, usage: 0 })
+        expect(await store.sweep()).toEqual({ apiKeys: 2, accessTokens: 7, authorizationCodes: 1, sessions: 1, rates: 2, usage: 0 })
+        expect((await store.consumeLimits([{ ...quota('counted'), cost: 0 }, { ...quota('never-counted'), cost: 0 }])).map((r) => r.remaining)).toEqual([4, 5])
         expect(await store.getAccessToken('live')).toBeDefined()
         expect(await store.getAccessToken('old0')).toBeUndefined()
         expect(await store.getAuthorizationCode('recent')).toBeDefined()

@@ -3,6 +3,7 @@ import {
   anonymousRateKey,
   applicationRateKey,
   clientFailuresRateKey,
+  limitRateKey,
   loginAddressLastRateKey,
   loginAddressRateKey,
   loginRateKey,
@@ -40,5 +41,13 @@ describe('rate keys', () => {
 
   it('that the gate does not make are not read as one', () => {
     for (const key of ['', 'anonx', 'anonymous:1.2.3.4', 'app', 'client:tok', 'other:x']) expect(parseRateKey(key)).toBeUndefined()
+  })
+
+  it("name a plan's limits after their subject's key, read back, and refuse a name that is not plain", () => {
+    expect(limitRateKey(applicationRateKey('tok'), 'day')).toBe('{app:tok}:day')
+    expect(parseRateKey(limitRateKey(applicationRateKey('tok'), 'per-hour_2'))).toEqual({ kind: 'limit', subject: { kind: 'application', appToken: 'tok' }, name: 'per-hour_2' })
+    expect(parseRateKey(limitRateKey(anonymousRateKey('ip', '2001:db8::1', 56), 'day'))).toEqual({ kind: 'limit', subject: { kind: 'anonymous', address: '2001:db8:0:0:0:0:0:0/56' }, name: 'day' })
+    for (const name of ['', 'Day', 'a b', 'x}:y', 'a'.repeat(41)]) expect(() => limitRateKey('app:tok', name)).toThrow(TypeError)
+    for (const key of ['{app:tok}', '{app:tok}:', '{other:x}:day', '{app:tok}:Day']) expect(parseRateKey(key)).toBeUndefined()
   })
 })

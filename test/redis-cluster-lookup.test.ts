@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest'
 import { MemoryStore } from '../src/index.js'
 import { CLUSTER_LOOKUP_FACTS, ClusterLookup, type ClusterLookupCommands } from '../src/store/redis/cluster-lookup.js'
 import { accessToken, apiKey, freshHash, freshKeyId, freshRateKey, freshUserId, user } from '../src/testing/fixtures.js'
-import type { RequestLookup } from '../src/store/store.js'
+import type { RateStep, RequestLookup } from '../src/store/store.js'
 
 /** Commands on `store`, each answered on a later turn, with the round trips of the last `count`. */
 function fakeCommands(store: MemoryStore) {
@@ -28,7 +28,11 @@ function fakeCommands(store: MemoryStore) {
     )
   }
   const commands: ClusterLookupCommands = {
-    step: (rate) => later('step', () => store.consumeRate(rate.key, rate.limit, rate.windowMs, rate.cost)),
+    // This test's lookups are of one rate step.
+    step: (budget) => later('step', () => {
+      const rate = budget as RateStep
+      return store.consumeRate(rate.key, rate.limit, rate.windowMs, rate.cost)
+    }),
     undo: () => later('undo', () => 1),
     accessToken: (hash) => later('token', () => store.getAccessToken(hash)),
     user: (id) => later('user', () => store.getUser(id)),

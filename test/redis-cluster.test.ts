@@ -1,6 +1,6 @@
 import { Cluster } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { createGate, type Gate, type GateOptions } from '../src/index.js'
+import { createGate, limitRateKey, type Gate, type GateOptions, type LimitStep } from '../src/index.js'
 import { RedisStore, redisClientDefaults } from '../src/store/redis/store.js'
 import { describeStore } from '../src/testing/index.js'
 import { pagesOf, userWithManyKeys } from './redis/key-pages.js'
@@ -278,5 +278,41 @@ describe.skipIf(!available)('RedisStore on a three-node Redis Cluster', () => {
     const perNode = await Promise.all(client.nodes('master').map((node) => node.dbsize()))
     expect(perNode.filter((n) => n > 0).length).toBe(3)
     await store.close()
+  })
+
+  it("decides an application's limits in one script on the node of its slot, its own rate key included, and refuses keys of several slots", async () => {
+    const store = new RedisStore({ client, prefix })
+    const trips = countRoundTrips(client)
+    try {
+      for (let i = 0; i < 6; i++) {
+        const subject = `app:plan-${i}`
+        const steps: LimitStep[] = [
+          { kind: 'rate', key: subject, limit: 5, windowMs: 60_000, cost: 1 },
+          { kind: 'rate', key: limitRateKey(subject, 'hour'), limit: 50, windowMs: 3_600_000, cost: 1 },
+          { kind: 'quota', key: limitRateKey(subject, 'day'), limit: 2, periodStart: Date.now() - 1000, periodEnd: Date.now() + 86_400_000, cost: 1 },
+        ]
+        // A read first: the node learns the script (EVAL after NOSCRIPT), and nothing is counted.
+        await store.consumeLimits(steps.map((step) => ({ ...step, cost: 0 })))
+        const { value, commands, roundTrips } = await trips.count(() => store.consumeLimits(steps))
+        expect(value.map((r) => r.remaining)).toEqual([4, 49, 1])
+        expect(commands).toEqual([`evalsha ${prefix}rate:{${subject}}`])
+        expect(roundTrips).toBe(1)
+        // The subject's own key is the one consumeRate steps: one state.
+        expect((await store.consumeRate(subject, 5, 60_000, 1)).remaining).toBe(3)
+      }
+      await expect(
+        store.consumeLimits([
+          { kind: 'rate', key: 'app:one', limit: 5, windowMs: 60_000, cost: 1 },
+          { kind: 'rate', key: 'app:other', limit: 5, windowMs: 60_000, cost: 1 },
+        ]),
+      ).rejects.toThrow(/needs every key in one hash slot .*"app:one", "app:other"/)
+      // The six subjects' keys went to their own nodes: more than one master holds them.
+      const perNode = await Promise.all(client.nodes('master').map(async (node) => (await node.keys(`${prefix}rate:{app:plan-*`)).length))
+      expect(perNode.filter((n) => n > 0).length).toBeGreaterThan(1)
+      expect(perNode.reduce((a, b) => a + b, 0)).toBe(18)
+    } finally {
+      trips.stop()
+      await store.close()
+    }
   })
 })

@@ -292,7 +292,8 @@ describe('a request whose one-trip lookup fails after the store took its step', 
   class LookupFailsAfterStep extends FlakyStore {
     readonly lookupRequest = async (lookup: RequestLookup): Promise<RequestLookupResult> => {
       await Promise.resolve()
-      this.consumeRate(lookup.rate.key, lookup.rate.limit, lookup.rate.windowMs, lookup.rate.cost)
+      const rate = lookup.rate! // the gate's lookups here are of one rate step
+      this.consumeRate(rate.key, rate.limit, rate.windowMs, rate.cost)
       throw Object.assign(new Error('a record of the wrong kind'), { code: '22000' })
     }
   }

@@ -126,7 +126,9 @@ describe('the conformance kit, slice by slice', () => {
     const report = await checkStore(() => new MemoryStore(), { slices: ['rates'] })
     expect(report.slices).toEqual(['rates'])
     expect(report.failed).toEqual([])
-    expect(report.passed.every((name) => name.startsWith('rate steps: '))).toBe(true)
+    // The rates slice: its steps, and several limits at once (MemoryStore has consumeLimits).
+    expect(report.passed.every((name) => /^(rate steps|several limits \(optional\)): /.test(name))).toBe(true)
+    expect(report.passed.some((name) => name.startsWith('several limits (optional): '))).toBe(true)
     expect(() => checkStore(() => new MemoryStore(), { slices: ['tokens' as never] })).toThrow(/slices must be a list of 'applications'/)
   })
 
@@ -157,6 +159,6 @@ describe('the conformance kit, slice by slice', () => {
     expect(declared()).toHaveLength(storeCheckNames.length)
     const small = declared(['applications', 'rates'])
     expect(small.length).toBeGreaterThan(0)
-    expect(small.every((name) => /^(applications|rate steps|a gate over the store): /.test(name))).toBe(true)
+    expect(small.every((name) => /^(applications|rate steps|several limits \(optional\)|a gate over the store): /.test(name))).toBe(true)
   })
 })

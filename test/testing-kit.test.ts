@@ -16,6 +16,7 @@ import {
   countThenRevoke,
   expiresEarly,
   keepsOneSink,
+  limitsOneByOne,
   withRequestLookup,
   nonAtomicRateStep,
   patchDropsFields,
@@ -25,8 +26,8 @@ import {
   touchRecordsGrant,
 } from './support/broken-stores.js'
 
-/** The checks of the optional lookupRequest, which a store without it skips. */
-const LOOKUP_CHECKS = storeCheckNames.filter((name) => name.startsWith('request lookup (optional): '))
+/** The checks of the optional lookupRequest (with one rate step, and with several limits), which a store without it skips. */
+const LOOKUP_CHECKS = storeCheckNames.filter((name) => name.startsWith('request lookup (optional): ') || name.startsWith('request lookup with several limits (optional): '))
 
 const failedNames = async (store: GateStore) => (await checkStore(() => store)).failed.map((f) => f.name)
 
@@ -77,6 +78,13 @@ describe('checkStore', () => {
 
   it('names the exactness check when a rate step reads, then writes', async () => {
     expect(await failedNames(nonAtomicRateStep())).toEqual(['rate steps: allows exactly the limit when three times as many steps on one key run at once'])
+  })
+
+  it('names the all-or-nothing checks when a store takes several limits one by one', async () => {
+    expect(await failedNames(limitsOneByOne())).toEqual([
+      'several limits (optional): takes none when one refuses: a refused limit spends none of the others',
+      'several limits (optional): lets exactly as many through as the tightest limit when 50 calls run at once, moving the others by that many',
+    ])
   })
 
   it('names the patch checks when a patch replaces the fields it does not name', async () => {

@@ -17,6 +17,7 @@
  * | `client:<app token>:<address>` | failed client authentications per client and address | `oauth.clientFailures` |
  * | `self-service:<user id>` | one user's requests to the self-service endpoints (a usage read weighs more) | `selfServiceBudget` |
  * | `near-limit:<app token>:<percent>:<window>` | one unit: whether an instance reported the application near a threshold of its limit in that window | `nearLimit` |
+ * | `{<key>}:<name>` | one named limit of a plan (a rate or a calendar quota) of the subject `<key>`, one of the keys above | plans of several limits |
  *
  * An `<address>` is the client address as {@link addressKey} writes it: IPv4 as is, IPv6
  * cut to a prefix (`2001:db8:0:0:0:0:0:0/56`), of `throttle.anonymous.ipv6Subnet` bits for
@@ -86,6 +87,24 @@ export function nearLimitRateKey(appToken: string, threshold: number, window: nu
   return `near-limit:${appToken}:${Math.round(threshold * 100)}:${window}`
 }
 
+/** A limit's name in a plan: lower-case letters, digits, `_` and `-`, 1 to 40 of them. */
+const LIMIT_NAME = /^[a-z0-9_-]{1,40}$/
+
+/**
+ * `{<key>}:<name>`: the limit `name` of a plan, for the subject whose own rate key is `key`
+ * (an application's `app:<app token>`). The subject's key leads in braces: RedisStore
+ * hashes a key that starts with `{…}` by what the braces hold, so every limit of one subject,
+ * and the subject's own key, share a Redis Cluster hash slot and one script decides them
+ * together (`consumeLimits`). No other rate key starts with `{`.
+ * @throws {TypeError} for a name other than 1 to 40 of `a-z`, `0-9`, `_`, `-`
+ * @example
+ * limitRateKey(applicationRateKey('abc'), 'day') // '{app:abc}:day'
+ */
+export function limitRateKey(subjectKey: string, name: string): string {
+  if (!LIMIT_NAME.test(name)) throw new TypeError(`open-data-gate: a limit's name must be 1 to 40 of a-z, 0-9, _ and -, got ${JSON.stringify(name)}`)
+  return `{${subjectKey}}:${name}`
+}
+
 /** What a rate key counts, as {@link parseRateKey} reads it. */
 export type RateKey =
   | { readonly kind: 'application'; readonly appToken: string }
@@ -99,6 +118,7 @@ export type RateKey =
   | { readonly kind: 'registrations'; readonly userId: string }
   | { readonly kind: 'self-service'; readonly userId: string }
   | { readonly kind: 'near-limit'; readonly appToken: string; readonly threshold: string }
+  | { readonly kind: 'limit'; readonly subject: RateKey; readonly name: string }
 
 /**
  * What a rate key counts, read back from its text; `undefined` for a key the gate does
@@ -106,6 +126,12 @@ export type RateKey =
  */
 export function parseRateKey(key: string): RateKey | undefined {
   if (key === 'anon') return { kind: 'anonymous', address: null }
+  if (key.startsWith('{')) {
+    const close = key.lastIndexOf('}:')
+    const subject = close === -1 ? undefined : parseRateKey(key.slice(1, close))
+    const name = key.slice(close + 2)
+    return subject === undefined || !LIMIT_NAME.test(name) ? undefined : { kind: 'limit', subject, name }
+  }
   const colon = key.indexOf(':')
   if (colon === -1) return undefined
   const subject = key.slice(colon + 1)

@@ -12,10 +12,9 @@
  * of the answer (not read), so that verification reads them again and meets the store's
  * failure handling (a 503), while the step the store took stands, counted once.
  */
-import type { RateResult } from '../limits/gcra.js'
 import type { ApiKeyRecord } from './contract/api-keys.js'
 import { isLiveAccessToken, type AccessTokenRecord } from './contract/oauth.js'
-import type { CredentialLookup, RateStep, RequestLookup, RequestLookupResult } from './contract/request-lookup.js'
+import { lookupBudgets, summaryResult, withLimitResults, type CredentialLookup, type LookupBudget, type RequestLookup, type RequestLookupResult, type TakenStep } from './contract/request-lookup.js'
 import type { UserRecord } from './contract/users.js'
 import type { Awaitable, GateStore, RateStore } from './store.js'
 import { isPromiseLike } from '../util/awaitable.js'
@@ -26,15 +25,27 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 const UNREAD = Symbol('unread')
 type Read<T> = T | typeof UNREAD
 
+type Take = (budget: LookupBudget) => Awaitable<TakenStep>
+
 /** The lookup of `records` and `rates` (the same store, or a separate rate store). */
-export function composedLookup(records: Records, rates: Pick<RateStore, 'consumeRate'>): (lookup: RequestLookup) => Awaitable<RequestLookupResult> {
-  const step = (rate: RateStep): Awaitable<RateResult> => rates.consumeRate(rate.key, rate.limit, rate.windowMs, rate.cost)
-  return (lookup) => (lookup.budget === 'token' ? tokenBudget(records, step, lookup) : fixedBudget(records, step, lookup))
+export function composedLookup(records: Records, rates: Pick<RateStore, 'consumeRate' | 'consumeLimits'>): (lookup: RequestLookup) => Awaitable<RequestLookupResult> {
+  const take: Take = (budget) => {
+    if (!Array.isArray(budget)) {
+      const rate = budget as Exclude<LookupBudget, readonly unknown[]>
+      return rates.consumeRate(rate.key, rate.limit, rate.windowMs, rate.cost)
+    }
+    if (rates.consumeLimits === undefined) throw new TypeError('open-data-gate: a lookup of several limits needs a rate store with consumeLimits')
+    return then(rates.consumeLimits(budget), (results) => ({ ...summaryResult(results), results }))
+  }
+  return (lookup) => {
+    const answer = lookup.budget === 'token' ? tokenBudget(records, take, lookup) : fixedBudget(records, take, lookup)
+    return lookup.limits === undefined ? answer : then(answer, withLimitResults)
+  }
 }
 
 /** The step, with the credential's records read meanwhile. */
-function fixedBudget(records: Records, step: (rate: RateStep) => Awaitable<RateResult>, lookup: RequestLookup): Awaitable<RequestLookupResult> {
-  const taken = step(lookup.rate)
+function fixedBudget(records: Records, take: Take, lookup: RequestLookup): Awaitable<RequestLookupResult> {
+  const taken = take(lookupBudgets(lookup).rate)
   const read = readCredential(records, lookup.credential)
   return both(taken, read, (result, fields) => {
     if (!result.allowed) return { stepped: 'rate', result }
@@ -45,12 +56,13 @@ function fixedBudget(records: Records, step: (rate: RateStep) => Awaitable<RateR
 }
 
 /** The token first, then the step it decides, with its user read meanwhile. */
-function tokenBudget(records: Records, step: (rate: RateStep) => Awaitable<RateResult>, lookup: RequestLookup): Awaitable<RequestLookupResult> {
+function tokenBudget(records: Records, step: Take, lookup: RequestLookup): Awaitable<RequestLookupResult> {
   const credential = lookup.credential as Extract<CredentialLookup, { kind: 'accessToken' }>
+  const budgets = lookupBudgets(lookup)
   return then(records.getAccessToken(credential.tokenHash), (token): Awaitable<RequestLookupResult> => {
     const live = isLiveAccessToken(token, credential.now)
     if (live && lookup.appToken !== undefined && token.appToken !== lookup.appToken) return { stepped: null, result: null, accessToken: token }
-    const rate = live ? lookup.rate : (lookup.otherwise ?? null)
+    const rate = live ? budgets.rate : budgets.otherwise
     if (rate === null) return { stepped: null, result: null, accessToken: token }
     const stepped = live ? 'rate' : 'otherwise'
     if (!live) return then(step(rate), (result) => ({ stepped, result, accessToken: token }))

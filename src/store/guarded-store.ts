@@ -31,7 +31,7 @@ export const STORE_METHODS = [
 ] as const satisfies readonly Method[]
 
 /** Methods a store may leave out; the gate says so when it needs one the store lacks. */
-export const OPTIONAL_STORE_METHODS = ['listUsers', 'getUserBySkeleton', 'addUsage', 'getUsage', 'topUsage', 'lookupRequest'] as const satisfies readonly Method[]
+export const OPTIONAL_STORE_METHODS = ['listUsers', 'getUserBySkeleton', 'addUsage', 'getUsage', 'topUsage', 'lookupRequest', 'consumeLimits'] as const satisfies readonly Method[]
 
 // Adding a method to GateStore without guarding it fails to compile here.
 type Unguarded = Exclude<Method, (typeof STORE_METHODS)[number] | (typeof OPTIONAL_STORE_METHODS)[number] | 'attach' | 'close'>
@@ -245,13 +245,20 @@ class CallTimeouts {
 }
 
 /**
- * Why an argument (a string, or a string field of a record, patch or query) cannot be
- * stored, or `undefined`. Shallow: the contract's arguments are flat but for `rights`,
- * which the users API checks itself.
+ * Why an argument (a string, or a string field of a record, patch or query, or of each step
+ * of a list of steps) cannot be stored, or `undefined`. Shallow: the contract's arguments
+ * are flat but for `rights`, which the users API checks itself.
  */
 function unstorableArgument(value: unknown): string | undefined {
   if (typeof value === 'string') return unstorableCharacter(value)
   if (typeof value !== 'object' || value === null) return undefined
+  if (Array.isArray(value)) {
+    for (const item of value as unknown[]) {
+      const problem = typeof item === 'object' ? unstorableArgument(item) : undefined
+      if (problem !== undefined) return problem
+    }
+    return undefined
+  }
   for (const field in value) {
     const v = (value as Record<string, unknown>)[field]
     const problem = typeof v === 'string' ? unstorableCharacter(v) : undefined

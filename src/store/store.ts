@@ -51,7 +51,8 @@ export type { UserRecord, UserPatch, UserStore } from './contract/users.js'
 export type { ApiKeyRecord, ApiKeyPatch, ApiKeyLimits, ApiKeyInsertResult, ApiKeySortField, ApiKeyQuery, ApiKeyStore } from './contract/api-keys.js'
 export type { AccessTokenRecord, AuthorizationCodeRecord, SessionRecord, AccessTokenFilter, GrantRecord, OAuthStore } from './contract/oauth.js'
 export type { RateStore } from './contract/rates.js'
-export type { CredentialLookup, RateStep, RequestLookup, RequestLookupResult, RequestLookupStore } from './contract/request-lookup.js'
+export type { CredentialLookup, LimitsLookup, RateStep, RateStepLookup, RequestLookup, RequestLookupResult, RequestLookupStore } from './contract/request-lookup.js'
+export type { LimitResult, LimitStep, QuotaLimitStep, RateLimitStep } from './contract/rates.js'
 
 /**
  * What the gate needs from a backend that serves every feature: the intersection of the

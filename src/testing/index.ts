@@ -23,7 +23,9 @@ import { codeChecks } from './checks/codes.js'
 import { expiryChecks } from './checks/expiry.js'
 import { grantChecks } from './checks/grants.js'
 import { rateChecks } from './checks/rates.js'
+import { limitChecks } from './checks/limits.js'
 import { requestLookupChecks } from './checks/request-lookup.js'
+import { requestLookupLimitChecks } from './checks/request-lookup-limits.js'
 import { sessionChecks } from './checks/sessions.js'
 import { tokenChecks } from './checks/tokens.js'
 import { userChecks } from './checks/users.js'
@@ -67,7 +69,9 @@ const ALL_CHECKS: readonly StoreCheck[] = [
   ...sessionChecks,
   ...expiryChecks,
   ...rateChecks,
+  ...limitChecks,
   ...requestLookupChecks,
+  ...requestLookupLimitChecks,
   ...gateChecks(),
   ...usageChecks,
 ]

@@ -5,9 +5,13 @@
  */
 import { setImmediate as tick } from 'node:timers/promises'
 import type { RateStep, RequestLookup, RequestLookupResult } from '../../src/store/contract/request-lookup.js'
-import { gcraStep, MemoryStore, type AccessTokenFilter, type AccessTokenRecord, type ApiKeyPatch, type ApplicationPatch, type GateStore, type RateResult, type StoreEventSink } from '../../src/index.js'
+import { composedLookup } from '../../src/store/composed-lookup.js'
+import { gcraStep, MemoryStore, type AccessTokenFilter, type AccessTokenRecord, type ApiKeyPatch, type ApplicationPatch, type GateStore, type LimitResult, type LimitStep, type RateResult, type StoreEventSink } from '../../src/index.js'
 
 /** Every method of `inner` answering after a macrotask; `overrides` replace some of them. */
+/** An override that takes MemoryStore's optional consumeLimits away. */
+const WITHOUT_LIMITS = { consumeLimits: undefined } as unknown as Partial<GateStore>
+
 export function asyncStore(inner: MemoryStore = new MemoryStore(), overrides: Partial<GateStore> = {}): GateStore {
   return new Proxy(inner, {
     get(target, property) {
@@ -40,6 +44,8 @@ export function readThenWriteConsume(): GateStore {
 export function nonAtomicRateStep(): GateStore {
   const tats = new Map<string, number>()
   return asyncStore(new MemoryStore(), {
+    // Its rate state is its own: MemoryStore's consumeLimits would not share it.
+    ...WITHOUT_LIMITS,
     async consumeRate(key: string, limit: number, windowMs: number, cost: number): Promise<RateResult> {
       const stored = tats.get(key)
       await tick()
@@ -49,6 +55,21 @@ export function nonAtomicRateStep(): GateStore {
     },
     async resetRate(key: string) {
       tats.delete(key)
+    },
+  })
+}
+
+/** Takes a plan's limits one after the other: a refused limit gives back none taken before it. */
+export function limitsOneByOne(): GateStore {
+  const inner = new MemoryStore()
+  return asyncStore(inner, {
+    async consumeLimits(steps: readonly LimitStep[]) {
+      const results: LimitResult[] = []
+      for (const step of steps) {
+        await tick()
+        results.push(...inner.consumeLimits([step]))
+      }
+      return results
     },
   })
 }
@@ -167,12 +188,14 @@ export function withRequestLookup(broken?: 'revoked token user'): GateStore {
   const stepOf = (rate: RateStep) => inner.consumeRate(rate.key, rate.limit, rate.windowMs, rate.cost)
   async function lookupRequest(lookup: RequestLookup): Promise<RequestLookupResult> {
     await tick()
+    // Several limits as the gate composes them: this double breaks lookups of one rate step only.
+    if (lookup.limits !== undefined) return composedLookup(inner, inner)(lookup)
     const { credential } = lookup
     if (lookup.budget === 'token' && credential.kind === 'accessToken') {
       const token = inner.getAccessToken(credential.tokenHash)
       if (live(token, credential.now)) {
         if (lookup.appToken !== undefined && token?.appToken !== lookup.appToken) return { stepped: null, result: null, accessToken: token }
-        const result = stepOf(lookup.rate)
+        const result = stepOf(lookup.rate!)
         if (!result.allowed) return { stepped: 'rate', result, accessToken: token }
         return { stepped: 'rate', result, accessToken: token, user: inner.getUser(token?.userId ?? '') }
       }
@@ -180,7 +203,7 @@ export function withRequestLookup(broken?: 'revoked token user'): GateStore {
       if (otherwise === null) return { stepped: null, result: null, accessToken: token }
       return { stepped: 'otherwise', result: stepOf(otherwise), accessToken: token }
     }
-    const result = stepOf(lookup.rate)
+    const result = stepOf(lookup.rate!)
     if (!result.allowed) return { stepped: 'rate', result }
     if (credential.kind === 'user') return { stepped: 'rate', result, user: inner.getUser(credential.userId) }
     if (credential.kind === 'accessToken') {

@@ -11,6 +11,7 @@
  * step, what the separate calls would have done one after the other.
  */
 import type { RateResult } from '../../limits/gcra.js'
+import type { LimitResult, LimitStep } from '../../limits/limit-steps.js'
 import type { ApiKeyRecord } from './api-keys.js'
 import type { Awaitable } from './lifecycle.js'
 import type { AccessTokenRecord } from './oauth.js'
@@ -33,31 +34,60 @@ export type CredentialLookup =
   /** A user by id (a password verified earlier: the gate checks the hash is still the one it verified). */
   | { readonly kind: 'user'; readonly userId: string }
 
-/** What {@link RequestLookupStore.lookupRequest} does, in this order. */
-export interface RequestLookup {
+/** What every {@link RequestLookup} has: the credential, and which budget it is counted under. */
+interface LookupOf {
   /**
    * The credential's records. With `budget: 'token'` (access tokens only) it is read first,
    * and decides the step: a token live at `now` (present, not revoked, `expiresAt > now`)
-   * takes the step `rate`, provided its `appToken` is `appToken` when one is given (else no
-   * step at all: the gate refuses the request); any other token takes the step `otherwise`,
-   * or none when it is `null`. With `budget: 'fixed'` the step `rate` is taken first, and
-   * the records are read only when it is allowed.
+   * takes the step `rate` (or `limits`), provided its `appToken` is `appToken` when one is
+   * given (else no step at all: the gate refuses the request); any other token takes the
+   * step `otherwise` (or `otherwiseLimits`), or none when it is `null`. With
+   * `budget: 'fixed'` the step is taken first, and the records are read only when it is
+   * allowed.
    */
   readonly credential: CredentialLookup
   readonly budget: 'token' | 'fixed'
-  readonly rate: RateStep
-  /** `budget: 'token'` only: the step of a token that is not live. */
-  readonly otherwise?: RateStep | null
   /** `budget: 'token'` only: the application a live token must belong to. */
   readonly appToken?: string
 }
+
+/** A lookup whose budget is one rate step, as `consumeRate` takes it. */
+export interface RateStepLookup extends LookupOf {
+  readonly rate: RateStep
+  /** `budget: 'token'` only: the step of a token that is not live. */
+  readonly otherwise?: RateStep | null
+  readonly limits?: undefined
+  readonly otherwiseLimits?: undefined
+}
+
+/**
+ * A lookup whose budget is several limits (a plan), taken all or nothing as `consumeLimits`
+ * takes them: allowed when every one of them is. The gate sends it only to a store that has
+ * `consumeLimits` as well as `lookupRequest`; such a store must honour it.
+ */
+export interface LimitsLookup extends LookupOf {
+  /** The limits of the step, at least one. */
+  readonly limits: readonly LimitStep[]
+  /** `budget: 'token'` only: the limits of a token that is not live. */
+  readonly otherwiseLimits?: readonly LimitStep[] | null
+  readonly rate?: undefined
+  readonly otherwise?: undefined
+}
+
+/** What {@link RequestLookupStore.lookupRequest} does, in this order: see {@link LookupOf.credential}. */
+export type RequestLookup = RateStepLookup | LimitsLookup
 
 /** The answer of {@link RequestLookupStore.lookupRequest}. */
 export interface RequestLookupResult {
   /** The step taken: `'rate'`, `'otherwise'`, or `null` for none. */
   readonly stepped: 'rate' | 'otherwise' | null
-  /** The step's result, when one was taken. */
+  /**
+   * The step's result, when one was taken. With `limits`, the first refused limit's result,
+   * or the first limit's when all were allowed: `result.allowed` says whether the step was taken.
+   */
   readonly result: RateResult | null
+  /** With `limits`, when a step was taken: every limit's result, in the order of the step's limits. */
+  readonly results?: LimitResult[]
   /** The access token or API key read (`undefined`: there is none), or not read (the field is absent). */
   readonly accessToken?: AccessTokenRecord | undefined
   readonly apiKey?: ApiKeyRecord | undefined
@@ -89,4 +119,35 @@ export interface RequestLookupStore {
    * have been refused.
    */
   lookupRequest?(lookup: RequestLookup): Awaitable<RequestLookupResult>
+}
+
+/** The budget a lookup takes: one rate step, or several limits. */
+export type LookupBudget = RateStep | readonly LimitStep[]
+
+/** A lookup's two budgets: the step of a live token (or of a fixed budget), and the other one. */
+export function lookupBudgets(lookup: RequestLookup): { readonly rate: LookupBudget; readonly otherwise: LookupBudget | null } {
+  return lookup.limits === undefined ? { rate: lookup.rate, otherwise: lookup.otherwise ?? null } : { rate: lookup.limits, otherwise: lookup.otherwiseLimits ?? null }
+}
+
+/**
+ * A step's result as a lookup carries it until it answers: for several limits, their
+ * summary ({@link summaryResult}) with every limit's result in `results`, which
+ * {@link withLimitResults} then moves to the answer's own field.
+ */
+export interface TakenStep extends RateResult {
+  readonly results?: LimitResult[]
+}
+
+/** The answer with several limits' results in `results`, and their summary alone in `result`. */
+export function withLimitResults(out: RequestLookupResult): RequestLookupResult {
+  const taken = out.result as TakenStep | null
+  if (taken?.results === undefined) return out
+  const { results, ...result } = taken
+  return { ...out, result, results }
+}
+
+/** What a lookup answers for several limits' results: the first refused one, or the first. */
+export function summaryResult(results: readonly LimitResult[]): RateResult {
+  const first = results.find((result) => !result.allowed) ?? results[0]
+  return first ?? { allowed: true, remaining: 0, resetMs: 0, retryAfterMs: 0 }
 }

@@ -8,6 +8,7 @@
  */
 import { LRUCache } from 'lru-cache'
 import { gcraStep, type RateResult } from '../../limits/gcra.js'
+import { invalidLimitSteps, limitsStep, type LimitResult, type LimitState, type LimitStep, type QuotaCounter } from '../../limits/limit-steps.js'
 import { optionsObject } from '../../util/validate.js'
 import { compareApiKeys, matchesApiKeyQuery } from '../api-key-query.js'
 import type {
@@ -34,6 +35,15 @@ import type {
 import type { UsageBatch, UsageBucket, UsageGranularity, UsageStore, UsageTopQuery, UsageTotal } from '../usage-contract.js'
 import { isLiveAccessToken } from '../contract/oauth.js'
 import { MemoryUsage } from './usage.js'
+
+/**
+ * A rate key's state: a GCRA arrival time in µs, or, for a quota (`counter`), its counter,
+ * with `tat` the time it may be forgotten.
+ */
+interface RateBox {
+  tat: number
+  counter?: QuotaCounter
+}
 
 /** Expired records (and API keys past their purge time) are swept out every this many inserts, so memory follows live records only. */
 const SWEEP_EVERY = 1000
@@ -75,7 +85,7 @@ export class MemoryStore implements GateStore, UsageStore {
   readonly #grants = new Map<string, Map<string, GrantRecord>>()
   #inserts = 0
   /** The arrival time per key, in a box updated in place: one LRU operation per request. */
-  readonly #rates: LRUCache<string, { tat: number }>
+  readonly #rates: LRUCache<string, RateBox>
   readonly #clock: () => number
   readonly #sinks: StoreEventSink[] = []
   #usage: MemoryUsage | undefined
@@ -89,7 +99,7 @@ export class MemoryStore implements GateStore, UsageStore {
     this.#clock = options.clock ?? Date.now
     // No TTL per key: a drained key is harmless (GCRA treats a past arrival time as fresh)
     // and the bound evicts it in time; TTL bookkeeping would cost every request.
-    this.#rates = new LRUCache<string, { tat: number }>({
+    this.#rates = new LRUCache<string, RateBox>({
       max: maxRateKeys,
       dispose: (box, key, reason) => {
         // Only a key dropped while it still held state is news; a drained one cost nothing.
@@ -399,6 +409,36 @@ export class MemoryStore implements GateStore, UsageStore {
       else box.tat = step.tat
     }
     return step
+  }
+
+  /** Several limits all or nothing, in one synchronous step: nothing runs in between. */
+  consumeLimits(steps: readonly LimitStep[]): LimitResult[] {
+    const invalid = invalidLimitSteps(steps)
+    if (invalid !== undefined) throw new TypeError(`open-data-gate: consumeLimits: ${invalid}`)
+    const boxes = steps.map((step) => this.#rates.get(step.key))
+    const now = this.#clock()
+    const outcome = limitsStep(
+      boxes.map((box): LimitState => box?.counter ?? box?.tat),
+      now * 1000,
+      steps,
+    )
+    outcome.writes.forEach((write, i) => {
+      if (write === undefined) return
+      const box = boxes[i]
+      if (typeof write.state === 'number') {
+        if (box === undefined) this.#rates.set(steps[i]!.key, { tat: write.state })
+        else box.tat = write.state
+        return
+      }
+      // A quota's box holds state until the counter may go: its `tat` says when, for the eviction notice.
+      const tat = (now + write.ttlMs) * 1000
+      if (box === undefined) this.#rates.set(steps[i]!.key, { tat, counter: write.state })
+      else {
+        box.tat = tat
+        box.counter = write.state
+      }
+    })
+    return outcome.results
   }
 
   resetRate(key: string): void {

@@ -14,6 +14,7 @@
  */
 import pg from 'pg'
 import { gcraStep, emissionInterval, type RateResult } from '../../limits/gcra.js'
+import { invalidLimitSteps, limitsStep, QUOTA_KEEP_MS, type LimitResult, type LimitStep } from '../../limits/limit-steps.js'
 import type {
   AccessTokenFilter,
   AccessTokenRecord,
@@ -613,8 +614,39 @@ export class PostgresStore implements GateStore, UsageStore {
     return rateResult(gcraStep(row.allowed === true ? tat - increment : tat, now, limit, windowMs, cost))
   }
 
+  /**
+   * Several limits all or nothing, in one round trip: the function `consume_limits`
+   * (migration 8) locks the limits' rows in key order, decides, and writes only when every
+   * step allows; it returns what each step found, and `limitsStep` computes the
+   * answers from it, with the same arithmetic.
+   */
+  async consumeLimits(steps: readonly LimitStep[]): Promise<LimitResult[]> {
+    const invalid = invalidLimitSteps(steps)
+    if (invalid !== undefined) throw new TypeError(`open-data-gate: consumeLimits: ${invalid}`)
+    if (steps.length === 0) return []
+    const rate = (step: LimitStep) => step.kind === 'rate'
+    const { rows } = await this.#statements.run(`SELECT * FROM ${this.#q}.consume_limits($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint)`, [
+      steps.map((step) => step.key),
+      steps.map((step) => (rate(step) ? 'r' : 'q')),
+      steps.map((step) => step.limit),
+      steps.map((step) => (step.kind === 'rate' ? step.windowMs : step.periodStart)),
+      steps.map((step) => (step.kind === 'rate' ? 0 : step.periodEnd)),
+      steps.map((step) => step.cost),
+      QUOTA_KEEP_MS * 1000,
+    ])
+    const found = rows as Row[]
+    const outcome = limitsStep(
+      found.map((row, i) => (rate(steps[i]!) ? Number(row.o_tat) : { periodStart: Number(row.o_start), periodEnd: Number(row.o_end), used: Number(row.o_used) })),
+      Number(found[0]!.o_now),
+      steps,
+    )
+    if (outcome.taken !== (found[0]!.o_taken === true)) throw new Error('open-data-gate: consume_limits and limitsStep disagree: is the schema of another version?')
+    return outcome.results
+  }
+
+  /** Forgets a rate key and a quota's counter under it, in one statement. */
   async resetRate(key: string): Promise<void> {
-    await this.#statements.run(`DELETE FROM ${this.#q}.rates WHERE key = $1`, [key])
+    await this.#statements.run(`WITH rate AS (DELETE FROM ${this.#q}.rates WHERE key = $1) DELETE FROM ${this.#q}.quotas WHERE key = $1`, [key])
   }
 
   // Usage (./usage.ts)

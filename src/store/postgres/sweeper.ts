@@ -1,6 +1,6 @@
 /**
  * The PostgreSQL store's sweeper: deletes what expired (revoked API keys past their purge
- * time, access tokens, sessions, drained rate rows, authorization codes an hour after
+ * time, access tokens, sessions, drained rate rows and quota counters, authorization codes an hour after
  * they expired, and usage buckets past their retention) in bounded batches, so that no sweep holds many locks or a long
  * transaction; on an unref'd timer, and on demand.
  */
@@ -14,6 +14,7 @@ export interface SweepResult {
   readonly accessTokens: number
   readonly authorizationCodes: number
   readonly sessions: number
+  /** Drained rate rows and quota counters past their keeping time. */
   readonly rates: number
   /** Usage buckets past their retention, and forgotten usage writers. */
   readonly usage: number
@@ -79,7 +80,7 @@ export class Sweeper {
       accessTokens: await batch('access_tokens', 'token_hash', 'expires_at < $2', now),
       authorizationCodes: await batch('authorization_codes', 'code_hash', 'expires_at < $2', now - CODE_RETENTION_MS),
       sessions: await batch('sessions', 'session_hash', 'expires_at < $2', now),
-      rates: await batch('rates', 'key', `tat_us < ${STATEMENT_US}`, null),
+      rates: (await batch('rates', 'key', `tat_us < ${STATEMENT_US}`, null)) + (await batch('quotas', 'key', `expires_us < ${STATEMENT_US}`, null)),
       usage: await this.#usage.sweep((text, value) => this.#drain(text, value), now),
     }
   }

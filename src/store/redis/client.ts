@@ -4,7 +4,7 @@
  * scripts, and the subscriber connection and the quit the store makes itself.
  */
 import { Command, type Cluster, type Redis, type RedisOptions } from 'ioredis'
-import type { RedisScript } from './scripts.js'
+import { VARIADIC, type RedisScript } from './scripts.js'
 
 type CommandOptions = NonNullable<ConstructorParameters<typeof Command>[2]>
 
@@ -75,9 +75,9 @@ export function scriptSender(client: RedisClient): ScriptSender {
   if ('isCluster' in client && client.isCluster) {
     const cluster = client as Cluster
     return (script, keys, args) =>
-      cluster.evalsha(script.sha, script.keys, ...keys, ...args).catch((error: unknown) => {
+      cluster.evalsha(script.sha, numKeys(script, keys), ...keys, ...args).catch((error: unknown) => {
         if (!isNoScript(error)) throw error
-        return cluster.eval(script.lua, script.keys, ...keys, ...args)
+        return cluster.eval(script.lua, numKeys(script, keys), ...keys, ...args)
       })
   }
   const redis = client as Redis
@@ -114,13 +114,18 @@ export function scriptSender(client: RedisClient): ScriptSender {
     return sent
   }
   return (script, keys, args) => {
-    const argv: Array<string | number> = [script.sha, script.keys, ...keys, ...args]
+    const argv: Array<string | number> = [script.sha, numKeys(script, keys), ...keys, ...args]
     return send('evalsha', argv).catch((error: unknown) => {
       if (!isNoScript(error)) throw error
       argv[0] = script.lua
       return send('eval', argv)
     })
   }
+}
+
+/** `EVALSHA`'s numkeys: the script's own count, or the call's for a script that takes any number. */
+function numKeys(script: RedisScript, keys: readonly string[]): number {
+  return script.keys === VARIADIC ? keys.length : script.keys
 }
 
 /** A connection of its own for SUBSCRIBE, made from the store's client. */

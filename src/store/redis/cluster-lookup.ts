@@ -36,15 +36,17 @@
  */
 import { LRUCache } from 'lru-cache'
 import type { RateResult } from '../../limits/gcra.js'
-import type { RateStep, RequestLookup, RequestLookupResult } from '../contract/request-lookup.js'
+import type { LimitStep } from '../../limits/limit-steps.js'
+import { lookupBudgets, withLimitResults, type LookupBudget, type RequestLookup, type RequestLookupResult, type TakenStep } from '../contract/request-lookup.js'
 import type { AccessTokenRecord, ApiKeyRecord, UserRecord } from '../store.js'
 import { isLiveAccessToken } from '../contract/oauth.js'
 
 /** The Redis reads and steps the lookup is made of, each one command on its key's node. */
 export interface ClusterLookupCommands {
-  step(step: RateStep): Promise<RateResult>
+  /** One rate step, or several limits all or nothing (one script in their subject's slot). */
+  step(step: LookupBudget): Promise<TakenStep>
   /** Gives back a step `step` took and allowed. */
-  undo(step: RateStep): Promise<unknown>
+  undo(step: LookupBudget): Promise<unknown>
   accessToken(tokenHash: string): Promise<AccessTokenRecord | undefined>
   user(userId: string): Promise<UserRecord | undefined>
   /** The user id `keyowner:{keyId}` names, or `null`. */
@@ -80,20 +82,26 @@ export class ClusterLookup {
   }
 
   lookup(lookup: RequestLookup): Promise<RequestLookupResult> {
+    const answer = this.#lookup(lookup)
+    return lookup.limits === undefined ? answer : answer.then(withLimitResults)
+  }
+
+  #lookup(lookup: RequestLookup): Promise<RequestLookupResult> {
     const { credential } = lookup
-    if (credential.kind === 'user') return this.#user(lookup.rate, credential.userId)
-    if (credential.kind === 'apiKey') return this.#apiKey(lookup.rate, credential.keyId)
-    if (lookup.budget === 'fixed') return this.#tokenFixed(lookup.rate, credential.tokenHash, credential.now)
+    const rate = lookupBudgets(lookup).rate
+    if (credential.kind === 'user') return this.#user(rate, credential.userId)
+    if (credential.kind === 'apiKey') return this.#apiKey(rate, credential.keyId)
+    if (lookup.budget === 'fixed') return this.#tokenFixed(rate, credential.tokenHash, credential.now)
     return this.#tokenBudget(lookup, credential.tokenHash, credential.now)
   }
 
   /** The step and the user, at once; the user is kept only when the step is allowed. */
-  async #user(rate: RateStep, userId: string): Promise<RequestLookupResult> {
+  async #user(rate: LookupBudget, userId: string): Promise<RequestLookupResult> {
     const [result, user] = await Promise.all([this.#redis.step(rate), this.#redis.user(userId)])
     return result.allowed ? { stepped: 'rate', result, user } : { stepped: 'rate', result }
   }
 
-  async #apiKey(rate: RateStep, keyId: string): Promise<RequestLookupResult> {
+  async #apiKey(rate: LookupBudget, keyId: string): Promise<RequestLookupResult> {
     const owner = this.#keyOwners.get(keyId)
     if (owner === undefined) {
       const [result, read] = await Promise.all([this.#redis.step(rate), this.#apiKeyRecords(keyId)])
@@ -123,7 +131,7 @@ export class ClusterLookup {
   }
 
   /** A fixed budget: the step, the token and (when the token is known live) its user, at once. */
-  async #tokenFixed(rate: RateStep, tokenHash: string, now: number): Promise<RequestLookupResult> {
+  async #tokenFixed(rate: LookupBudget, tokenHash: string, now: number): Promise<RequestLookupResult> {
     const facts = this.#tokens.get(tokenHash)
     const userId = facts !== undefined && !facts.revoked && facts.expiresAt > now ? facts.userId : undefined
     const [result, token, user] = await Promise.all([
@@ -144,9 +152,9 @@ export class ClusterLookup {
    * read first, unless both steps are the same.
    */
   async #tokenBudget(lookup: RequestLookup, tokenHash: string, now: number): Promise<RequestLookupResult> {
-    const otherwise = lookup.otherwise ?? null
+    const { rate, otherwise } = lookupBudgets(lookup)
     const appToken = lookup.appToken ?? ''
-    const same = otherwise !== null && sameStep(lookup.rate, otherwise)
+    const same = otherwise !== null && sameStep(rate, otherwise)
     const facts = this.#tokens.get(tokenHash)
     let predicted: Step
     let userId: string | undefined
@@ -186,7 +194,7 @@ export class ClusterLookup {
     token: AccessTokenRecord | undefined,
     actual: Step,
     taken: RateResult | null | undefined,
-    undo: RateStep | undefined,
+    undo: LookupBudget | undefined,
     read: { userId: string; user: UserRecord | undefined } | undefined,
     now: number,
   ): Promise<RequestLookupResult> {
@@ -227,19 +235,29 @@ export class ClusterLookup {
 }
 
 /** The step the contract gives a token with the token's budget. */
-function stepOf(live: boolean, tokenApp: string, appToken: string, otherwise: RateStep | null): Step {
+function stepOf(live: boolean, tokenApp: string, appToken: string, otherwise: LookupBudget | null): Step {
   if (live) return appToken === '' || tokenApp === appToken ? 'rate' : null
   return otherwise === null ? null : 'otherwise'
 }
 
-function stepOfToken(token: AccessTokenRecord | undefined, now: number, appToken: string, otherwise: RateStep | null): Step {
+function stepOfToken(token: AccessTokenRecord | undefined, now: number, appToken: string, otherwise: LookupBudget | null): Step {
   return stepOf(isLiveAccessToken(token, now), token?.appToken ?? '', appToken, otherwise)
 }
 
-function stepFor(lookup: RequestLookup, step: Step): RateStep | null {
-  return step === 'rate' ? lookup.rate : step === 'otherwise' ? (lookup.otherwise ?? null) : null
+function stepFor(lookup: RequestLookup, step: Step): LookupBudget | null {
+  const budgets = lookupBudgets(lookup)
+  return step === 'rate' ? budgets.rate : step === 'otherwise' ? budgets.otherwise : null
 }
 
-function sameStep(a: RateStep, b: RateStep): boolean {
-  return a === b || (a.key === b.key && a.limit === b.limit && a.windowMs === b.windowMs && a.cost === b.cost)
+function sameStep(a: LookupBudget, b: LookupBudget): boolean {
+  if (a === b) return true
+  if (!Array.isArray(a) || !Array.isArray(b)) return !Array.isArray(a) && !Array.isArray(b) && sameLimit({ kind: 'rate', ...(a as Exclude<LookupBudget, readonly unknown[]>) }, { kind: 'rate', ...(b as Exclude<LookupBudget, readonly unknown[]>) })
+  const [x, y] = [a as readonly LimitStep[], b as readonly LimitStep[]]
+  return x.length === y.length && x.every((step, i) => sameLimit(step, y[i]!))
 }
+
+function sameLimit(a: LimitStep, b: LimitStep): boolean {
+  if (a.kind !== b.kind || a.key !== b.key || a.limit !== b.limit || a.cost !== b.cost) return false
+  return a.kind === 'rate' ? a.windowMs === (b as typeof a).windowMs : a.periodStart === (b as typeof a).periodStart && a.periodEnd === (b as typeof a).periodEnd
+}
+

@@ -8,31 +8,37 @@
  * cluster node): Redis then caches the script again by itself.
  */
 import { createHash } from 'node:crypto'
+import { QUOTA_KEEP_MS } from '../../limits/limit-steps.js'
 
 /** A script and its SHA-1, as `EVALSHA` names it. */
 export interface RedisScript {
   readonly lua: string
   readonly sha: string
+  /** How many keys it takes, or {@link VARIADIC}: as many as the call gives. */
   readonly keys: number
 }
+
+/** The `keys` of a script that takes as many keys as the call gives. */
+export const VARIADIC = -1
 
 function script(keys: number, lua: string): RedisScript {
   return { lua, sha: createHash('sha1').update(lua).digest('hex'), keys }
 }
 
 /**
- * The Lua of one GCRA step, shared by {@link GCRA} and {@link LOOKUP_REQUEST}: `now` from the
- * server's clock in µs, and `step(key, limit, windowMs, cost)` returning
- * {allowed 0|1, remaining, resetMs, retryAfterMs}.
+ * The Lua of one GCRA step, shared by {@link GCRA}, {@link LIMITS} and {@link LOOKUP_REQUEST}:
+ * `now` from the server's clock in µs; `gcra(stored, limit, windowMs, cost)`, the decision on
+ * a stored arrival time (a string, or false for none), returning {allowed 0|1, remaining,
+ * resetMs, retryAfterMs} and the new arrival time to store (nil: keep it); `setTat(key,
+ * tat)`; and `step(key, limit, windowMs, cost)`, the two together.
  */
 const GCRA_STEP_LUA = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local function ms(us) if us <= 0 then return 0 end return math.ceil(us / 1000) end
-local function step(key, limitArg, windowArg, costArg)
+local function gcra(stored, limitArg, windowArg, costArg)
   local limit = tonumber(limitArg)
   local cost = tonumber(costArg)
   local interval = math.ceil(tonumber(windowArg) * 1000 / limit)
-  local stored = redis.call('GET', key)
   local tat = now
   if stored then
     local s = tonumber(stored)
@@ -44,10 +50,72 @@ local function step(key, limitArg, windowArg, costArg)
   local remaining = math.floor((now - allowAt) / interval)
   local retry = 0
   if remaining <= 0 then retry = ms(allowAt + interval - now) end
-  if cost > 0 then redis.call('SET', key, string.format('%.0f', newTat), 'PX', math.ceil((newTat - now) / 1000)) end
+  if cost > 0 then return {1, remaining, ms(newTat - now), retry}, newTat end
   return {1, remaining, ms(newTat - now), retry}
 end
+local function setTat(key, tat) redis.call('SET', key, string.format('%.0f', tat), 'PX', math.ceil((tat - now) / 1000)) end
+local function step(key, limitArg, windowArg, costArg)
+  local r, tat = gcra(redis.call('GET', key), limitArg, windowArg, costArg)
+  if tat then setTat(key, tat) end
+  return r
+end
 local function stepReply(r) return string.format('%.0f %.0f %.0f %.0f', r[1], r[2], r[3], r[4]) end
+`
+
+/**
+ * The Lua of several limits all or nothing, after {@link GCRA_STEP_LUA}: the arithmetic of
+ * `limitsStep` in `src/limits/limit-steps.ts`. A quota's value is the string
+ * 'periodStart periodEnd used' under its key, kept until the period's end and at least
+ * `QUOTA_KEEP_MS`. `limits(firstKey, n, base)` decides the `n` limits of KEYS[firstKey..],
+ * each with five arguments from ARGV[base + 1]: 'r', limit, windowMs, '', cost for a rate,
+ * 'q', limit, periodStart, periodEnd, cost for a quota. Every key is read first; only when
+ * every step allows is any written. Returns 'taken' (0|1) and each step's four numbers, one
+ * string.
+ */
+const LIMITS_LUA = `local function quota(stored, limitArg, startArg, endArg, costArg)
+  local limit, cost = tonumber(limitArg), tonumber(costArg)
+  local start, finish, used = tonumber(startArg), tonumber(endArg), 0
+  if stored then
+    local s, e, u = string.match(stored, '^(%d+) (%d+) (%d+)$')
+    if s and tonumber(s) >= start then start, finish, used = tonumber(s), tonumber(e), tonumber(u) end
+  end
+  local toEnd = ms(finish * 1000 - now)
+  if used + cost > limit then return {0, 0, toEnd, toEnd} end
+  local after = used + cost
+  local remaining = limit - after
+  local reset, retry = 0, 0
+  if after > 0 then reset = toEnd end
+  if remaining <= 0 then retry = toEnd end
+  if cost > 0 then return {1, remaining, reset, retry}, string.format('%.0f %.0f %.0f', start, finish, after), math.max(toEnd, ${QUOTA_KEEP_MS}) end
+  return {1, remaining, reset, retry}
+end
+local function limits(firstKey, n, base)
+  local keys = {}
+  for i = 1, n do keys[i] = KEYS[firstKey + i - 1] end
+  local stored = redis.call('MGET', unpack(keys))
+  local out, values, ttls, taken = {}, {}, {}, 1
+  for i = 1, n do
+    local j = base + (i - 1) * 5
+    if ARGV[j + 1] == 'r' then out[i], values[i] = gcra(stored[i], ARGV[j + 2], ARGV[j + 3], ARGV[j + 5])
+    else out[i], values[i], ttls[i] = quota(stored[i], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4], ARGV[j + 5]) end
+    if out[i][1] == 0 then taken = 0 end
+  end
+  -- The reply in one string.format: one call for every number (a format per step costs as much as a SET).
+  local numbers = {taken}
+  for i = 1, n do
+    local r = out[i]
+    if taken == 1 then
+      if ttls[i] then redis.call('SET', keys[i], values[i], 'PX', ttls[i]) elseif values[i] then setTat(keys[i], values[i]) end
+    elseif r[1] == 1 then
+      -- Would have fitted: answered as a read of the limit as it is.
+      local j = base + (i - 1) * 5
+      if ARGV[j + 1] == 'r' then r = gcra(stored[i], ARGV[j + 2], ARGV[j + 3], 0) else r = quota(stored[i], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4], 0) end
+    end
+    local k = i * 4 - 2
+    numbers[k], numbers[k + 1], numbers[k + 2], numbers[k + 3] = r[1], r[2], r[3], r[4]
+  end
+  return string.format(string.rep('%.0f ', n * 4) .. '%.0f', unpack(numbers))
+end
 `
 
 /**
@@ -63,6 +131,17 @@ local function stepReply(r) return string.format('%.0f %.0f %.0f %.0f', r[1], r[
  * (`%.0f`): Lua's own number-to-string keeps 14 digits, and a limit may have more.
  */
 export const GCRA = script(1, `${GCRA_STEP_LUA}return stepReply(step(KEYS[1], ARGV[1], ARGV[2], ARGV[3]))`)
+
+/**
+ * Several limits of one request, all or nothing, on the server's clock (`consumeLimits`):
+ * see {@link LIMITS_LUA}. A rate's stored value is the one {@link GCRA} keeps, so a rate
+ * limit is one state whichever of the two steps it. On Cluster every key must be in one
+ * slot (the store checks).
+ *
+ * KEYS the limits' keys; ARGV five per step ({@link LIMITS_LUA}).
+ * Returns 'taken' then 'allowed remaining resetMs retryAfterMs' per step, one string.
+ */
+export const LIMITS = script(VARIADIC, `${GCRA_STEP_LUA}${LIMITS_LUA}return limits(1, #KEYS, 0)`)
 
 /**
  * A hash as one JSON string of its flat [field, value, …] array (cjson), or nil when it has
@@ -100,6 +179,41 @@ local stored = tonumber(redis.call('GET', KEYS[1]) or '')
 if not stored then return 0 end
 local tat = stored - tonumber(ARGV[3]) * interval
 if tat <= now then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], string.format('%.0f', tat), 'PX', math.ceil((tat - now) / 1000)) end
+return 1`,
+)
+
+/**
+ * Gives back the limits a {@link LIMITS} step took and allowed, as {@link GCRA_UNDO} gives
+ * back one rate step: each rate's arrival time moves back by its cost (deleted when no
+ * longer in the future); each quota's counter, when it is the step's period or a later one,
+ * goes down by its cost (its expiry kept). Used by the Cluster request lookup
+ * (`./cluster-lookup.ts`).
+ *
+ * KEYS the limits' keys; ARGV five per step, as {@link LIMITS} had them. Returns 1.
+ */
+export const LIMITS_UNDO = script(
+  VARIADIC,
+  `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+for i = 1, #KEYS do
+  local j = (i - 1) * 5
+  local key = KEYS[i]
+  local stored = redis.call('GET', key)
+  if stored and ARGV[j + 1] == 'r' then
+    local tat = tonumber(stored)
+    if tat then
+      tat = tat - tonumber(ARGV[j + 5]) * math.ceil(tonumber(ARGV[j + 3]) * 1000 / tonumber(ARGV[j + 2]))
+      if tat <= now then redis.call('DEL', key) else redis.call('SET', key, string.format('%.0f', tat), 'PX', math.ceil((tat - now) / 1000)) end
+    end
+  elseif stored then
+    local s, e, u = string.match(stored, '^(%d+) (%d+) (%d+)$')
+    if s and tonumber(s) >= tonumber(ARGV[j + 3]) then
+      local value = string.format('%.0f %.0f %.0f', tonumber(s), tonumber(e), math.max(0, tonumber(u) - tonumber(ARGV[j + 5])))
+      local ttl = redis.call('PTTL', key)
+      if ttl > 0 then redis.call('SET', key, value, 'PX', ttl) else redis.call('SET', key, value) end
+    end
+  end
+end
 return 1`,
 )
 
@@ -530,26 +644,31 @@ return 1`,
 
 /**
  * The store work of one authenticated request in one round trip (`lookupRequest`): a GCRA
- * step (the arithmetic of {@link GCRA}) and the credential's records, in the order
- * `RequestLookup` describes. Single-node Redis only: it reads the user (and an API key's
- * hash) under keys it builds from what it read, which Cluster may keep on another node
- * (there `./cluster-lookup.ts` sends the same work as concurrent commands).
+ * step (the arithmetic of {@link GCRA}), or several limits all or nothing (that of
+ * {@link LIMITS}), and the credential's records, in the order `RequestLookup` describes.
+ * Single-node Redis only: it reads the user (and an API key's hash) under keys it builds
+ * from what it read, which Cluster may keep on another node (there `./cluster-lookup.ts`
+ * sends the same work as concurrent commands).
  *
- * KEYS[1] the credential's key (`token:{hash}`, `keyowner:{keyId}` or the user's hash),
- * KEYS[2] the rate key of the step, KEYS[3] the rate key of a token that is not live (or KEYS[2] again).
+ * KEYS[1] the credential's key (`token:{hash}`, `keyowner:{keyId}` or the user's hash);
+ * then, for one rate step, KEYS[2] its rate key and KEYS[3] the rate key of a token that is
+ * not live (or KEYS[2] again); for limits, the step's limits' keys, then those of a token
+ * that is not live.
  * ARGV kind ('t' token, 'k' API key, 'u' user), budget ('token' | 'fixed'), the key prefix,
  * now (ms, the gate's clock: a token's expiry is the gate's decision), the app token a live
- * token must have ('' for any), the key id, then limit, windowMs, cost of the step and of
- * the other step ('' for none).
+ * token must have ('' for any), the key id; then for one rate step limit, windowMs, cost of
+ * the step and of the other step ('' for none); for limits 'L', how many limits the step
+ * has, how many the other step has ('' for none), and five arguments per limit
+ * ({@link LIMITS_LUA}).
  * Returns, as one JSON string (cjson; an empty table is `{}`), [stepped 0|1|2, the step as
- * {@link GCRA} answers it or {}, record read 0|1, the record's flat hash, user read 0|1, the
- * user's flat hash]. One string rather than the nested array: ioredis 6 decodes a
- * reply element by element, at a few thousand instructions each, and a token with its user
- * is some forty elements.
+ * {@link GCRA} (or {@link LIMITS}) answers it or {}, record read 0|1, the record's flat
+ * hash, user read 0|1, the user's flat hash]. One string rather than the nested array:
+ * ioredis 6 decodes a reply element by element, at a few thousand instructions each, and a
+ * token with its user is some forty elements.
  */
 export const LOOKUP_REQUEST = script(
-  3,
-  `${GCRA_STEP_LUA}local P = ARGV[3]
+  VARIADIC,
+  `${GCRA_STEP_LUA}${LIMITS_LUA}local P = ARGV[3]
 local function field(raw, name)
   for i = 1, #raw, 2 do if raw[i] == name then return raw[i + 1] end end
   return nil
@@ -558,32 +677,48 @@ local function user(id) return redis.call('HGETALL', P .. '{users}:user:' .. id)
 local function liveToken(raw)
   return #raw > 0 and not field(raw, 'revokedAt') and tonumber(field(raw, 'expiresAt')) > tonumber(ARGV[4])
 end
+local several = ARGV[7] == 'L'
+local hasOther
+if several then hasOther = ARGV[9] ~= '' else hasOther = ARGV[10] ~= '' end
+-- Takes the step (1) or the other step (2): whether it was allowed, and its reply.
+local function take(which)
+  if several then
+    local n = tonumber(ARGV[8])
+    local reply
+    if which == 1 then reply = limits(2, n, 9) else reply = limits(2 + n, tonumber(ARGV[9]), 9 + n * 5) end
+    return string.sub(reply, 1, 1) == '1', reply
+  end
+  local r
+  if which == 1 then r = step(KEYS[2], ARGV[7], ARGV[8], ARGV[9]) else r = step(KEYS[3], ARGV[10], ARGV[11], ARGV[12]) end
+  return r[1] == 1, stepReply(r)
+end
 local function lookup()
   local kind = ARGV[1]
   if ARGV[2] == 'token' then
     local raw = redis.call('HGETALL', KEYS[1])
     if liveToken(raw) then
       if ARGV[5] ~= '' and field(raw, 'appToken') ~= ARGV[5] then return {0, {}, 1, raw, 0, {}} end
-      local r = step(KEYS[2], ARGV[7], ARGV[8], ARGV[9])
-      if r[1] == 0 then return {1, stepReply(r), 1, raw, 0, {}} end
-      return {1, stepReply(r), 1, raw, 1, user(field(raw, 'userId'))}
+      local allowed, r = take(1)
+      if not allowed then return {1, r, 1, raw, 0, {}} end
+      return {1, r, 1, raw, 1, user(field(raw, 'userId'))}
     end
-    if ARGV[10] == '' then return {0, {}, 1, raw, 0, {}} end
-    return {2, stepReply(step(KEYS[3], ARGV[10], ARGV[11], ARGV[12])), 1, raw, 0, {}}
+    if not hasOther then return {0, {}, 1, raw, 0, {}} end
+    local _, r = take(2)
+    return {2, r, 1, raw, 0, {}}
   end
-  local r = step(KEYS[2], ARGV[7], ARGV[8], ARGV[9])
-  if r[1] == 0 then return {1, stepReply(r), 0, {}, 0, {}} end
-  if kind == 'u' then return {1, stepReply(r), 0, {}, 1, redis.call('HGETALL', KEYS[1])} end
+  local allowed, r = take(1)
+  if not allowed then return {1, r, 0, {}, 0, {}} end
+  if kind == 'u' then return {1, r, 0, {}, 1, redis.call('HGETALL', KEYS[1])} end
   if kind == 't' then
     local raw = redis.call('HGETALL', KEYS[1])
-    if liveToken(raw) then return {1, stepReply(r), 1, raw, 1, user(field(raw, 'userId'))} end
-    return {1, stepReply(r), 1, raw, 0, {}}
+    if liveToken(raw) then return {1, r, 1, raw, 1, user(field(raw, 'userId'))} end
+    return {1, r, 1, raw, 0, {}}
   end
   local owner = redis.call('GET', KEYS[1])
-  if not owner then return {1, stepReply(r), 1, {}, 0, {}} end
+  if not owner then return {1, r, 1, {}, 0, {}} end
   local raw = redis.call('HGETALL', P .. '{u:' .. owner .. '}:key:' .. ARGV[6])
-  if #raw > 0 and not field(raw, 'revokedAt') then return {1, stepReply(r), 1, raw, 1, user(field(raw, 'userId'))} end
-  return {1, stepReply(r), 1, raw, 0, {}}
+  if #raw > 0 and not field(raw, 'revokedAt') then return {1, r, 1, raw, 1, user(field(raw, 'userId'))} end
+  return {1, r, 1, raw, 0, {}}
 end
 return cjson.encode(lookup())`,
 )

@@ -26,7 +26,7 @@
  *   cached copy (see {@link StoreEventSink}).
  *
  * Key layout, under the prefix (default `odg:`), hash tag in braces:
- * `rate:{key}`, `token:{hash}`, `{c:hash}:code`, `{c:hash}:tokens`, `{u:id}:tokens`,
+ * `rate:{key}` (`rate:{subject}:name` for a key `{subject}:name` of a plan's limit, in its subject's slot; a quota's value is `periodStart periodEnd used`), `token:{hash}`, `{c:hash}:code`, `{c:hash}:tokens`, `{u:id}:tokens`,
  * `{a:token}:tokens`, `keyowner:{keyId}`, `{u:id}:key:keyId`, `{u:id}:keys:*` (a user's
  * API keys and their sorted sets, see `CREATE_API_KEY`), `{u:id}:grants`,
  * `{apps}:app:token`, `{apps}:index`, `{u:id}:apps` (the applications a user registered, see `./owned-applications.ts`), `{users}:user:id`, `{users}:names`, `{users}:skeletons`,
@@ -40,6 +40,7 @@
  */
 import { Redis, type RedisOptions } from 'ioredis'
 import type { RateResult } from '../../limits/gcra.js'
+import { invalidLimitSteps, type LimitResult, type LimitStep } from '../../limits/limit-steps.js'
 import {
   CREATE,
   CREATE_API_KEY,
@@ -51,6 +52,8 @@ import {
   GCRA,
   GCRA_UNDO,
   INDEX_ADD,
+  LIMITS,
+  LIMITS_UNDO,
   LIST_API_KEYS,
   INDEX_SKELETON,
   LIST_INDEXED,
@@ -90,7 +93,7 @@ import type {
   UserPatch,
   UserRecord,
 } from '../store.js'
-import type { RequestLookup, RequestLookupResult } from '../contract/request-lookup.js'
+import { summaryResult, type LookupBudget, type RateStep, type RequestLookup, type RequestLookupResult } from '../contract/request-lookup.js'
 import { isLiveAccessToken } from '../contract/oauth.js'
 import type { UsageBatch, UsageBucket, UsageGranularity, UsageStore, UsageTopQuery, UsageTotal } from '../usage-contract.js'
 import { RedisUsage } from './usage.js'
@@ -217,8 +220,11 @@ export class RedisStore implements GateStore, UsageStore {
     if (!('isCluster' in this.#client && this.#client.isCluster)) this.lookupRequest = (lookup) => this.#lookupRequest(lookup)
     else {
       const cluster = (this.#cluster = new ClusterLookup({
-        step: (rate) => this.consumeRate(rate.key, rate.limit, rate.windowMs, rate.cost),
-        undo: (rate) => this.#run(GCRA_UNDO, [`${this.#p}rate:{${rate.key}}`], [rate.limit, rate.windowMs, rate.cost]),
+        step: (budget) => (isRateStep(budget) ? this.consumeRate(budget.key, budget.limit, budget.windowMs, budget.cost) : this.consumeLimits(budget).then((results) => ({ ...summaryResult(results), results }))),
+        undo: (budget) =>
+          isRateStep(budget)
+            ? this.#run(GCRA_UNDO, [this.#rateKey(budget.key)], [budget.limit, budget.windowMs, budget.cost])
+            : this.#run(LIMITS_UNDO, budget.map((step) => this.#rateKey(step.key)), limitArgs(budget)),
         accessToken: (tokenHash) => this.#readAccessToken(tokenHash),
         user: (userId) => this.getUser(userId),
         keyOwner: (keyId) => this.#call((c) => c.get(this.#keyOwner(keyId))),
@@ -672,12 +678,37 @@ export class RedisStore implements GateStore, UsageStore {
   // ---- rate steps ----
 
   consumeRate(key: string, limit: number, windowMs: number, cost: number): Promise<RateResult> {
-    return this.#run(GCRA, [`${this.#p}rate:{${key}}`], [limit, windowMs, cost]).then(gcraResult)
+    return this.#run(GCRA, [this.#rateKey(key)], [limit, windowMs, cost]).then(gcraResult)
+  }
+
+  /**
+   * Several limits all or nothing: one `EVALSHA` of the script `LIMITS`. On Cluster every key
+   * must hash to one slot: the keys of one subject do (`limitRateKey`); others are refused
+   * with a `TypeError` before anything is sent.
+   */
+  consumeLimits(steps: readonly LimitStep[]): Promise<LimitResult[]> {
+    const invalid = invalidLimitSteps(steps)
+    if (invalid !== undefined) return Promise.reject(new TypeError(`open-data-gate: consumeLimits: ${invalid}`))
+    if (steps.length === 0) return Promise.resolve([])
+    const keys = steps.map((step) => this.#rateKey(step.key))
+    if (this.#cluster !== undefined && keys.some((key) => hashTag(key) !== hashTag(keys[0]!))) {
+      return Promise.reject(new TypeError(`open-data-gate: consumeLimits on Redis Cluster needs every key in one hash slot (keys of one subject, made by limitRateKey), got ${steps.map((step) => JSON.stringify(step.key)).join(', ')}`))
+    }
+    return this.#run(LIMITS, keys, limitArgs(steps)).then((reply) => limitResults(reply as string))
+  }
+
+  /**
+   * A rate key's Redis key: `rate:{key}`, hashed by the whole key; or, for a key that starts
+   * with a hash tag (`{app:abc}:day`, see `limitRateKey`), `rate:{app:abc}:day`, hashed by the
+   * tag, so that a subject's limits share its slot. No key of the gate's own starts with `{`,
+   * so every key made before limits is where it was.
+   */
+  #rateKey(key: string): string {
+    return key.startsWith('{') ? `${this.#p}rate:${key}` : `${this.#p}rate:{${key}}`
   }
 
   #lookupRequest(lookup: RequestLookup): Promise<RequestLookupResult> {
-    const { credential, rate } = lookup
-    const other = lookup.otherwise ?? null
+    const { credential } = lookup
     let kind: string
     let recordKey: string
     let now: number | string = ''
@@ -694,16 +725,28 @@ export class RedisStore implements GateStore, UsageStore {
       kind = 'u'
       recordKey = this.#userKey(credential.userId)
     }
-    const rateKey = `${this.#p}rate:{${rate.key}}`
-    const keys = [recordKey, rateKey, other === null ? rateKey : `${this.#p}rate:{${other.key}}`]
-    const args: Array<string | number> = [kind, lookup.budget, this.#argKey(this.#p), now, lookup.appToken ?? '', keyId, rate.limit, rate.windowMs, rate.cost]
+    const args: Array<string | number> = [kind, lookup.budget, this.#argKey(this.#p), now, lookup.appToken ?? '', keyId]
+    if (lookup.limits !== undefined) {
+      const other = lookup.otherwiseLimits ?? null
+      const steps = other === null ? lookup.limits : [...lookup.limits, ...other]
+      const invalid = invalidLimitSteps(lookup.limits) ?? (other === null ? undefined : invalidLimitSteps(other))
+      if (invalid !== undefined) return Promise.reject(new TypeError(`open-data-gate: lookupRequest: ${invalid}`))
+      args.push('L', lookup.limits.length, other === null ? '' : other.length, ...limitArgs(steps))
+      const keys = [recordKey, ...steps.map((step) => this.#rateKey(step.key))]
+      return this.#run(LOOKUP_REQUEST, keys, args).then((reply) => lookedUp(kind, JSON.parse(reply as string) as LookupReply, true))
+    }
+    const { rate } = lookup
+    const other = lookup.otherwise ?? null
+    const rateKey = this.#rateKey(rate.key)
+    const keys = [recordKey, rateKey, other === null ? rateKey : this.#rateKey(other.key)]
+    args.push(rate.limit, rate.windowMs, rate.cost)
     if (other === null) args.push('', '', '')
     else args.push(other.limit, other.windowMs, other.cost)
-    return this.#run(LOOKUP_REQUEST, keys, args).then((reply) => lookedUp(kind, JSON.parse(reply as string) as LookupReply))
+    return this.#run(LOOKUP_REQUEST, keys, args).then((reply) => lookedUp(kind, JSON.parse(reply as string) as LookupReply, false))
   }
 
   async resetRate(key: string): Promise<void> {
-    await this.#call((c) => c.del(`${this.#p}rate:{${key}}`))
+    await this.#call((c) => c.del(this.#rateKey(key)))
   }
 
   // ---- usage (./usage.ts) ----
@@ -749,9 +792,46 @@ function gcraResult(reply: unknown): RateResult {
   return { allowed: step[0] === '1', remaining: Number(step[1]), resetMs: Number(step[2]), retryAfterMs: Number(step[3]) }
 }
 
-function lookedUp(kind: string, [stepped, step, recordRead, record, userRead, user]: LookupReply): RequestLookupResult {
-  const result = stepped === 0 ? null : gcraResult(step)
-  const out: { -readonly [K in keyof RequestLookupResult]: RequestLookupResult[K] } = { stepped: stepped === 0 ? null : stepped === 1 ? 'rate' : 'otherwise', result }
+/** {@link LIMITS}'s arguments: five per step. */
+function limitArgs(steps: readonly LimitStep[]): Array<string | number> {
+  const args: Array<string | number> = []
+  for (const step of steps) {
+    if (step.kind === 'rate') args.push('r', step.limit, step.windowMs, '', step.cost)
+    else args.push('q', step.limit, step.periodStart, step.periodEnd, step.cost)
+  }
+  return args
+}
+
+/** {@link LIMITS}'s reply, 'taken' then four numbers per step, as results. */
+function limitResults(reply: string): LimitResult[] {
+  const n = reply.split(' ')
+  const out: LimitResult[] = []
+  for (let i = 1; i + 3 < n.length; i += 4) out.push({ allowed: n[i] === '1', remaining: Number(n[i + 1]), resetMs: Number(n[i + 2]), retryAfterMs: Number(n[i + 3]) })
+  return out
+}
+
+function isRateStep(budget: LookupBudget): budget is RateStep {
+  return !Array.isArray(budget)
+}
+
+/** What Redis Cluster hashes a key by: the first `{…}` that holds something, else the whole key. */
+function hashTag(key: string): string {
+  const open = key.indexOf('{')
+  const close = open === -1 ? -1 : key.indexOf('}', open + 1)
+  return close > open + 1 ? key.slice(open + 1, close) : key
+}
+
+/** @param several whether the step was several limits ({@link LIMITS}'s reply) rather than one rate step ({@link GCRA}'s) */
+function lookedUp(kind: string, [stepped, step, recordRead, record, userRead, user]: LookupReply, several: boolean): RequestLookupResult {
+  const out: { -readonly [K in keyof RequestLookupResult]: RequestLookupResult[K] } = { stepped: stepped === 0 ? null : stepped === 1 ? 'rate' : 'otherwise', result: null }
+  if (stepped !== 0) {
+    if (!several) out.result = gcraResult(step)
+    else {
+      const results = limitResults(step as string)
+      out.result = summaryResult(results)
+      out.results = results
+    }
+  }
   if (recordRead === 1) {
     if (kind === 't') out.accessToken = decode(ACCESS_TOKEN, record)
     else out.apiKey = decode(API_KEY, record)
