@@ -158,6 +158,8 @@ interface GateErrorOptions {
   cause?: unknown
   /** Headers the response must carry (`Retry-After`, `WWW-Authenticate`). */
   headers?: Record<string, string>
+  /** The platform body's `data`: what the client can act on (the limits a 429 names). */
+  data?: unknown
 }
 
 /**
@@ -171,12 +173,15 @@ interface GateErrorOptions {
 export class GateError extends Error {
   readonly code: GateErrorCode
   readonly headers: Record<string, string> | undefined
+  /** The platform body's `data`, when the error has any. */
+  readonly data: unknown
 
   constructor(code: GateErrorCode, message: string, options: GateErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
     this.name = new.target.name
     this.code = code
     this.headers = options.headers
+    this.data = options.data
   }
 
   /** The HTTP status this error is answered with. */
@@ -202,8 +207,9 @@ export class PlatformError extends GateError {
  */
 export class ThrottledError extends PlatformError {
   readonly retryAfterMs: number
-  constructor(message: string, retryAfterMs: number, headers: Record<string, string> = {}) {
-    super('too_many_requests', message, { headers: { ...headers, 'retry-after': String(retryAfterSeconds(retryAfterMs)) } })
+  /** @param data the body's `data`: with a plan of several limits, `{ policies }` that refused (docs/guides/plans.md) */
+  constructor(message: string, retryAfterMs: number, headers: Record<string, string> = {}, data?: unknown) {
+    super('too_many_requests', message, { headers: { ...headers, 'retry-after': String(retryAfterSeconds(retryAfterMs)) }, data })
     this.retryAfterMs = retryAfterMs
   }
 }

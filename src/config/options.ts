@@ -18,6 +18,7 @@ import type { NearLimitOptions, ResolvedNearLimit } from '../usage/near-limit.js
 import type { MeterProviderLike, MetricsOptions } from '../telemetry/metrics.js'
 import type { ApiKeyEndpointOptions, SelfServiceBudgetOption } from './self-service-options.js'
 import type { RatePolicyOptions } from './rate-policy-options.js'
+import type { LimitOptions, ResolvedPlan } from './plans.js'
 
 export type { ApiKeyEndpointOptions, SelfServiceBudgetOption } from './self-service-options.js'
 export type { RatePolicyOptions }
@@ -45,8 +46,15 @@ export type StoreFailureMode =
 
 /** Throttling options. */
 export interface ThrottleOptions {
-  /** Per registered application, keyed by its app token. Default 1000 per hour; `false` turns it off. */
-  application?: RatePolicyOptions | false
+  /**
+   * Per registered application, keyed by its app token: the default plan. One limit
+   * (`{ limit, windowMs }`, default 1000 per hour), or a list of named limits decided
+   * together (rolling windows, calendar quotas, per address, shadow: docs/guides/plans.md);
+   * `false` turns it off.
+   */
+  application?: RatePolicyOptions | LimitOptions[] | false
+  /** Named plans beside the default one, assigned per application (`gate.applications.update(appToken, { plan })`): docs/guides/plans.md. */
+  plans?: Record<string, LimitOptions | LimitOptions[]>
   /** Requests without a token. Default 60 per hour per client address; `false` turns it off. */
   anonymous?: AnonymousPolicyOptions | false
   /** Also send the legacy `X-RateLimit-Limit/-Remaining/-Reset` headers. Default `false`. */
@@ -322,7 +330,12 @@ export interface ResolvedConfig {
   /** The store of rate counters: `store` unless `rateStore` was given. */
   readonly rateStore: RateStore
   readonly applicationCacheMs: number
+  /** The default plan's single limit, or `null` (off, or a default plan of several limits: {@link defaultPlan}). */
   readonly application: ResolvedPolicy | null
+  /** The default plan when it is a list of limits (`throttle.application: [...]`); `null` otherwise. */
+  readonly defaultPlan: ResolvedPlan | null
+  /** `throttle.plans`, by name. */
+  readonly plans: ReadonlyMap<string, ResolvedPlan>
   readonly anonymous: (ResolvedPolicy & { readonly scope: 'shared' | 'ip'; readonly ipv6Subnet: number }) | null
   readonly legacyHeaders: boolean
   readonly onStoreError: StoreFailureMode

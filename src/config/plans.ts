@@ -12,8 +12,8 @@ import { optionNames, optionsObject, positiveInteger } from '../util/validate.js
 /** One limit of a plan. */
 export interface LimitOptions {
   /**
-   * Its name, in `RateLimit-Policy` and in a 429's `data`: letters, digits, `-` and `_`, at
-   * most 32. Default `app` for a plan's only limit; required when a plan has several.
+   * Its name, in `RateLimit-Policy` and in a 429's `data`: lower-case letters, digits, `-`
+   * and `_`, at most 40. Default `app` for a plan's only limit; required when a plan has several.
    */
   name?: string
   /** Requests per window, or per period. */
@@ -63,7 +63,7 @@ export interface ResolvedPlan {
 export const DEFAULT_PLAN = 'default'
 
 const LIMIT_OPTION_NAMES = optionNames<LimitOptions>({ name: true, limit: true, windowMs: true, period: true, timeZone: true, per: true, shadow: true, enforceFrom: true })
-const NAME = /^[A-Za-z0-9_-]{1,32}$/
+const NAME = /^[a-z0-9_-]{1,40}$/
 const PLAN_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/
 
 /** Whether a time zone is one `Intl` knows. */
@@ -81,7 +81,7 @@ export function resolveLimit(option: string, input: unknown, only: boolean): Res
   const limit = optionsObject(option, input as LimitOptions, LIMIT_OPTION_NAMES)
   const name = limit.name ?? (only ? 'app' : undefined)
   if (name === undefined) throw new TypeError(`open-data-gate: ${option}.name is needed when a plan has several limits`)
-  if (typeof name !== 'string' || !NAME.test(name)) throw new TypeError(`open-data-gate: ${option}.name must be 1 to 32 letters, digits, - or _, got ${JSON.stringify(name)}`)
+  if (typeof name !== 'string' || !NAME.test(name)) throw new TypeError(`open-data-gate: ${option}.name must be 1 to 40 lower-case letters, digits, - or _, got ${JSON.stringify(name)}`)
   positiveInteger(`${option}.limit`, limit.limit)
   if ((limit.windowMs === undefined) === (limit.period === undefined)) throw new TypeError(`open-data-gate: ${option} needs either windowMs (a rolling window) or period ('day' or 'month', a calendar quota)`)
   if (limit.windowMs !== undefined) positiveInteger(`${option}.windowMs`, limit.windowMs)

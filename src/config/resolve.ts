@@ -69,6 +69,8 @@ import { resolveMetrics } from '../telemetry/metrics.js'
 import type { GateStore, RateStore } from '../store/store.js'
 import { booleanOption, optionNames, optionsObject, paths, positiveInteger, rejectUnknownKeys, secretGrace, singlePath } from '../util/validate.js'
 import { budget, resolvePolicy } from './rate-policy.js'
+import { DEFAULT_PLAN, resolvePlan, resolvePlans } from './plans.js'
+import type { RatePolicyOptions } from './rate-policy-options.js'
 
 /** Every top-level option of `createGate`. */
 export const GATE_OPTION_NAMES = optionNames<GateOptions>({
@@ -77,7 +79,7 @@ export const GATE_OPTION_NAMES = optionNames<GateOptions>({
   metrics: true, logger: true, requestId: true,
 })
 const REQUEST_ID_OPTION_NAMES = optionNames<RequestIdOptions>({ header: true, trustIncoming: true })
-const THROTTLE_OPTION_NAMES = optionNames<ThrottleOptions>({ application: true, anonymous: true, legacyHeaders: true, onStoreError: true, oauthTokenBudget: true })
+const THROTTLE_OPTION_NAMES = optionNames<ThrottleOptions>({ application: true, anonymous: true, legacyHeaders: true, onStoreError: true, oauthTokenBudget: true, plans: true })
 const BASIC_OPTION_NAMES = optionNames<BasicOptions>({ requireAppToken: true, challenge: true, cacheTtlMs: true, failures: true, addressFailures: true, hashing: true, scrypt: true })
 const OAUTH_OPTION_NAMES = optionNames<OAuthOptions>({
   acceptBearer: true, accessTokenTtlMs: true, codeTtlMs: true, requirePkce: true, issuer: true, paths: true, sessionTtlMs: true, maxSessionsPerUser: true,
@@ -117,6 +119,8 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
     legacyHeaders: throttle.legacyHeaders,
     onStoreError: throttle.onStoreError,
     oauthTokenBudget: throttle.oauthTokenBudget,
+    plans: throttle.plans,
+    defaultPlan: throttle.defaultPlan,
     trust: proxies.trust,
     trustsAnyProxy: proxies.trustsAnyProxy,
     trustsEveryProxy: proxies.trustsEveryProxy,
@@ -142,13 +146,16 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   }
 }
 
-type ResolvedThrottle = Pick<ResolvedConfig, 'application' | 'anonymous' | 'legacyHeaders' | 'onStoreError' | 'oauthTokenBudget'>
+type ResolvedThrottle = Pick<ResolvedConfig, 'application' | 'anonymous' | 'legacyHeaders' | 'onStoreError' | 'oauthTokenBudget' | 'plans' | 'defaultPlan'>
 
 /** `throttle`: the application and anonymous budgets, and what the throttle does around them. */
 function resolveThrottle(input: GateOptions['throttle']): ResolvedThrottle {
   const throttle = input === false ? { application: false as const, anonymous: false as const } : (input ?? {})
   if (input !== false) optionsObject('throttle', throttle, THROTTLE_OPTION_NAMES)
-  const application = resolvePolicy('throttle.application', throttle.application, DEFAULT_APPLICATION_LIMIT, 'app')
+  // A list is a default plan of several limits (src/config/plans.ts); one limit stays the single-limit policy it always was.
+  const defaultPlan = Array.isArray(throttle.application) ? resolvePlan('throttle.application', DEFAULT_PLAN, throttle.application) : null
+  const application = defaultPlan === null ? resolvePolicy('throttle.application', throttle.application as RatePolicyOptions | false | undefined, DEFAULT_APPLICATION_LIMIT, 'app') : null
+  const plans = resolvePlans(throttle.plans)
   const anonymousInput = throttle.anonymous
   const anonymousBase = resolvePolicy('throttle.anonymous', anonymousInput, DEFAULT_ANONYMOUS_LIMIT, 'anon')
   let anonymous: ResolvedConfig['anonymous'] = null
@@ -171,7 +178,7 @@ function resolveThrottle(input: GateOptions['throttle']): ResolvedThrottle {
   if (oauthTokenBudget !== 'application' && oauthTokenBudget !== 'anonymous') {
     throw new TypeError(`open-data-gate: throttle.oauthTokenBudget must be 'application' or 'anonymous', got ${JSON.stringify(oauthTokenBudget)}`)
   }
-  return { application, anonymous, legacyHeaders: booleanOption('throttle.legacyHeaders', throttle.legacyHeaders, false), onStoreError, oauthTokenBudget }
+  return { application, anonymous, legacyHeaders: booleanOption('throttle.legacyHeaders', throttle.legacyHeaders, false), onStoreError, oauthTokenBudget, plans, defaultPlan }
 }
 
 /** `trustProxy` and `proxyHeaders`: which peers may speak for the client, and in which headers. */

@@ -48,7 +48,7 @@ export function errorResponse(error: unknown, shape: ErrorShape): GateResponse {
  * code and message in `X-Error-Code` and `X-Error-Message`.
  */
 function platformErrorResponse(error: GateError): GateResponse {
-  const body = { code: error.code, error: true, message: error.message }
+  const body = error.data === undefined ? { code: error.code, error: true, message: error.message } : { code: error.code, error: true, message: error.message, data: error.data }
   return {
     status: error.status,
     headers: {

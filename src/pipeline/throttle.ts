@@ -18,6 +18,10 @@ import type { ResolvedConfig, ResolvedPolicy } from '../config/options.js'
 import type { ClientInfo } from '../http/proxy.js'
 import { anonymousRateKey, applicationRateKey } from '../limits/rate-keys.js'
 import { MemoryStore } from '../store/memory/store.js'
+import { PlanLimits, type PlannedLimits, type ShadowTarget } from './plan-limits.js'
+import type { ResolvedLimit, ResolvedPlan } from '../config/plans.js'
+import type { LimitResult, LimitStep } from '../limits/limit-steps.js'
+import { DEFAULT_ANONYMOUS_IPV6_SUBNET } from '../config/defaults.js'
 import type { ApplicationRecord, Awaitable, RateStore } from '../store/store.js'
 
 /** The throttle's verdict on a request that passed, as `req.gate.throttle` shows it. */
@@ -50,6 +54,15 @@ export interface ThrottlePass {
 }
 
 const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>
+/** The policy a plan of several limits is named by in a {@link ThrottlePlan}: its limits name themselves. */
+const PLAN_POLICY: ResolvedPolicy = Object.freeze({ name: 'app', limit: 0, windowMs: 0 })
+
+/** Whether a plan is one rolling limit per application, enforced: the single-limit path decides it. */
+function isSingleLimit(plan: ResolvedPlan): boolean {
+  const only = plan.limits[0] as ResolvedLimit
+  return plan.limits.length === 1 && only.windowMs !== null && only.per === 'application' && !only.shadow
+}
+
 /** The rate keys a throttle keeps made, of each kind, at most; past it they are made again. */
 const MAX_KEPT_KEYS = 10_000
 const SHARED_ANONYMOUS_KEY = anonymousRateKey('shared', '', 0)
@@ -66,10 +79,12 @@ export interface ThrottlePlan {
   readonly windowMs: number
   readonly policy: ResolvedPolicy
   readonly application: ApplicationRecord | null
+  /** A plan of several limits: its steps, decided all or nothing (`key`, `limit` and `windowMs` are then its first limit's). */
+  readonly limits?: PlannedLimits
 }
 
 /** The options the throttle reads: the resolved `throttle` section. */
-export type ThrottleConfig = Pick<ResolvedConfig, 'application' | 'anonymous' | 'legacyHeaders' | 'onStoreError'>
+export type ThrottleConfig = Pick<ResolvedConfig, 'application' | 'anonymous' | 'legacyHeaders' | 'onStoreError' | 'plans' | 'defaultPlan'>
 
 /** What the throttle is made of. */
 export interface ThrottleParts {
@@ -90,6 +105,9 @@ export class Throttle {
   readonly #policyHeaders = { app: new Map<number, string>(), anon: new Map<number, string>() }
   readonly #rateLimitPrefix = { app: '"app";r=', anon: '"anon";r=' } as const
   #fallback: MemoryStore | undefined
+  readonly #plans: PlanLimits
+  /** The policy of each plan of one rolling limit, made once. */
+  readonly #singlePolicies = new Map<ResolvedPlan, ResolvedPolicy>()
   /** Rate keys by app token, and by client address: see {@link #applicationKey}. */
   readonly #keys = new Map<string, string>()
   readonly #addressKeys = new Map<string, string>()
@@ -98,6 +116,33 @@ export class Throttle {
     this.#config = parts.config
     this.#store = parts.store
     this.#emit = parts.emit
+    this.#plans = new PlanLimits({ onStoreError: parts.config.onStoreError, ipv6Subnet: parts.config.anonymous?.ipv6Subnet ?? DEFAULT_ANONYMOUS_IPV6_SUBNET }, parts.store, parts.emit)
+    const several = [...(parts.config.defaultPlan === null ? [] : [parts.config.defaultPlan]), ...parts.config.plans.values()].find((plan) => !isSingleLimit(plan))
+    if (several !== undefined && typeof parts.store.consumeLimits !== 'function') {
+      throw new TypeError(`open-data-gate: the plan '${several.name}' has several limits (or a quota, a limit per address, a shadow limit), which the rate store decides with consumeLimits; this store has none. Use a store that has it (MemoryStore, RedisStore, PostgresStore), or plans of one rolling limit.`)
+    }
+  }
+
+  /**
+   * The plan an application is on when it is not the default single limit: its own
+   * (`plan`), else the default one of several limits; `undefined`: the single-limit path
+   * with `throttle.application`. A plan the configuration no longer names is the default.
+   */
+  #planOf(application: ApplicationRecord): ResolvedPlan | undefined {
+    const name = application.plan
+    const plan = name === null || name === undefined ? this.#config.defaultPlan : (this.#config.plans.get(name) ?? this.#config.defaultPlan)
+    return plan === null ? undefined : plan
+  }
+
+  /** The budget of an application on a plan of one rolling limit: that limit, or the application's own. */
+  #singleLimit(plan: ResolvedPlan, application: ApplicationRecord): { policy: ResolvedPolicy; key: string; limit: number } {
+    const only = plan.limits[0] as ResolvedLimit
+    let policy = this.#singlePolicies.get(plan)
+    if (policy === undefined) {
+      policy = { name: only.name, limit: only.limit, windowMs: only.windowMs as number }
+      this.#singlePolicies.set(plan, policy)
+    }
+    return { policy, key: this.#applicationKey(application.appToken), limit: application.limit ?? only.limit }
   }
 
   /**
@@ -106,7 +151,11 @@ export class Throttle {
    * @throws {ThrottledError} over the limit
    * @throws {StoreError} when the store failed and the mode is `fail-closed`
    */
-  check(application: ApplicationRecord | null, client: ClientInfo): Awaitable<ThrottlePass | null> {
+  check(application: ApplicationRecord | null, client: ClientInfo, shadow?: ShadowTarget): Awaitable<ThrottlePass | null> {
+    if (application !== null && (application.plan != null || this.#config.defaultPlan !== null)) {
+      const plan = this.#planOf(application)
+      if (plan !== undefined && !isSingleLimit(plan)) return this.#plans.check(this.#plans.plan(plan, application, client), client, shadow)
+    }
     const budget = this.#budget(application, client)
     if (budget === undefined) return null
     const { policy, key, limit } = budget
@@ -127,7 +176,11 @@ export class Throttle {
    * @throws {ThrottledError} over the limit (this process's count, or a known refusal)
    * @throws {StoreError} when the mode is `fail-closed`
    */
-  checkFailed(application: ApplicationRecord | null, client: ClientInfo, error: unknown): ThrottlePass | null {
+  checkFailed(application: ApplicationRecord | null, client: ClientInfo, error: unknown, shadow?: ShadowTarget): Awaitable<ThrottlePass | null> {
+    if (application !== null && (application.plan != null || this.#config.defaultPlan !== null)) {
+      const plan = this.#planOf(application)
+      if (plan !== undefined && !isSingleLimit(plan)) return this.#plans.failed(this.#plans.plan(plan, application, client), client, error, shadow)
+    }
     const budget = this.#budget(application, client)
     if (budget === undefined) return null
     const { policy, key, limit } = budget
@@ -146,6 +199,14 @@ export class Throttle {
    * refuses without a store call).
    */
   plan(application: ApplicationRecord | null, client: ClientInfo): ThrottlePlan | undefined {
+    if (application !== null && (application.plan != null || this.#config.defaultPlan !== null)) {
+      const plan = this.#planOf(application)
+      if (plan !== undefined && !isSingleLimit(plan)) {
+        const limits = this.#plans.plan(plan, application, client)
+        const first = limits.steps[0] as LimitStep
+        return { key: first.key, cost: 1, limit: first.limit, windowMs: first.kind === 'rate' ? first.windowMs : first.periodEnd - first.periodStart, policy: PLAN_POLICY, application, limits }
+      }
+    }
     const budget = this.#budget(application, client)
     if (budget === undefined) return undefined
     const { policy, key, limit } = budget
@@ -156,6 +217,10 @@ export class Throttle {
   /** The policy, rate key and limit a request counts against; `undefined` when no policy applies. */
   #budget(application: ApplicationRecord | null, client: ClientInfo): { policy: ResolvedPolicy; key: string; limit: number } | undefined {
     if (application !== null) {
+      if (application.plan != null || this.#config.defaultPlan !== null) {
+        const plan = this.#planOf(application)
+        if (plan !== undefined) return this.#singleLimit(plan, application)
+      }
       const policy = this.#config.application
       if (policy === null) return undefined
       return { policy, key: this.#applicationKey(application.appToken), limit: application.limit ?? policy.limit }
@@ -192,7 +257,8 @@ export class Throttle {
   }
 
   /** The verdict on a planned step the store took (as {@link check} gives it). */
-  settle(plan: ThrottlePlan, client: ClientInfo, result: RateResult): ThrottlePass | null {
+  settle(plan: ThrottlePlan, client: ClientInfo, result: RateResult, results?: readonly LimitResult[], shadow?: ShadowTarget): Awaitable<ThrottlePass | null> {
+    if (plan.limits !== undefined) return this.#plans.settle(plan.limits, client, results ?? [result], shadow)
     return this.#verdict(this.#remember(plan.key, result), plan.policy, plan.limit, plan.application, client)
   }
 
