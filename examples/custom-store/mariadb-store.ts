@@ -45,7 +45,7 @@ export class MariaDbStore implements GateStore, UsageStore {
     const p = this.#p
     const opts = 'ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin'
     for (const ddl of [
-      `applications (app_token VARCHAR(255) PRIMARY KEY, name TEXT NOT NULL, secret_hash VARCHAR(255) NOT NULL, callback_prefix TEXT NULL, rate_limit INT NULL, owner_id VARCHAR(255) NULL, previous_secret_hash VARCHAR(255) NULL, previous_secret_expires_at BIGINT NULL, suspended_at BIGINT NULL, suspension_reason TEXT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, INDEX (owner_id, created_at))`,
+      `applications (app_token VARCHAR(255) PRIMARY KEY, name TEXT NOT NULL, secret_hash VARCHAR(255) NOT NULL, callback_prefix TEXT NULL, rate_limit INT NULL, owner_id VARCHAR(255) NULL, previous_secret_hash VARCHAR(255) NULL, previous_secret_expires_at BIGINT NULL, suspended_at BIGINT NULL, suspension_reason TEXT NULL, plan VARCHAR(255) NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, INDEX (owner_id, created_at))`,
       `users (id VARCHAR(255) PRIMARY KEY, username VARCHAR(255) NOT NULL UNIQUE, username_skeleton VARCHAR(1024) NULL, screen_name TEXT NOT NULL, display_name TEXT NOT NULL, email TEXT NOT NULL, rights TEXT NOT NULL, password_hash TEXT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)`,
       `api_keys (key_id VARCHAR(255) PRIMARY KEY, user_id VARCHAR(255) NOT NULL, name VARCHAR(255) NOT NULL, secret_hash VARCHAR(255) NOT NULL, created_at BIGINT NOT NULL, last_used_at BIGINT NULL, revoked_at BIGINT NULL, purge_at BIGINT NULL, INDEX (user_id, created_at), INDEX (purge_at))`,
       `access_tokens (token_hash VARCHAR(255) PRIMARY KEY, user_id VARCHAR(255) NOT NULL, app_token VARCHAR(255) NOT NULL, code_hash VARCHAR(255) NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, revoked_at BIGINT NULL, INDEX (user_id, app_token), INDEX (app_token), INDEX (code_hash))`,
@@ -69,6 +69,8 @@ export class MariaDbStore implements GateStore, UsageStore {
     await this.#db.query(`CREATE INDEX IF NOT EXISTS ${p}applications_by_owner ON ${p}applications (owner_id, created_at)`)
     // And before applications could be suspended: their rows read as active.
     await this.#db.query(`ALTER TABLE ${p}applications ADD COLUMN IF NOT EXISTS suspended_at BIGINT NULL, ADD COLUMN IF NOT EXISTS suspension_reason TEXT NULL`)
+    // And before applications had plans: their rows read as on the default plan.
+    await this.#db.query(`ALTER TABLE ${p}applications ADD COLUMN IF NOT EXISTS plan VARCHAR(255) NULL`)
   }
 
   /** Drops this store's tables. */
@@ -105,7 +107,7 @@ export class MariaDbStore implements GateStore, UsageStore {
 
   /** With limits and an owner: under the owner's named lock, count the owner's applications, insert. */
   async insertApplication(r: ApplicationRecord, limits?: ApplicationLimits): Promise<ApplicationInsertResult> {
-    const row = { app_token: r.appToken, name: r.name, secret_hash: r.secretHash, callback_prefix: r.callbackPrefix, rate_limit: r.limit, owner_id: r.ownerId, previous_secret_hash: r.previousSecretHash, previous_secret_expires_at: r.previousSecretExpiresAt, suspended_at: r.suspendedAt, suspension_reason: r.suspensionReason, created_at: r.createdAt, updated_at: r.updatedAt }
+    const row = { app_token: r.appToken, name: r.name, secret_hash: r.secretHash, callback_prefix: r.callbackPrefix, rate_limit: r.limit, owner_id: r.ownerId, previous_secret_hash: r.previousSecretHash, previous_secret_expires_at: r.previousSecretExpiresAt, suspended_at: r.suspendedAt, suspension_reason: r.suspensionReason, plan: r.plan ?? null, created_at: r.createdAt, updated_at: r.updatedAt }
     if (limits === undefined || r.ownerId === null) {
       await this.#insert('applications', row)
       return 'created'
@@ -136,7 +138,7 @@ export class MariaDbStore implements GateStore, UsageStore {
     return (await this.#rows(`SELECT * FROM ${this.#p}applications ORDER BY created_at, app_token`)).map(toApplication)
   }
   updateApplication(appToken: string, patch: ApplicationPatch) {
-    const columns = { name: 'name', secretHash: 'secret_hash', previousSecretHash: 'previous_secret_hash', previousSecretExpiresAt: 'previous_secret_expires_at', suspendedAt: 'suspended_at', suspensionReason: 'suspension_reason', callbackPrefix: 'callback_prefix', limit: 'rate_limit', updatedAt: 'updated_at' }
+    const columns = { name: 'name', secretHash: 'secret_hash', previousSecretHash: 'previous_secret_hash', previousSecretExpiresAt: 'previous_secret_expires_at', suspendedAt: 'suspended_at', suspensionReason: 'suspension_reason', plan: 'plan', callbackPrefix: 'callback_prefix', limit: 'rate_limit', updatedAt: 'updated_at' }
     return this.#patch('applications', 'app_token', appToken, patch, columns, () => this.getApplication(appToken))
   }
   async deleteApplication(appToken: string) {
@@ -409,7 +411,7 @@ function result(step: RateResult): RateResult {
 // Rows to records: BIGINT columns come back as numbers or strings depending on the driver's settings.
 
 function toApplication(r: Row): ApplicationRecord {
-  return { appToken: r.app_token as string, name: r.name as string, secretHash: r.secret_hash as string, callbackPrefix: r.callback_prefix as string | null, limit: num(r.rate_limit), ownerId: r.owner_id as string | null, previousSecretHash: r.previous_secret_hash as string | null, previousSecretExpiresAt: num(r.previous_secret_expires_at), suspendedAt: num(r.suspended_at), suspensionReason: (r.suspension_reason as string | null | undefined) ?? null, createdAt: Number(r.created_at), updatedAt: Number(r.updated_at) }
+  return { appToken: r.app_token as string, name: r.name as string, secretHash: r.secret_hash as string, callbackPrefix: r.callback_prefix as string | null, limit: num(r.rate_limit), ownerId: r.owner_id as string | null, previousSecretHash: r.previous_secret_hash as string | null, previousSecretExpiresAt: num(r.previous_secret_expires_at), suspendedAt: num(r.suspended_at), suspensionReason: (r.suspension_reason as string | null | undefined) ?? null, plan: (r.plan as string | null | undefined) ?? null, createdAt: Number(r.created_at), updatedAt: Number(r.updated_at) }
 }
 function toUser(r: Row): UserRecord {
   return { id: r.id as string, username: r.username as string, usernameSkeleton: r.username_skeleton as string | null, screenName: r.screen_name as string, displayName: r.display_name as string, email: r.email as string, rights: JSON.parse(r.rights as string) as string[], passwordHash: r.password_hash as string | null, createdAt: Number(r.created_at), updatedAt: Number(r.updated_at) }

@@ -11,9 +11,10 @@ import { migration as v4 } from './004-username-skeletons.js'
 import { migration as v5 } from './005-usage.js'
 import { migration as v6 } from './006-application-owners.js'
 import { migration as v7 } from './007-application-suspension.js'
+import { migration as v8 } from './008-application-plans.js'
 import type { Migration } from './migration.js'
 
 export type { Migration } from './migration.js'
 
 /** Every version, in order. */
-export const MIGRATIONS: readonly Migration[] = [v1, v2, v3, v4, v5, v6, v7]
+export const MIGRATIONS: readonly Migration[] = [v1, v2, v3, v4, v5, v6, v7, v8]
