@@ -108,6 +108,7 @@ export type { NearLimitOptions } from './usage/near-limit.js'
 export type { WebhookOptions } from './usage/webhook.js'
 export type { NearLimitEvent, UsageDroppedEvent, UsageFlushFailedEvent } from './usage/events.js'
 export type { UsageStore, UsageBatch, UsageRow, UsageBucket, UsageCounts, UsageStatuses, UsageGranularity, UsageTopQuery, UsageTotal } from './store/usage-contract.js'
+export { addShadowCounts, MAX_SHADOW_NAMES } from './store/usage-contract.js'
 export { compareApiKeys, matchesApiKeyQuery } from './store/api-key-query.js'
 export { gcraStep, emissionInterval, type RateResult, type GcraOutcome } from './limits/gcra.js'
 /** For authors of adapters: the check every mount makes that it was given a gate. */

@@ -87,7 +87,7 @@ describe('open-data-gate usage', () => {
       const rows = (appToken: string, start: number, requests: number) =>
         (['minute', 'hour', 'day'] as const).map((granularity) => {
           const step = { minute, hour: 60 * minute, day: 1440 * minute }[granularity]
-          return { appToken, granularity, start: start - (start % step), expiresAt: Date.now() + 86_400_000, requests, throttled: 0, refused: 0, statuses: { '2xx': requests, '3xx': 0, '4xx': 0, '5xx': 0 }, unknownAppToken: 0 }
+          return { appToken, granularity, start: start - (start % step), expiresAt: Date.now() + 86_400_000, requests, throttled: 0, refused: 0, suspended: 0, shadow: {}, statuses: { '2xx': requests, '3xx': 0, '4xx': 0, '5xx': 0 }, unknownAppToken: 0 }
         })
       await store.addUsage({ writer: 'w', sequence: 1, createdAt: Date.now(), idExpiresAt: Date.now() + 86_400_000, rows: [...rows(early!.appToken, Date.UTC(2026, 10, 27, 11, 30), 5), ...rows(late!.appToken, Date.UTC(2026, 10, 27, 12, 40), 2)] })
       const ran = await exec(store, ['usage', 'top', '--since', '1h'])

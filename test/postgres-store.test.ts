@@ -63,10 +63,10 @@ describe.skipIf(!available)('PostgresStore', () => {
       const store = new PostgresStore({ pool, schema: fresh, sweepIntervalMs: 0 })
       try {
         expect(await store.version()).toBe(0)
-        expect(await store.migrate()).toEqual({ from: 0, to: PostgresStore.schemaVersion, applied: [1, 2, 3, 4, 5, 6, 7, 8] })
-        expect(await store.version()).toBe(8)
+        expect(await store.migrate()).toEqual({ from: 0, to: PostgresStore.schemaVersion, applied: [1, 2, 3, 4, 5, 6, 7, 8, 9] })
+        expect(await store.version()).toBe(9)
         const { rows } = await pool.query(`SELECT version, description FROM ${pg.escapeIdentifier(fresh)}.schema_version ORDER BY version`)
-        expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
+        expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9])
       } finally {
         await store.close()
         await dropSchema(fresh)
@@ -77,7 +77,7 @@ describe.skipIf(!available)('PostgresStore', () => {
       const before = await catalog(schema)
       expect(before.length).toBeGreaterThan(10)
       const store = new PostgresStore({ pool, schema, sweepIntervalMs: 0 })
-      expect(await store.migrate()).toEqual({ from: 8, to: 8, applied: [] })
+      expect(await store.migrate()).toEqual({ from: 9, to: 9, applied: [] })
       expect(await catalog(schema)).toEqual(before)
       await store.close()
     })
@@ -93,7 +93,7 @@ describe.skipIf(!available)('PostgresStore', () => {
         await pool.query(`INSERT INTO ${q}.schema_version (version, description) VALUES (1, 'v1')`)
         await pool.query(`INSERT INTO ${q}.sessions VALUES ('s1', 'u1', 'stamp', 1, ${Date.now() + 60_000})`)
         const store = new PostgresStore({ pool, schema: old, sweepIntervalMs: 0 })
-        expect(await store.migrate()).toEqual({ from: 1, to: 8, applied: [2, 3, 4, 5, 6, 7, 8] })
+        expect(await store.migrate()).toEqual({ from: 1, to: 9, applied: [2, 3, 4, 5, 6, 7, 8, 9] })
         expect(await store.getSession('s1')).toMatchObject({ userId: 'u1' })
         await store.recordGrant('u1', 'app', 5)
         expect(await store.listGrants('u1')).toEqual([{ userId: 'u1', appToken: 'app', firstAuthorizedAt: 5, lastUsedAt: 5 }])
@@ -120,7 +120,7 @@ describe.skipIf(!available)('PostgresStore', () => {
           await pool.query(`INSERT INTO ${q}.users (id, username, screen_name, display_name, email, rights, password_hash, created_at, updated_at) VALUES ($1, $2, 'Ada', 'Ada', 'a@example.org', '{}', $3, 1, 1)`, [id, username, hash])
         }
         const store = new PostgresStore({ pool, schema: old, sweepIntervalMs: 0 })
-        expect(await store.migrate()).toEqual({ from: 3, to: 8, applied: [4, 5, 6, 7, 8] })
+        expect(await store.migrate()).toEqual({ from: 3, to: 9, applied: [4, 5, 6, 7, 8, 9] })
         const { rows } = await pool.query(`SELECT id, username_skeleton FROM ${q}.users ORDER BY id`)
         expect(rows).toEqual([
           { id: 'aaaa-0001', username_skeleton: 'ada' },
@@ -151,7 +151,7 @@ describe.skipIf(!available)('PostgresStore', () => {
         }
         await pool.query(`INSERT INTO ${q}.applications (app_token, name, secret_hash, created_at, updated_at) VALUES ('old-app', 'Old', 'h', 1, 1)`)
         const store = new PostgresStore({ pool, schema: old, sweepIntervalMs: 0 })
-        expect(await store.migrate()).toEqual({ from: 6, to: 8, applied: [7, 8] })
+        expect(await store.migrate()).toEqual({ from: 6, to: 9, applied: [7, 8, 9] })
         expect(await store.getApplication('old-app')).toMatchObject({ appToken: 'old-app', suspendedAt: null, suspensionReason: null })
         expect(await store.updateApplication('old-app', { suspendedAt: 5, suspensionReason: 'Abuse' })).toMatchObject({ suspendedAt: 5, suspensionReason: 'Abuse' })
         // Half a suspension is refused by the schema: a reader never sees a reason without its time.
@@ -175,7 +175,7 @@ describe.skipIf(!available)('PostgresStore', () => {
         }
         await pool.query(`INSERT INTO ${q}.applications (app_token, name, secret_hash, rate_limit, created_at, updated_at) VALUES ('old-app', 'Old', 'h', 40, 1, 1)`)
         const store = new PostgresStore({ pool, schema: old, sweepIntervalMs: 0 })
-        expect(await store.migrate()).toEqual({ from: 7, to: 8, applied: [8] })
+        expect(await store.migrate()).toEqual({ from: 7, to: 9, applied: [8, 9] })
         expect(await store.getApplication('old-app')).toMatchObject({ appToken: 'old-app', limit: 40, plan: null })
         expect(await store.updateApplication('old-app', { plan: 'partner' })).toMatchObject({ limit: 40, plan: 'partner' })
         // What an instance of version 7 still running during the rollout does: an insert without the column.
@@ -195,10 +195,10 @@ describe.skipIf(!available)('PostgresStore', () => {
           [1, 2, 3].map(() => run(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, DATABASE_URL, SCHEMA: fresh } })),
         )
         const outcomes = results.map((r) => JSON.parse(r.stdout) as { from: number; applied: number[] })
-        expect(outcomes.filter((o) => o.applied.length > 0)).toEqual([{ from: 0, to: 8, applied: [1, 2, 3, 4, 5, 6, 7, 8] }])
+        expect(outcomes.filter((o) => o.applied.length > 0)).toEqual([{ from: 0, to: 9, applied: [1, 2, 3, 4, 5, 6, 7, 8, 9] }])
         expect(outcomes.filter((o) => o.applied.length === 0)).toHaveLength(2)
         const { rows } = await pool.query(`SELECT version FROM ${pg.escapeIdentifier(fresh)}.schema_version ORDER BY version`)
-        expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
+        expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9])
       } finally {
         await dropSchema(fresh)
       }
@@ -284,7 +284,7 @@ describe.skipIf(!available)('PostgresStore', () => {
       await store.consumeRate('r', 10, 1000, 1)
       await store.consumeRate('r', 10, 1000, 0)
       await store.resetRate('r')
-      await store.addUsage({ writer: 'w', sequence: 1, createdAt: now, idExpiresAt: now + 1000, rows: [{ appToken: 'a', granularity: 'minute', start: 0, expiresAt: now + 1000, requests: 1, throttled: 0, refused: 0, statuses: { '2xx': 1, '3xx': 0, '4xx': 0, '5xx': 0 }, unknownAppToken: 0 }] })
+      await store.addUsage({ writer: 'w', sequence: 1, createdAt: now, idExpiresAt: now + 1000, rows: [{ appToken: 'a', granularity: 'minute', start: 0, expiresAt: now + 1000, requests: 1, throttled: 0, refused: 0, suspended: 0, shadow: {}, statuses: { '2xx': 1, '3xx': 0, '4xx': 0, '5xx': 0 }, unknownAppToken: 0 }] })
       await store.getUsage('a', 'minute', 0, 3_600_000)
       await store.sweep()
       await store.close()

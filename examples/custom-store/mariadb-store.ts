@@ -23,7 +23,7 @@
  *   is then rolled back whole and tried again.
  */
 import { randomUUID } from 'node:crypto'
-import { emissionInterval, gcraStep, type UsageBatch, type UsageBucket, type UsageGranularity, type UsageStore, type UsageTopQuery, type UsageTotal, type AccessTokenFilter, type AccessTokenRecord, type ApiKeyInsertResult, type ApiKeyLimits, type ApiKeyPatch, type ApiKeyQuery, type ApiKeyRecord, type GrantRecord, type ApplicationFilter, type ApplicationInsertResult, type ApplicationLimits, type ApplicationPatch, type ApplicationRecord, type AuthorizationCodeRecord, type GateStore, type RateResult, type SessionRecord, type UserPatch, type UserRecord } from 'open-data-gate'
+import { addShadowCounts, emissionInterval, gcraStep, type UsageBatch, type UsageBucket, type UsageGranularity, type UsageStore, type UsageTopQuery, type UsageTotal, type AccessTokenFilter, type AccessTokenRecord, type ApiKeyInsertResult, type ApiKeyLimits, type ApiKeyPatch, type ApiKeyQuery, type ApiKeyRecord, type GrantRecord, type ApplicationFilter, type ApplicationInsertResult, type ApplicationLimits, type ApplicationPatch, type ApplicationRecord, type AuthorizationCodeRecord, type GateStore, type RateResult, type SessionRecord, type UserPatch, type UserRecord } from 'open-data-gate'
 import type { Pool, RowDataPacket } from 'mysql2/promise'
 
 type Row = RowDataPacket & Record<string, unknown>
@@ -53,7 +53,7 @@ export class MariaDbStore implements GateStore, UsageStore {
       `sessions (session_hash VARCHAR(255) PRIMARY KEY, user_id VARCHAR(255) NOT NULL, password_stamp VARCHAR(255) NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, INDEX (user_id, created_at))`,
       `grants (user_id VARCHAR(255) NOT NULL, app_token VARCHAR(255) NOT NULL, first_authorized_at BIGINT NOT NULL, last_used_at BIGINT NOT NULL, PRIMARY KEY (user_id, app_token))`,
       `rates (rate_key VARCHAR(255) PRIMARY KEY, tat_us BIGINT NOT NULL, seen_us BIGINT NOT NULL, allowed BOOLEAN NOT NULL, INDEX (tat_us))`,
-      `usage_buckets (app_token VARCHAR(255) NOT NULL, granularity CHAR(1) NOT NULL, start_at BIGINT NOT NULL, ${USAGE_COLUMNS.map((c) => `${c} BIGINT NOT NULL`).join(', ')}, expires_at BIGINT NOT NULL, PRIMARY KEY (app_token, granularity, start_at), INDEX (expires_at), INDEX (granularity, start_at))`,
+      `usage_buckets (app_token VARCHAR(255) NOT NULL, granularity CHAR(1) NOT NULL, start_at BIGINT NOT NULL, ${USAGE_COLUMNS.map((c) => `${c} BIGINT NOT NULL DEFAULT 0`).join(', ')}, shadow TEXT NOT NULL DEFAULT '{}', expires_at BIGINT NOT NULL, PRIMARY KEY (app_token, granularity, start_at), INDEX (expires_at), INDEX (granularity, start_at))`,
       `usage_writers (writer VARCHAR(255) PRIMARY KEY, sequence BIGINT NOT NULL, expires_at BIGINT NOT NULL, claimed_by CHAR(36) NOT NULL, INDEX (expires_at))`,
     ]) {
       await this.#db.query(`CREATE TABLE IF NOT EXISTS ${p}${ddl} ${opts}`)
@@ -71,6 +71,8 @@ export class MariaDbStore implements GateStore, UsageStore {
     await this.#db.query(`ALTER TABLE ${p}applications ADD COLUMN IF NOT EXISTS suspended_at BIGINT NULL, ADD COLUMN IF NOT EXISTS suspension_reason TEXT NULL`)
     // And before applications had plans: their rows read as on the default plan.
     await this.#db.query(`ALTER TABLE ${p}applications ADD COLUMN IF NOT EXISTS plan VARCHAR(255) NULL`)
+    // And before usage counted suspensions and shadow limits: old buckets read as 0 and {}.
+    await this.#db.query(`ALTER TABLE ${p}usage_buckets ADD COLUMN IF NOT EXISTS suspended BIGINT NOT NULL DEFAULT 0, ADD COLUMN IF NOT EXISTS shadow TEXT NOT NULL DEFAULT '{}'`)
   }
 
   /** Drops this store's tables. */
@@ -339,7 +341,9 @@ export class MariaDbStore implements GateStore, UsageStore {
    * One transaction: the writer's row moves to this sequence only if it is new (`claimed_by`
    * says whether this call moved it), then every bucket is upserted, rows sorted by key. A
    * bucket found expired starts again from zero (MariaDB applies the assignments left to
-   * right: the counts read the old `expires_at`, which is set last).
+   * right: the counts read the old `expires_at`, which is set last). The rows with shadow
+   * counts then merge them into their buckets' JSON (`addShadowCounts`: at most
+   * `MAX_SHADOW_NAMES` names), read and written under the rows' locks in the same transaction.
    */
   async addUsage(batch: UsageBatch): Promise<void> {
     const now = Date.now()
@@ -360,13 +364,22 @@ export class MariaDbStore implements GateStore, UsageStore {
         // 1,000 rows per statement: a prepared statement takes at most 65,535 placeholders.
         for (let i = 0; claimed[0]?.claimed_by === claim && i < rows.length; i += 1000) {
           const part = rows.slice(i, i + 1000)
-          const values = part.flatMap((r) => [r.appToken ?? '', LETTER[r.granularity], r.start, r.requests, r.throttled, r.refused, r.statuses['2xx'], r.statuses['3xx'], r.statuses['4xx'], r.statuses['5xx'], r.unknownAppToken, r.expiresAt])
+          const values = part.flatMap((r) => [r.appToken ?? '', LETTER[r.granularity], r.start, r.requests, r.throttled, r.refused, r.statuses['2xx'], r.statuses['3xx'], r.statuses['4xx'], r.statuses['5xx'], r.unknownAppToken, r.suspended ?? 0, r.expiresAt])
           const fresh = (c: string) => `${c} = IF(expires_at <= ${Number(now)}, 0, ${c}) + VALUES(${c})`
           await connection.execute(
-            `INSERT INTO ${this.#p}usage_buckets (app_token, granularity, start_at, ${USAGE_COLUMNS.join(', ')}, expires_at) VALUES ${part.map(() => `(${Array(12).fill('?').join(', ')})`).join(', ')}
-             ON DUPLICATE KEY UPDATE ${USAGE_COLUMNS.map(fresh).join(', ')}, expires_at = IF(expires_at <= ${Number(now)}, VALUES(expires_at), GREATEST(expires_at, VALUES(expires_at)))`,
+            `INSERT INTO ${this.#p}usage_buckets (app_token, granularity, start_at, ${USAGE_COLUMNS.join(', ')}, expires_at) VALUES ${part.map(() => `(${Array(13).fill('?').join(', ')})`).join(', ')}
+             ON DUPLICATE KEY UPDATE ${USAGE_COLUMNS.map(fresh).join(', ')}, shadow = IF(expires_at <= ${Number(now)}, '{}', shadow), expires_at = IF(expires_at <= ${Number(now)}, VALUES(expires_at), GREATEST(expires_at, VALUES(expires_at)))`,
             values,
           )
+        }
+        for (const r of claimed[0]?.claimed_by === claim ? rows : []) {
+          if (r.shadow === undefined || Object.keys(r.shadow).length === 0) continue
+          const where = `WHERE app_token = ? AND granularity = ? AND start_at = ?`
+          const at = [r.appToken ?? '', LETTER[r.granularity], r.start]
+          const [found] = await connection.execute<Row[]>(`SELECT shadow FROM ${this.#p}usage_buckets ${where} FOR UPDATE`, at)
+          const shadow = JSON.parse(String(found[0]?.shadow ?? '{}')) as Record<string, number>
+          addShadowCounts(shadow, r.shadow)
+          await connection.execute(`UPDATE ${this.#p}usage_buckets SET shadow = ? ${where}`, [JSON.stringify(shadow), ...at])
         }
         await connection.commit()
         return
@@ -384,7 +397,7 @@ export class MariaDbStore implements GateStore, UsageStore {
       `SELECT * FROM ${this.#p}usage_buckets WHERE app_token = ? AND granularity = ? AND start_at >= ? AND start_at < ? AND expires_at > ? ORDER BY start_at`,
       [appToken ?? '', LETTER[granularity], from, to, Date.now()],
     )
-    return rows.map((r) => ({ start: Number(r.start_at), requests: Number(r.requests), throttled: Number(r.throttled), refused: Number(r.refused), statuses: { '2xx': Number(r.s2xx), '3xx': Number(r.s3xx), '4xx': Number(r.s4xx), '5xx': Number(r.s5xx) }, unknownAppToken: Number(r.unknown_app_token) }))
+    return rows.map((r) => ({ start: Number(r.start_at), requests: Number(r.requests), throttled: Number(r.throttled), refused: Number(r.refused), suspended: Number(r.suspended ?? 0), shadow: JSON.parse(String(r.shadow ?? '{}')) as Record<string, number>, statuses: { '2xx': Number(r.s2xx), '3xx': Number(r.s3xx), '4xx': Number(r.s4xx), '5xx': Number(r.s5xx) }, unknownAppToken: Number(r.unknown_app_token) }))
   }
   async topUsage(query: UsageTopQuery): Promise<UsageTotal[]> {
     const by = query.by === 'requests' ? 'requests' : 'throttled'
@@ -401,7 +414,7 @@ export class MariaDbStore implements GateStore, UsageStore {
   close() {}
 }
 
-const USAGE_COLUMNS = ['requests', 'throttled', 'refused', 's2xx', 's3xx', 's4xx', 's5xx', 'unknown_app_token']
+const USAGE_COLUMNS = ['requests', 'throttled', 'refused', 's2xx', 's3xx', 's4xx', 's5xx', 'unknown_app_token', 'suspended']
 const LETTER: Record<UsageGranularity, string> = { minute: 'm', hour: 'h', day: 'd' }
 
 function result(step: RateResult): RateResult {
