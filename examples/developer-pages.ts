@@ -234,13 +234,15 @@ ${cards.length === 0 ? '<p>You have not registered an application yet.</p>' : ca
       app.previousSecretExpiresAt !== null && app.previousSecretExpiresAt > now
         ? `<dt>Previous secret token</dt><dd>works until <time datetime="${new Date(app.previousSecretExpiresAt).toISOString()}">${utc(app.previousSecretExpiresAt)}</time></dd>`
         : ''
+    // The plan the operators put it on, which only they change: the owner sees it, with no form.
+    const plan = app.plan === null ? 'the default plan' : `<code>${escape(app.plan)}</code>`
     // Suspended by the operators: the owner sees why and since when, and has no form to lift it.
     const suspended =
       app.suspended === null
         ? ''
         : `<p class="problem suspended" role="status"><strong>Suspended</strong> by the operators of this portal since <time datetime="${new Date(app.suspended.since).toISOString()}">${utc(app.suspended.since)}</time>: ${escape(app.suspended.reason)}. Its requests, its users' access tokens and new authorizations are refused until they lift it; nothing of it is deleted.</p>`
     return `<article class="application" id="app-${token}"><h3>${name}</h3>${suspended}
-<dl><dt>App token</dt><dd><code>${token}</code></dd><dt>Created</dt><dd><time datetime="${new Date(app.createdAt).toISOString()}">${utc(app.createdAt)}</time></dd>${
+<dl><dt>App token</dt><dd><code>${token}</code></dd><dt>Plan</dt><dd>${plan}</dd><dt>Created</dt><dd><time datetime="${new Date(app.createdAt).toISOString()}">${utc(app.createdAt)}</time></dd>${
       app.callbackPrefix === null ? '' : `<dt>Callback Prefix</dt><dd><code>${escape(app.callbackPrefix)}</code></dd>`
     }${grace}</dl>
 <h4>Last 24 hours, by hour</h4>${usage === undefined ? unavailable : usageChart(usage[0].buckets, { granularity: 'hour', title: `${app.name}: requests in the last 24 hours`, id: `hours-${app.appToken}` })}

@@ -114,7 +114,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     usageTelemetry.observe(this.usage)
     this.#nearLimit = config.nearLimit === null ? null : new NearLimitAlerts(config.nearLimit, rateStore, usageTelemetry.watchDrops(emit), config.log)
     const throttle = new Throttle({ config, store: rateStore, emit })
-    const applicationRules = { ...config.applications, spendRegistration: registrationBudget(config.applications.registrations, throttle) }
+    const applicationRules = { ...config.applications, spendRegistration: registrationBudget(config.applications.registrations, throttle), plans: new Set(config.plans.keys()) }
     this.applications = new Applications({ store: this.store, changed: (appToken) => this.#applicationCache.forget(appToken), allowLoopback: config.oauth.allowLoopbackCallbacks, rules: applicationRules, emit })
     const auth = new Authenticator({ basic: config.basic, realm: config.realm, store: this.store, throttle, emit })
     const clearText = new ClearTextRevocation({ store: this.store, deletedKeyRetentionMs: config.deletedKeyRetentionMs, methods: config, emit })

@@ -110,6 +110,16 @@ describe.each(layouts)('open-data-gate on $name', (layout) => {
     expect(await json(['rate', 'reset', `app:${registered.appToken}`])).toEqual({ key: `app:${registered.appToken}`, reset: true })
     expect(await json(['rate', 'show', `app:${registered.appToken}`, '--window-ms', '3600000'])).toMatchObject({ remaining: 7 })
 
+    // A plan reaches the serving gate the same way (req.gate.application.plan), and so does the default again.
+    expect(await json(['apps', 'set-plan', registered.appToken, 'partner', '--plans', 'free,partner'])).toMatchObject({ plan: 'partner', limit: 7 })
+    const planSeen = async () => {
+      const outcome = await gate.handle(request({ 'x-app-token': registered.appToken }))
+      return outcome.type === 'next' ? outcome.context.application?.plan : outcome.type
+    }
+    await expect.poll(planSeen, { timeout: 8000 }).toBe('partner')
+    expect(await json(['apps', 'set-plan', registered.appToken, '--default'])).toMatchObject({ plan: null })
+    await expect.poll(planSeen, { timeout: 8000 }).toBeNull()
+
     // A suspension reaches the serving gate the same way, and so does its end.
     expect(await json(['apps', 'suspend', registered.appToken, '--reason', 'Scraping beyond its limit'])).toMatchObject({ suspended: { reason: 'Scraping beyond its limit' } })
     await expect.poll(async () => {

@@ -43,13 +43,38 @@ describe('open-data-gate usage', () => {
     const ran = await exec(store, ['usage', busy, '--since', '3h'])
     expect(ran).toMatchObject({ code: 0, stderr: '' })
     expect(ran.stdout).toContain(`${busy}  `)
-    expect(ran.stdout).toMatch(/requests 6, 429 2, refused 0, 2xx 0, 4xx 0, 5xx 0, per hour since /)
-    expect(ran.stdout).toMatch(/^START\s+REQUESTS\s+429\s+REFUSED\s+2XX\s+4XX\s+5XX$/m)
-    expect(ran.stdout.trimEnd().split('\n').at(-1)).toMatch(/\s6\s+2\s+0\s+0\s+0\s+0\s+█+$/)
+    expect(ran.stdout).toMatch(/requests 6, 429 2, refused 0 \(suspended 0\), 2xx 0, 4xx 0, 5xx 0, per hour since \S+\n\n/)
+    expect(ran.stdout).toMatch(/^START\s+REQUESTS\s+429\s+REFUSED\s+SUSPENDED\s+2XX\s+4XX\s+5XX\s+SHADOW$/m)
+    expect(ran.stdout.trimEnd().split('\n').at(-1)).toMatch(/\s6\s+2\s+0\s+0\s+0\s+0\s+0\s+-\s+█+$/)
     const json = JSON.parse((await exec(store, ['usage', busy, '--since', '90m', '--granularity', 'minute', '--json'])).stdout)
     expect(json).toMatchObject({ appToken: busy, granularity: 'minute' })
     expect(json.buckets.length).toBeGreaterThanOrEqual(90)
     expect(json.buckets.reduce((n: number, b: { requests: number }) => n + b.requests, 0)).toBe(6)
+  })
+
+  it("shows a suspended application's refusals and the shadow limits' counts, per bucket and in all", async () => {
+    const store = new MemoryStore()
+    const gate = createGate({ store, throttle: false })
+    const { appToken } = await gate.applications.register({ name: 'Busy' })
+    const at = Date.now() - 30 * 60_000
+    const hour = at - (at % 3_600_000)
+    const row = (start: number, counts: { requests: number; refused: number; suspended: number; shadow: Record<string, number> }) => ({
+      appToken, granularity: 'hour' as const, start, expiresAt: Date.now() + 86_400_000, throttled: 0, statuses: { '2xx': counts.requests - counts.refused, '3xx': 0, '4xx': 0, '5xx': 0 }, unknownAppToken: 0, ...counts,
+    })
+    await store.addUsage({
+      writer: 'w', sequence: 1, createdAt: Date.now(), idExpiresAt: Date.now() + 86_400_000,
+      rows: [row(hour - 3_600_000, { requests: 5, refused: 3, suspended: 2, shadow: { 'burst-10s': 1 } }), row(hour, { requests: 4, refused: 0, suspended: 0, shadow: { 'burst-10s': 2, 'daily-cap': 4 } })],
+    })
+    const ran = await exec(store, ['usage', appToken, '--since', '3h'])
+    expect(ran).toMatchObject({ code: 0, stderr: '' })
+    expect(ran.stdout).toMatch(/requests 9, 429 0, refused 3 \(suspended 2\), 2xx 6, .*\nshadow limits would have refused: burst-10s 3, daily-cap 4\n\n/)
+    const lines = ran.stdout.trimEnd().split('\n')
+    expect(lines.at(-2)).toMatch(/\s5\s+0\s+3\s+2\s+2\s+0\s+0\s+burst-10s 1\s+█+$/)
+    expect(lines.at(-1)).toMatch(/\s4\s+0\s+0\s+0\s+4\s+0\s+0\s+burst-10s 2, daily-cap 4\s+█+$/)
+    const json = JSON.parse((await exec(store, ['usage', appToken, '--since', '3h', '--json'])).stdout)
+    expect(json.buckets.at(-2)).toMatchObject({ suspended: 2, shadow: { 'burst-10s': 1 } })
+    expect(json.buckets.at(-1)).toMatchObject({ suspended: 0, shadow: { 'burst-10s': 2, 'daily-cap': 4 } })
+    await gate.close()
   })
 
   it('shows the anonymous pool with `anonymous`, and refuses an unknown app token or a bad duration', async () => {
@@ -87,7 +112,7 @@ describe('open-data-gate usage', () => {
       const rows = (appToken: string, start: number, requests: number) =>
         (['minute', 'hour', 'day'] as const).map((granularity) => {
           const step = { minute, hour: 60 * minute, day: 1440 * minute }[granularity]
-          return { appToken, granularity, start: start - (start % step), expiresAt: Date.now() + 86_400_000, requests, throttled: 0, refused: 0, statuses: { '2xx': requests, '3xx': 0, '4xx': 0, '5xx': 0 }, unknownAppToken: 0 }
+          return { appToken, granularity, start: start - (start % step), expiresAt: Date.now() + 86_400_000, requests, throttled: 0, refused: 0, suspended: 0, shadow: {}, statuses: { '2xx': requests, '3xx': 0, '4xx': 0, '5xx': 0 }, unknownAppToken: 0 }
         })
       await store.addUsage({ writer: 'w', sequence: 1, createdAt: Date.now(), idExpiresAt: Date.now() + 86_400_000, rows: [...rows(early!.appToken, Date.UTC(2026, 10, 27, 11, 30), 5), ...rows(late!.appToken, Date.UTC(2026, 10, 27, 12, 40), 2)] })
       const ran = await exec(store, ['usage', 'top', '--since', '1h'])

@@ -79,7 +79,7 @@ describe('open-data-gate command line', () => {
     const appToken = /^app token: +(\S+)/.exec(registered.stdout)?.[1] as string
     await store.updateApplication(appToken, { name: 'Line\nbreak\u202eevil\u2028\u200b\u001b[2J' })
     const list = await exec(['apps', 'list', ...S])
-    expect(list.stdout.split('\n')[0]).toMatch(/^APP TOKEN +NAME +LIMIT +STATE +CALLBACK PREFIX +CREATED$/)
+    expect(list.stdout.split('\n')[0]).toMatch(/^APP TOKEN +NAME +LIMIT +PLAN +STATE +CALLBACK PREFIX +CREATED$/)
     expect(list.stdout.split('\n')[1]).toContain('Line↵break?evil???[2J')
     expect((await exec(['users', 'list', ...S])).stdout).toBe('(none)\n')
   })
@@ -122,10 +122,13 @@ describe('open-data-gate command line', () => {
 
   it.each([
     [['frobnicate', ...S], /unknown command "frobnicate"/],
-    [['apps', ...S], /apps needs a subcommand: register, list, show, set-limit, suspend, resume, rotate-secret, delete/],
+    [['apps', ...S], /apps needs a subcommand: register, list, show, set-limit, set-plan, suspend, resume, rotate-secret, delete/],
     [['apps', 'register', ...S], /apps register needs --name/],
     [['apps', 'show', ...S], /apps show needs APP_TOKEN/],
     [['apps', 'suspend', 'abc', ...S], /apps suspend needs --reason/],
+    [['apps', 'set-plan', 'abc', ...S], /apps set-plan takes a PLAN or --default/],
+    [['apps', 'set-plan', 'abc', 'free', '--default', ...S], /apps set-plan takes a PLAN or --default/],
+    [['apps', 'set-plan', 'abc', 'free', 'extra', ...S], /apps set-plan takes APP_TOKEN \[PLAN\]; unexpected "extra"/],
     [['apps', 'resume', ...S], /apps resume needs APP_TOKEN/],
     [['apps', 'resume', 'abc', '--reason', 'x', ...S], /apps resume does not take --reason/],
     [['apps', 'show', 'a', 'b', ...S], /unexpected "b"/],
@@ -231,6 +234,7 @@ describe('open-data-gate command line', () => {
     [['apps', 'rotate-secret', 'nope', ...S], 'No application has the app token "nope"'],
     [['apps', 'suspend', 'nope', '--reason', 'Abuse', ...S], 'No application has the app token "nope"'],
     [['apps', 'resume', 'nope', ...S], 'No application has the app token "nope"'],
+    [['apps', 'set-plan', 'nope', '--default', ...S], 'No application has the app token "nope"'],
     [['apps', 'rotate-secret', 'nope', '--grace-ms', 'soon', ...S], '--grace-ms must be a whole number of milliseconds from 0 (retire the old secret now) to 604800000 (7 days), not "soon"'],
     [['apps', 'rotate-secret', 'nope', '--grace-ms', '0', '--retire-now', ...S], 'give --retire-now or --grace-ms, not both'],
     [['keys', 'rotate', 'nope', ...S], 'No active API key has the id "nope"'],
@@ -343,8 +347,8 @@ describe('open-data-gate command line', () => {
     expect(suspended.stdout).toMatch(/state: +suspended since \d{4}-\d\d-\d\dT[\d:]+Z\nsuspension reason: +Scraping beyond its limit\n/)
     expect(await ask()).toMatchObject({ type: 'respond', response: { status: 403, headers: { 'x-error-code': 'application_suspended' } } })
     const list = await exec(['apps', 'list', ...S])
-    expect(list.stdout.split('\n')[0]).toMatch(/^APP TOKEN +NAME +LIMIT +STATE +CALLBACK PREFIX +CREATED$/)
-    expect(list.stdout.split('\n')[1]).toMatch(/ default +suspended +- /)
+    expect(list.stdout.split('\n')[0]).toMatch(/^APP TOKEN +NAME +LIMIT +PLAN +STATE +CALLBACK PREFIX +CREATED$/)
+    expect(list.stdout.split('\n')[1]).toMatch(/ default +default +suspended +- /)
     const shown = JSON.parse((await exec(['apps', 'show', app.appToken, ...S, '--json'])).stdout)
     expect(shown.suspended).toEqual({ reason: 'Scraping beyond its limit', since: expect.any(Number) })
     // Again: a new reason, the same start; a reason that starts with a dash goes as --reason=.
@@ -360,6 +364,37 @@ describe('open-data-gate command line', () => {
     expect(resumed.stdout).not.toContain('suspension reason')
     expect(await ask()).toMatchObject({ type: 'next' })
     expect(JSON.parse((await exec(['apps', 'list', ...S, '--json'])).stdout)[0].suspended).toBeNull()
+  })
+
+  it('puts an application on a plan it is told the configuration has, shows it in list and show, and back on the default', async () => {
+    const store = new MemoryStore()
+    const { exec } = harness(store)
+    const app = await createGate({ store }).applications.register({ name: 'Dash', limit: 40 })
+
+    const set = await exec(['apps', 'set-plan', app.appToken, 'partner', '--plans', 'free, partner', ...S])
+    expect([set.code, set.stderr]).toEqual([0, ''])
+    expect(set.stdout).toMatch(/limit: +40\nplan: +partner\n/)
+    expect((await store.getApplication(app.appToken))?.plan).toBe('partner')
+    const list = await exec(['apps', 'list', ...S])
+    expect(list.stdout.split('\n')[1]).toMatch(/ 40 +partner +active /)
+    expect(JSON.parse((await exec(['apps', 'show', app.appToken, ...S, '--json'])).stdout)).toMatchObject({ plan: 'partner', limit: 40 })
+    // The configured plans from the environment, as an operator's shell would keep them.
+    expect(JSON.parse((await exec(['apps', 'set-plan', app.appToken, 'free', ...S, '--json'], { env: { OPEN_DATA_GATE_PLANS: 'free,partner' } })).stdout)).toMatchObject({ plan: 'free' })
+
+    // A misspelt plan, and any plan when the command is not told which there are, change nothing.
+    const misspelt = await exec(['apps', 'set-plan', app.appToken, 'parnter', '--plans', 'free,partner', ...S])
+    expect([misspelt.code, misspelt.stderr]).toEqual([1, 'open-data-gate: plan "parnter" is not configured; the plans are: free, partner (or null for the default)\n'])
+    const untold = await exec(['apps', 'set-plan', app.appToken, 'partner', ...S])
+    expect(untold.code).toBe(1)
+    expect(untold.stderr).toContain("does not read the gate's configuration: name its plans with --plans")
+    const badShape = await exec(['apps', 'set-plan', app.appToken, 'Partner', '--plans', 'Partner', ...S])
+    expect([badShape.code, badShape.stderr]).toMatchObject([1, expect.stringContaining('plan must be a plan name')])
+    expect((await store.getApplication(app.appToken))?.plan).toBe('free')
+
+    const back = await exec(['apps', 'set-plan', app.appToken, '--default', ...S])
+    expect([back.code, back.stderr]).toEqual([0, ''])
+    expect(back.stdout).toMatch(/plan: +default\n/)
+    expect((await store.getApplication(app.appToken))?.plan).toBeNull()
   })
 
   it('edits hidden input as a terminal user expects', () => {

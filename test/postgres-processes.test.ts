@@ -79,7 +79,7 @@ describe.skipIf(!available)('PostgresStore shared by several processes', () => {
     try {
       const store = new PostgresStore({ connectionString: DATABASE_URL, schema: limited, sweepIntervalMs: 0 })
       await store.migrate()
-      await store.insertApplication({ appToken: 'limited-app-token-123', name: 'limited', secretHash: 'x'.repeat(64), callbackPrefix: null, limit: null, ownerId: null, previousSecretHash: null, previousSecretExpiresAt: null, suspendedAt: null, suspensionReason: null, createdAt: 1, updatedAt: 1 })
+      await store.insertApplication({ appToken: 'limited-app-token-123', name: 'limited', secretHash: 'x'.repeat(64), callbackPrefix: null, limit: null, ownerId: null, previousSecretHash: null, previousSecretExpiresAt: null, suspendedAt: null, suspensionReason: null, plan: null, createdAt: 1, updatedAt: 1 })
       await store.close()
       const bases = await Promise.all([1, 2, 3, 4].map(() => serve(limited, children, 100)))
       const statuses = new Map<number, number>()

@@ -63,10 +63,10 @@ describe.skipIf(!available)('PostgresStore', () => {
       const store = new PostgresStore({ pool, schema: fresh, sweepIntervalMs: 0 })
       try {
         expect(await store.version()).toBe(0)
-        expect(await store.migrate()).toEqual({ from: 0, to: PostgresStore.schemaVersion, applied: [1, 2, 3, 4, 5, 6, 7] })
-        expect(await store.version()).toBe(7)
+        expect(await store.migrate()).toEqual({ from: 0, to: PostgresStore.schemaVersion, applied: [1, 2, 3, 4, 5, 6, 7, 8, 9] })
+        expect(await store.version()).toBe(10)
         const { rows } = await pool.query(`SELECT version, description FROM ${pg.escapeIdentifier(fresh)}.schema_version ORDER BY version`)
-        expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7])
+        expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
       } finally {
         await store.close()
         await dropSchema(fresh)
@@ -77,7 +77,7 @@ describe.skipIf(!available)('PostgresStore', () => {
       const before = await catalog(schema)
       expect(before.length).toBeGreaterThan(10)
       const store = new PostgresStore({ pool, schema, sweepIntervalMs: 0 })
-      expect(await store.migrate()).toEqual({ from: 7, to: 7, applied: [] })
+      expect(await store.migrate()).toEqual({ from: 9, to: 9, applied: [] })
       expect(await catalog(schema)).toEqual(before)
       await store.close()
     })
@@ -93,7 +93,7 @@ describe.skipIf(!available)('PostgresStore', () => {
         await pool.query(`INSERT INTO ${q}.schema_version (version, description) VALUES (1, 'v1')`)
         await pool.query(`INSERT INTO ${q}.sessions VALUES ('s1', 'u1', 'stamp', 1, ${Date.now() + 60_000})`)
         const store = new PostgresStore({ pool, schema: old, sweepIntervalMs: 0 })
-        expect(await store.migrate()).toEqual({ from: 1, to: 7, applied: [2, 3, 4, 5, 6, 7] })
+        expect(await store.migrate()).toEqual({ from: 1, to: 9, applied: [2, 3, 4, 5, 6, 7, 8, 9] })
         expect(await store.getSession('s1')).toMatchObject({ userId: 'u1' })
         await store.recordGrant('u1', 'app', 5)
         expect(await store.listGrants('u1')).toEqual([{ userId: 'u1', appToken: 'app', firstAuthorizedAt: 5, lastUsedAt: 5 }])
@@ -120,7 +120,7 @@ describe.skipIf(!available)('PostgresStore', () => {
           await pool.query(`INSERT INTO ${q}.users (id, username, screen_name, display_name, email, rights, password_hash, created_at, updated_at) VALUES ($1, $2, 'Ada', 'Ada', 'a@example.org', '{}', $3, 1, 1)`, [id, username, hash])
         }
         const store = new PostgresStore({ pool, schema: old, sweepIntervalMs: 0 })
-        expect(await store.migrate()).toEqual({ from: 3, to: 7, applied: [4, 5, 6, 7] })
+        expect(await store.migrate()).toEqual({ from: 3, to: 9, applied: [4, 5, 6, 7, 8, 9] })
         const { rows } = await pool.query(`SELECT id, username_skeleton FROM ${q}.users ORDER BY id`)
         expect(rows).toEqual([
           { id: 'aaaa-0001', username_skeleton: 'ada' },
@@ -151,12 +151,36 @@ describe.skipIf(!available)('PostgresStore', () => {
         }
         await pool.query(`INSERT INTO ${q}.applications (app_token, name, secret_hash, created_at, updated_at) VALUES ('old-app', 'Old', 'h', 1, 1)`)
         const store = new PostgresStore({ pool, schema: old, sweepIntervalMs: 0 })
-        expect(await store.migrate()).toEqual({ from: 6, to: 7, applied: [7] })
+        expect(await store.migrate()).toEqual({ from: 6, to: 9, applied: [7, 8, 9] })
         expect(await store.getApplication('old-app')).toMatchObject({ appToken: 'old-app', suspendedAt: null, suspensionReason: null })
         expect(await store.updateApplication('old-app', { suspendedAt: 5, suspensionReason: 'Abuse' })).toMatchObject({ suspendedAt: 5, suspensionReason: 'Abuse' })
         // Half a suspension is refused by the schema: a reader never sees a reason without its time.
         await expect(store.updateApplication('old-app', { suspendedAt: null })).rejects.toMatchObject({ code: '23514' })
         expect(await store.getApplication('old-app')).toMatchObject({ suspendedAt: 5, suspensionReason: 'Abuse' })
+        await store.close()
+      } finally {
+        await dropSchema(old)
+      }
+    })
+
+    it('reads an application saved before version 9 as on the default plan, and keeps a plan put on it', async () => {
+      const old = freshSchema('v7')
+      const q = pg.escapeIdentifier(old)
+      try {
+        const { MIGRATIONS } = await import('../src/store/postgres/migrations/index.js')
+        await pool.query(`CREATE SCHEMA ${q}; CREATE TABLE ${q}.schema_version (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
+        for (const m of MIGRATIONS.slice(0, 7)) {
+          await pool.query(m.sql(q))
+          await pool.query(`INSERT INTO ${q}.schema_version (version, description) VALUES ($1, 'old')`, [m.version])
+        }
+        await pool.query(`INSERT INTO ${q}.applications (app_token, name, secret_hash, rate_limit, created_at, updated_at) VALUES ('old-app', 'Old', 'h', 40, 1, 1)`)
+        const store = new PostgresStore({ pool, schema: old, sweepIntervalMs: 0 })
+        expect(await store.migrate()).toEqual({ from: 7, to: 9, applied: [8, 9] })
+        expect(await store.getApplication('old-app')).toMatchObject({ appToken: 'old-app', limit: 40, plan: null })
+        expect(await store.updateApplication('old-app', { plan: 'partner' })).toMatchObject({ limit: 40, plan: 'partner' })
+        // What an instance of version 7 still running during the rollout does: an insert without the column.
+        await pool.query(`INSERT INTO ${q}.applications (app_token, name, secret_hash, created_at, updated_at) VALUES ('v7-app', 'V7', 'h', 2, 2)`)
+        expect(await store.getApplication('v7-app')).toMatchObject({ plan: null })
         await store.close()
       } finally {
         await dropSchema(old)
@@ -171,10 +195,10 @@ describe.skipIf(!available)('PostgresStore', () => {
           [1, 2, 3].map(() => run(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, DATABASE_URL, SCHEMA: fresh } })),
         )
         const outcomes = results.map((r) => JSON.parse(r.stdout) as { from: number; applied: number[] })
-        expect(outcomes.filter((o) => o.applied.length > 0)).toEqual([{ from: 0, to: 7, applied: [1, 2, 3, 4, 5, 6, 7] }])
+        expect(outcomes.filter((o) => o.applied.length > 0)).toEqual([{ from: 0, to: 10, applied: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] }])
         expect(outcomes.filter((o) => o.applied.length === 0)).toHaveLength(2)
         const { rows } = await pool.query(`SELECT version FROM ${pg.escapeIdentifier(fresh)}.schema_version ORDER BY version`)
-        expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7])
+        expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
       } finally {
         await dropSchema(fresh)
       }
@@ -260,7 +284,7 @@ describe.skipIf(!available)('PostgresStore', () => {
       await store.consumeRate('r', 10, 1000, 1)
       await store.consumeRate('r', 10, 1000, 0)
       await store.resetRate('r')
-      await store.addUsage({ writer: 'w', sequence: 1, createdAt: now, idExpiresAt: now + 1000, rows: [{ appToken: 'a', granularity: 'minute', start: 0, expiresAt: now + 1000, requests: 1, throttled: 0, refused: 0, statuses: { '2xx': 1, '3xx': 0, '4xx': 0, '5xx': 0 }, unknownAppToken: 0 }] })
+      await store.addUsage({ writer: 'w', sequence: 1, createdAt: now, idExpiresAt: now + 1000, rows: [{ appToken: 'a', granularity: 'minute', start: 0, expiresAt: now + 1000, requests: 1, throttled: 0, refused: 0, suspended: 0, shadow: {}, statuses: { '2xx': 1, '3xx': 0, '4xx': 0, '5xx': 0 }, unknownAppToken: 0 }] })
       await store.getUsage('a', 'minute', 0, 3_600_000)
       await store.sweep()
       await store.close()
@@ -361,7 +385,7 @@ describe.skipIf(!available)('PostgresStore', () => {
           .poll(async () => (await pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'LISTEN %open_data_gate:${schema}%'`)).rows[0].n, { timeout: 5000 })
           .toBe(2)
         const token = `notify${Date.now()}`
-        await a.insertApplication({ appToken: token, name: 'n', secretHash: 'x', callbackPrefix: null, limit: null, ownerId: null, previousSecretHash: null, previousSecretExpiresAt: null, suspendedAt: null, suspensionReason: null, createdAt: 1, updatedAt: 1 })
+        await a.insertApplication({ appToken: token, name: 'n', secretHash: 'x', callbackPrefix: null, limit: null, ownerId: null, previousSecretHash: null, previousSecretExpiresAt: null, suspendedAt: null, suspensionReason: null, plan: null, createdAt: 1, updatedAt: 1 })
         await expect.poll(() => [...seen].sort(), { timeout: 3000 }).toEqual([`a1:${token}`, `a2:${token}`, `b:${token}`])
         seen.length = 0
         await b.updateApplication(token, { limit: 7 })
@@ -383,7 +407,7 @@ describe.skipIf(!available)('PostgresStore', () => {
       store.attach({ rateKeyEvicted: () => {}, applicationChanged: (token) => heard.push(token) })
       const token = `own${Date.now()}`
       try {
-        await store.insertApplication({ appToken: token, name: 'n', secretHash: 'x', callbackPrefix: null, limit: null, ownerId: null, previousSecretHash: null, previousSecretExpiresAt: null, suspendedAt: null, suspensionReason: null, createdAt: 1, updatedAt: 1 })
+        await store.insertApplication({ appToken: token, name: 'n', secretHash: 'x', callbackPrefix: null, limit: null, ownerId: null, previousSecretHash: null, previousSecretExpiresAt: null, suspendedAt: null, suspensionReason: null, plan: null, createdAt: 1, updatedAt: 1 })
         await expect.poll(() => heard, { timeout: 2000 }).toEqual([token])
       } finally {
         await store.deleteApplication(token)

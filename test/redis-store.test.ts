@@ -90,6 +90,24 @@ describe.skipIf(!available)('RedisStore', () => {
     }
   })
 
+  it('reads an application saved before plans as on the default plan, and puts it on one and back', async () => {
+    const own = randomPrefix('legacy-plan')
+    const store = new RedisStore({ url: REDIS_URL, prefix: own })
+    try {
+      // As an earlier release saved it: no plan field in the hash.
+      const fields = { appToken: 'legacyPlan123', name: 'Legacy', secretHash: 'a'.repeat(64), limit: '40', createdAt: '1', updatedAt: '1' }
+      await admin.hset(`${own}{apps}:app:legacyPlan123`, fields)
+      expect(await store.getApplication('legacyPlan123')).toMatchObject({ limit: 40, plan: null })
+      expect(await store.updateApplication('legacyPlan123', { plan: 'partner' })).toMatchObject({ limit: 40, plan: 'partner' })
+      expect(await admin.hget(`${own}{apps}:app:legacyPlan123`, 'plan')).toBe('partner')
+      await store.updateApplication('legacyPlan123', { plan: null })
+      expect(Object.keys(await admin.hgetall(`${own}{apps}:app:legacyPlan123`)).sort()).toEqual(Object.keys(fields).sort())
+    } finally {
+      await store.close()
+      await deletePrefix(admin, own)
+    }
+  })
+
   it('sends exactly one command per rate step', async () => {
     const store = new RedisStore({ url: REDIS_URL, prefix })
     const monitor = await monitorCommands(admin)
@@ -325,7 +343,7 @@ describe.skipIf(!available)('RedisStore', () => {
     try {
       // Both stores' subscribers listen before anything changes.
       while (((await admin.pubsub('NUMSUB', `${own}application-changed`)) as [string, number])[1] < 2) await sleep(20)
-      const record = { appToken: `pubsub${Date.now()}`, name: 'x', secretHash: 'a'.repeat(64), callbackPrefix: null, limit: null, ownerId: null, previousSecretHash: null, previousSecretExpiresAt: null, suspendedAt: null, suspensionReason: null, createdAt: 1, updatedAt: 1 }
+      const record = { appToken: `pubsub${Date.now()}`, name: 'x', secretHash: 'a'.repeat(64), callbackPrefix: null, limit: null, ownerId: null, previousSecretHash: null, previousSecretExpiresAt: null, suspendedAt: null, suspensionReason: null, plan: null, createdAt: 1, updatedAt: 1 }
       await a.insertApplication(record)
       await a.updateApplication(record.appToken, { limit: 5 })
       await a.deleteApplication(record.appToken)

@@ -21,6 +21,7 @@ import {
   nonAtomicRateStep,
   patchDropsFields,
   patchIgnoresSuspension,
+  patchIgnoresPlan,
   readMergeWritePatch,
   readThenWriteConsume,
   touchRecordsGrant,
@@ -93,6 +94,7 @@ describe('checkStore', () => {
       'applications: applies concurrent patches of different fields without losing any',
       "applications: keeps a rotated secret's previous hash and its expiry, and clears them",
       "applications: keeps an application's suspension (when and why), returns it, and clears it, leaving the rest alone",
+      "applications: keeps an application's plan, returns and lists it, and clears it, leaving the rest alone",
       // Retiring the previous secret patches only it: a store that drops the rest loses the application's name and secret.
       'a gate over the store: retires a rotated secret seen over plain http, so no instance on the store accepts it after, and keeps the new one',
     ])
@@ -102,6 +104,12 @@ describe('checkStore', () => {
     const report = await checkStore(() => patchIgnoresSuspension())
     expect(report.failed.map((f) => f.name)).toEqual(["applications: keeps an application's suspension (when and why), returns it, and clears it, leaving the rest alone"])
     expect(report.failed[0]?.error).toMatch(/suspendedAt/)
+  })
+
+  it('names the plan check when a patch leaves the plan out, and no other', async () => {
+    const report = await checkStore(() => patchIgnoresPlan())
+    expect(report.failed.map((f) => f.name)).toEqual(["applications: keeps an application's plan, returns and lists it, and clears it, leaving the rest alone"])
+    expect(report.failed[0]?.error).toMatch(/plan/)
   })
 
   it('names the concurrent-patch check when a patch reads, merges and writes the record', async () => {
@@ -136,9 +144,10 @@ describe('checkStore', () => {
       "applications: keeps who registered an application, and lists an owner's applications only, oldest first",
       'applications: keeps the per-owner cap when 30 registrations race: 15 registered and a cap of 20 leave exactly 20',
       "applications: keeps an application's suspension (when and why), returns it, and clears it, leaving the rest alone",
+      "applications: keeps an application's plan, returns and lists it, and clears it, leaving the rest alone",
     ])
     expect(report.failed[0]?.error).toMatch(/did not finish within 1000 ms/)
-    expect(report.passed).toHaveLength(storeCheckNames.length - LOOKUP_CHECKS.length - 4)
+    expect(report.passed).toHaveLength(storeCheckNames.length - LOOKUP_CHECKS.length - 5)
   })
 
   it('calls cleanup even when the factory made a store that fails every check', async () => {

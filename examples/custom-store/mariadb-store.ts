@@ -29,7 +29,7 @@
  *   example, and the kit's 50 concurrent calls pass.
  */
 import { randomUUID } from 'node:crypto'
-import { emissionInterval, gcraStep, limitsStep, type LimitResult, type LimitStep, type UsageBatch, type UsageBucket, type UsageGranularity, type UsageStore, type UsageTopQuery, type UsageTotal, type AccessTokenFilter, type AccessTokenRecord, type ApiKeyInsertResult, type ApiKeyLimits, type ApiKeyPatch, type ApiKeyQuery, type ApiKeyRecord, type GrantRecord, type ApplicationFilter, type ApplicationInsertResult, type ApplicationLimits, type ApplicationPatch, type ApplicationRecord, type AuthorizationCodeRecord, type GateStore, type RateResult, type SessionRecord, type UserPatch, type UserRecord } from 'open-data-gate'
+import { addShadowCounts, emissionInterval, gcraStep, limitsStep, type LimitResult, type LimitStep, type UsageBatch, type UsageBucket, type UsageGranularity, type UsageStore, type UsageTopQuery, type UsageTotal, type AccessTokenFilter, type AccessTokenRecord, type ApiKeyInsertResult, type ApiKeyLimits, type ApiKeyPatch, type ApiKeyQuery, type ApiKeyRecord, type GrantRecord, type ApplicationFilter, type ApplicationInsertResult, type ApplicationLimits, type ApplicationPatch, type ApplicationRecord, type AuthorizationCodeRecord, type GateStore, type RateResult, type SessionRecord, type UserPatch, type UserRecord } from 'open-data-gate'
 import type { Pool, RowDataPacket } from 'mysql2/promise'
 
 type Row = RowDataPacket & Record<string, unknown>
@@ -51,7 +51,7 @@ export class MariaDbStore implements GateStore, UsageStore {
     const p = this.#p
     const opts = 'ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin'
     for (const ddl of [
-      `applications (app_token VARCHAR(255) PRIMARY KEY, name TEXT NOT NULL, secret_hash VARCHAR(255) NOT NULL, callback_prefix TEXT NULL, rate_limit INT NULL, owner_id VARCHAR(255) NULL, previous_secret_hash VARCHAR(255) NULL, previous_secret_expires_at BIGINT NULL, suspended_at BIGINT NULL, suspension_reason TEXT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, INDEX (owner_id, created_at))`,
+      `applications (app_token VARCHAR(255) PRIMARY KEY, name TEXT NOT NULL, secret_hash VARCHAR(255) NOT NULL, callback_prefix TEXT NULL, rate_limit INT NULL, owner_id VARCHAR(255) NULL, previous_secret_hash VARCHAR(255) NULL, previous_secret_expires_at BIGINT NULL, suspended_at BIGINT NULL, suspension_reason TEXT NULL, plan VARCHAR(255) NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, INDEX (owner_id, created_at))`,
       `users (id VARCHAR(255) PRIMARY KEY, username VARCHAR(255) NOT NULL UNIQUE, username_skeleton VARCHAR(1024) NULL, screen_name TEXT NOT NULL, display_name TEXT NOT NULL, email TEXT NOT NULL, rights TEXT NOT NULL, password_hash TEXT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)`,
       `api_keys (key_id VARCHAR(255) PRIMARY KEY, user_id VARCHAR(255) NOT NULL, name VARCHAR(255) NOT NULL, secret_hash VARCHAR(255) NOT NULL, created_at BIGINT NOT NULL, last_used_at BIGINT NULL, revoked_at BIGINT NULL, purge_at BIGINT NULL, INDEX (user_id, created_at), INDEX (purge_at))`,
       `access_tokens (token_hash VARCHAR(255) PRIMARY KEY, user_id VARCHAR(255) NOT NULL, app_token VARCHAR(255) NOT NULL, code_hash VARCHAR(255) NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, revoked_at BIGINT NULL, INDEX (user_id, app_token), INDEX (app_token), INDEX (code_hash))`,
@@ -60,7 +60,7 @@ export class MariaDbStore implements GateStore, UsageStore {
       `grants (user_id VARCHAR(255) NOT NULL, app_token VARCHAR(255) NOT NULL, first_authorized_at BIGINT NOT NULL, last_used_at BIGINT NOT NULL, PRIMARY KEY (user_id, app_token))`,
       `rates (rate_key VARCHAR(255) PRIMARY KEY, tat_us BIGINT NOT NULL, seen_us BIGINT NOT NULL, allowed BOOLEAN NOT NULL, INDEX (tat_us))`,
       `quotas (rate_key VARCHAR(255) PRIMARY KEY, period_start BIGINT NOT NULL, period_end BIGINT NOT NULL, used BIGINT NOT NULL, expires_at BIGINT NOT NULL, INDEX (expires_at))`,
-      `usage_buckets (app_token VARCHAR(255) NOT NULL, granularity CHAR(1) NOT NULL, start_at BIGINT NOT NULL, ${USAGE_COLUMNS.map((c) => `${c} BIGINT NOT NULL`).join(', ')}, expires_at BIGINT NOT NULL, PRIMARY KEY (app_token, granularity, start_at), INDEX (expires_at), INDEX (granularity, start_at))`,
+      `usage_buckets (app_token VARCHAR(255) NOT NULL, granularity CHAR(1) NOT NULL, start_at BIGINT NOT NULL, ${USAGE_COLUMNS.map((c) => `${c} BIGINT NOT NULL DEFAULT 0`).join(', ')}, shadow TEXT NOT NULL DEFAULT '{}', expires_at BIGINT NOT NULL, PRIMARY KEY (app_token, granularity, start_at), INDEX (expires_at), INDEX (granularity, start_at))`,
       `usage_writers (writer VARCHAR(255) PRIMARY KEY, sequence BIGINT NOT NULL, expires_at BIGINT NOT NULL, claimed_by CHAR(36) NOT NULL, INDEX (expires_at))`,
     ]) {
       await this.#db.query(`CREATE TABLE IF NOT EXISTS ${p}${ddl} ${opts}`)
@@ -76,6 +76,10 @@ export class MariaDbStore implements GateStore, UsageStore {
     await this.#db.query(`CREATE INDEX IF NOT EXISTS ${p}applications_by_owner ON ${p}applications (owner_id, created_at)`)
     // And before applications could be suspended: their rows read as active.
     await this.#db.query(`ALTER TABLE ${p}applications ADD COLUMN IF NOT EXISTS suspended_at BIGINT NULL, ADD COLUMN IF NOT EXISTS suspension_reason TEXT NULL`)
+    // And before applications had plans: their rows read as on the default plan.
+    await this.#db.query(`ALTER TABLE ${p}applications ADD COLUMN IF NOT EXISTS plan VARCHAR(255) NULL`)
+    // And before usage counted suspensions and shadow limits: old buckets read as 0 and {}.
+    await this.#db.query(`ALTER TABLE ${p}usage_buckets ADD COLUMN IF NOT EXISTS suspended BIGINT NOT NULL DEFAULT 0, ADD COLUMN IF NOT EXISTS shadow TEXT NOT NULL DEFAULT '{}'`)
   }
 
   /** Drops this store's tables. */
@@ -112,7 +116,7 @@ export class MariaDbStore implements GateStore, UsageStore {
 
   /** With limits and an owner: under the owner's named lock, count the owner's applications, insert. */
   async insertApplication(r: ApplicationRecord, limits?: ApplicationLimits): Promise<ApplicationInsertResult> {
-    const row = { app_token: r.appToken, name: r.name, secret_hash: r.secretHash, callback_prefix: r.callbackPrefix, rate_limit: r.limit, owner_id: r.ownerId, previous_secret_hash: r.previousSecretHash, previous_secret_expires_at: r.previousSecretExpiresAt, suspended_at: r.suspendedAt, suspension_reason: r.suspensionReason, created_at: r.createdAt, updated_at: r.updatedAt }
+    const row = { app_token: r.appToken, name: r.name, secret_hash: r.secretHash, callback_prefix: r.callbackPrefix, rate_limit: r.limit, owner_id: r.ownerId, previous_secret_hash: r.previousSecretHash, previous_secret_expires_at: r.previousSecretExpiresAt, suspended_at: r.suspendedAt, suspension_reason: r.suspensionReason, plan: r.plan ?? null, created_at: r.createdAt, updated_at: r.updatedAt }
     if (limits === undefined || r.ownerId === null) {
       await this.#insert('applications', row)
       return 'created'
@@ -143,7 +147,7 @@ export class MariaDbStore implements GateStore, UsageStore {
     return (await this.#rows(`SELECT * FROM ${this.#p}applications ORDER BY created_at, app_token`)).map(toApplication)
   }
   updateApplication(appToken: string, patch: ApplicationPatch) {
-    const columns = { name: 'name', secretHash: 'secret_hash', previousSecretHash: 'previous_secret_hash', previousSecretExpiresAt: 'previous_secret_expires_at', suspendedAt: 'suspended_at', suspensionReason: 'suspension_reason', callbackPrefix: 'callback_prefix', limit: 'rate_limit', updatedAt: 'updated_at' }
+    const columns = { name: 'name', secretHash: 'secret_hash', previousSecretHash: 'previous_secret_hash', previousSecretExpiresAt: 'previous_secret_expires_at', suspendedAt: 'suspended_at', suspensionReason: 'suspension_reason', plan: 'plan', callbackPrefix: 'callback_prefix', limit: 'rate_limit', updatedAt: 'updated_at' }
     return this.#patch('applications', 'app_token', appToken, patch, columns, () => this.getApplication(appToken))
   }
   async deleteApplication(appToken: string) {
@@ -397,7 +401,9 @@ export class MariaDbStore implements GateStore, UsageStore {
    * One transaction: the writer's row moves to this sequence only if it is new (`claimed_by`
    * says whether this call moved it), then every bucket is upserted, rows sorted by key. A
    * bucket found expired starts again from zero (MariaDB applies the assignments left to
-   * right: the counts read the old `expires_at`, which is set last).
+   * right: the counts read the old `expires_at`, which is set last). The rows with shadow
+   * counts then merge them into their buckets' JSON (`addShadowCounts`: at most
+   * `MAX_SHADOW_NAMES` names), read and written under the rows' locks in the same transaction.
    */
   async addUsage(batch: UsageBatch): Promise<void> {
     const now = Date.now()
@@ -418,13 +424,22 @@ export class MariaDbStore implements GateStore, UsageStore {
         // 1,000 rows per statement: a prepared statement takes at most 65,535 placeholders.
         for (let i = 0; claimed[0]?.claimed_by === claim && i < rows.length; i += 1000) {
           const part = rows.slice(i, i + 1000)
-          const values = part.flatMap((r) => [r.appToken ?? '', LETTER[r.granularity], r.start, r.requests, r.throttled, r.refused, r.statuses['2xx'], r.statuses['3xx'], r.statuses['4xx'], r.statuses['5xx'], r.unknownAppToken, r.expiresAt])
+          const values = part.flatMap((r) => [r.appToken ?? '', LETTER[r.granularity], r.start, r.requests, r.throttled, r.refused, r.statuses['2xx'], r.statuses['3xx'], r.statuses['4xx'], r.statuses['5xx'], r.unknownAppToken, r.suspended ?? 0, r.expiresAt])
           const fresh = (c: string) => `${c} = IF(expires_at <= ${Number(now)}, 0, ${c}) + VALUES(${c})`
           await connection.execute(
-            `INSERT INTO ${this.#p}usage_buckets (app_token, granularity, start_at, ${USAGE_COLUMNS.join(', ')}, expires_at) VALUES ${part.map(() => `(${Array(12).fill('?').join(', ')})`).join(', ')}
-             ON DUPLICATE KEY UPDATE ${USAGE_COLUMNS.map(fresh).join(', ')}, expires_at = IF(expires_at <= ${Number(now)}, VALUES(expires_at), GREATEST(expires_at, VALUES(expires_at)))`,
+            `INSERT INTO ${this.#p}usage_buckets (app_token, granularity, start_at, ${USAGE_COLUMNS.join(', ')}, expires_at) VALUES ${part.map(() => `(${Array(13).fill('?').join(', ')})`).join(', ')}
+             ON DUPLICATE KEY UPDATE ${USAGE_COLUMNS.map(fresh).join(', ')}, shadow = IF(expires_at <= ${Number(now)}, '{}', shadow), expires_at = IF(expires_at <= ${Number(now)}, VALUES(expires_at), GREATEST(expires_at, VALUES(expires_at)))`,
             values,
           )
+        }
+        for (const r of claimed[0]?.claimed_by === claim ? rows : []) {
+          if (r.shadow === undefined || Object.keys(r.shadow).length === 0) continue
+          const where = `WHERE app_token = ? AND granularity = ? AND start_at = ?`
+          const at = [r.appToken ?? '', LETTER[r.granularity], r.start]
+          const [found] = await connection.execute<Row[]>(`SELECT shadow FROM ${this.#p}usage_buckets ${where} FOR UPDATE`, at)
+          const shadow = JSON.parse(String(found[0]?.shadow ?? '{}')) as Record<string, number>
+          addShadowCounts(shadow, r.shadow)
+          await connection.execute(`UPDATE ${this.#p}usage_buckets SET shadow = ? ${where}`, [JSON.stringify(shadow), ...at])
         }
         await connection.commit()
         return
@@ -442,7 +457,7 @@ export class MariaDbStore implements GateStore, UsageStore {
       `SELECT * FROM ${this.#p}usage_buckets WHERE app_token = ? AND granularity = ? AND start_at >= ? AND start_at < ? AND expires_at > ? ORDER BY start_at`,
       [appToken ?? '', LETTER[granularity], from, to, Date.now()],
     )
-    return rows.map((r) => ({ start: Number(r.start_at), requests: Number(r.requests), throttled: Number(r.throttled), refused: Number(r.refused), statuses: { '2xx': Number(r.s2xx), '3xx': Number(r.s3xx), '4xx': Number(r.s4xx), '5xx': Number(r.s5xx) }, unknownAppToken: Number(r.unknown_app_token) }))
+    return rows.map((r) => ({ start: Number(r.start_at), requests: Number(r.requests), throttled: Number(r.throttled), refused: Number(r.refused), suspended: Number(r.suspended ?? 0), shadow: JSON.parse(String(r.shadow ?? '{}')) as Record<string, number>, statuses: { '2xx': Number(r.s2xx), '3xx': Number(r.s3xx), '4xx': Number(r.s4xx), '5xx': Number(r.s5xx) }, unknownAppToken: Number(r.unknown_app_token) }))
   }
   async topUsage(query: UsageTopQuery): Promise<UsageTotal[]> {
     const by = query.by === 'requests' ? 'requests' : 'throttled'
@@ -459,7 +474,7 @@ export class MariaDbStore implements GateStore, UsageStore {
   close() {}
 }
 
-const USAGE_COLUMNS = ['requests', 'throttled', 'refused', 's2xx', 's3xx', 's4xx', 's5xx', 'unknown_app_token']
+const USAGE_COLUMNS = ['requests', 'throttled', 'refused', 's2xx', 's3xx', 's4xx', 's5xx', 'unknown_app_token', 'suspended']
 const LETTER: Record<UsageGranularity, string> = { minute: 'm', hour: 'h', day: 'd' }
 
 function result(step: RateResult): RateResult {
@@ -469,7 +484,7 @@ function result(step: RateResult): RateResult {
 // Rows to records: BIGINT columns come back as numbers or strings depending on the driver's settings.
 
 function toApplication(r: Row): ApplicationRecord {
-  return { appToken: r.app_token as string, name: r.name as string, secretHash: r.secret_hash as string, callbackPrefix: r.callback_prefix as string | null, limit: num(r.rate_limit), ownerId: r.owner_id as string | null, previousSecretHash: r.previous_secret_hash as string | null, previousSecretExpiresAt: num(r.previous_secret_expires_at), suspendedAt: num(r.suspended_at), suspensionReason: (r.suspension_reason as string | null | undefined) ?? null, createdAt: Number(r.created_at), updatedAt: Number(r.updated_at) }
+  return { appToken: r.app_token as string, name: r.name as string, secretHash: r.secret_hash as string, callbackPrefix: r.callback_prefix as string | null, limit: num(r.rate_limit), ownerId: r.owner_id as string | null, previousSecretHash: r.previous_secret_hash as string | null, previousSecretExpiresAt: num(r.previous_secret_expires_at), suspendedAt: num(r.suspended_at), suspensionReason: (r.suspension_reason as string | null | undefined) ?? null, plan: (r.plan as string | null | undefined) ?? null, createdAt: Number(r.created_at), updatedAt: Number(r.updated_at) }
 }
 function toUser(r: Row): UserRecord {
   return { id: r.id as string, username: r.username as string, usernameSkeleton: r.username_skeleton as string | null, screenName: r.screen_name as string, displayName: r.display_name as string, email: r.email as string, rights: JSON.parse(r.rights as string) as string[], passwordHash: r.password_hash as string | null, createdAt: Number(r.created_at), updatedAt: Number(r.updated_at) }

@@ -37,6 +37,8 @@ export const OPTIONS = {
   'grace-ms': { type: 'string' },
   'retire-now': { type: 'boolean' },
   reason: { type: 'string' },
+  default: { type: 'boolean' },
+  plans: { type: 'string' },
   user: { type: 'string' },
   app: { type: 'string' },
   username: { type: 'string' },
@@ -78,8 +80,12 @@ export interface Command {
   readonly summary: string
   /** Names of the positional arguments, all required. */
   readonly args: readonly string[]
+  /** Names of positional arguments that may follow the required ones. */
+  readonly optionalArgs?: readonly string[]
   readonly options: readonly OptionName[]
   readonly required?: readonly OptionName[]
+  /** Checks what the argument and option lists cannot say (one of two forms), before any store is opened. @throws {UsageError} */
+  readonly checkLine?: (args: readonly string[], values: Values) => void
   run(context: Context): Promise<Output>
 }
 

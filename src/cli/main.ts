@@ -137,7 +137,9 @@ function parse(argv: readonly string[]): { command: Command | undefined; name: s
     if (values[option] === undefined) throw new UsageError(`${name} needs --${option}`)
   }
   if (args.length < command.args.length) throw new UsageError(`${name} needs ${command.args.slice(args.length).join(' ')}`)
-  if (args.length > command.args.length) throw new UsageError(`${name} takes ${command.args.length === 0 ? 'no arguments' : command.args.join(' ')}; unexpected ${JSON.stringify(args[command.args.length])}`)
+  const most = [...command.args, ...(command.optionalArgs ?? []).map((arg) => `[${arg}]`)]
+  if (args.length > most.length) throw new UsageError(`${name} takes ${most.length === 0 ? 'no arguments' : most.join(' ')}; unexpected ${JSON.stringify(args[most.length])}`)
+  command.checkLine?.(args, values)
   return { command, name, args, values }
 }
 

@@ -18,58 +18,13 @@ import type { NearLimitOptions, ResolvedNearLimit } from '../usage/near-limit.js
 import type { MeterProviderLike, MetricsOptions } from '../telemetry/metrics.js'
 import type { ApiKeyEndpointOptions, SelfServiceBudgetOption } from './self-service-options.js'
 import type { RatePolicyOptions } from './rate-policy-options.js'
-import type { LimitOptions, ResolvedPlan } from './plans.js'
+import type { ResolvedPlan } from './plans.js'
+import type { StoreFailureMode, ThrottleOptions } from './throttle-options.js'
 
 export type { ApiKeyEndpointOptions, SelfServiceBudgetOption } from './self-service-options.js'
 export type { RatePolicyOptions }
 
-
-/** The budget of requests that carry no application token. */
-export interface AnonymousPolicyOptions extends RatePolicyOptions {
-  /**
-   * `'shared'`: one pool for every request without a token (the spec's reading).
-   * `'ip'`: one pool per client address (what the platform does today). Default `'ip'`.
-   */
-  scope?: 'shared' | 'ip'
-  /** With `scope: 'ip'`, IPv6 clients are counted per prefix of this many bits. Default 56. */
-  ipv6Subnet?: number
-}
-
-/** What to do when the store fails or times out during a throttling step. */
-export type StoreFailureMode =
-  /** Let the request through unthrottled (Kong, Envoy). */
-  | 'fail-open'
-  /** Answer 503 `service_unavailable` (express-rate-limit, @fastify/rate-limit). */
-  | 'fail-closed'
-  /** Throttle in this process's memory until the store answers again. */
-  | 'memory'
-
-/** Throttling options. */
-export interface ThrottleOptions {
-  /**
-   * Per registered application, keyed by its app token: the default plan. One limit
-   * (`{ limit, windowMs }`, default 1000 per hour), or a list of named limits decided
-   * together (rolling windows, calendar quotas, per address, shadow: docs/guides/plans.md);
-   * `false` turns it off.
-   */
-  application?: RatePolicyOptions | LimitOptions[] | false
-  /** Named plans beside the default one, assigned per application (`gate.applications.update(appToken, { plan })`): docs/guides/plans.md. */
-  plans?: Record<string, LimitOptions | LimitOptions[]>
-  /** Requests without a token. Default 60 per hour per client address; `false` turns it off. */
-  anonymous?: AnonymousPolicyOptions | false
-  /** Also send the legacy `X-RateLimit-Limit/-Remaining/-Reset` headers. Default `false`. */
-  legacyHeaders?: boolean
-  /** Default `'memory'`. */
-  onStoreError?: StoreFailureMode
-  /**
-   * Which budget a request authenticated with an OAuth access token, and without an
-   * `X-App-Token`, counts against. `'application'` (the default): the application the
-   * token was issued to, since the token is that application's credential (the spec counts
-   * usage "for that application"). `'anonymous'`: the anonymous budget, the literal reading
-   * (no application token, no application).
-   */
-  oauthTokenBudget?: 'application' | 'anonymous'
-}
+export type { AnonymousPolicyOptions, StoreFailureMode, ThrottleOptions } from './throttle-options.js'
 
 /** HTTP Basic authentication (usernames and passwords, API keys). */
 export interface BasicOptions {
@@ -318,8 +273,8 @@ export interface GateOptions {
 
 /** A throttle policy after resolution. */
 export interface ResolvedPolicy {
-  /** The name in the `RateLimit` headers. */
-  readonly name: 'app' | 'anon'
+  /** The name in the `RateLimit` headers: `app`, `anon`, or a plan's one limit's name. */
+  readonly name: string
   readonly limit: number
   readonly windowMs: number
 }

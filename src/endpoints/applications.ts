@@ -55,6 +55,8 @@ export interface ApplicationJson {
    * while it is active. Its owner sees it and cannot change it.
    */
   readonly suspended: { readonly reason: string; readonly since: string } | null
+  /** The plan an operator put it on, or `null` for the configured default plan. Its owner sees it and cannot change it. */
+  readonly plan: string | null
   /** Only in the answers to a registration and a rotation: the one time it is shown. */
   readonly secretToken?: string
 }
@@ -71,6 +73,7 @@ export function applicationJson(application: Application, secretToken?: string, 
     updatedAt: new Date(application.updatedAt).toISOString(),
     previousSecretExpiresAt: grace !== null && grace > now ? new Date(grace).toISOString() : null,
     suspended: application.suspended === null ? null : { reason: application.suspended.reason, since: new Date(application.suspended.since).toISOString() },
+    plan: application.plan,
     ...(secretToken === undefined ? {} : { secretToken }),
   }
 }
@@ -115,12 +118,13 @@ export class ApplicationEndpoints {
 
   /**
    * `PATCH /api/applications/{appToken}` with `name` and/or `callbackPrefix` (`""` removes
-   * it). `suspended` is refused (403 `permission_denied`): only an operator suspends or resumes.
+   * it). `suspended` and `plan` are refused (403 `permission_denied`): only an operator suspends, resumes or changes the plan.
    */
   async update(user: GateUser, appToken: string, request: GateRequest): Promise<GateResponse> {
     await this.#own(user, appToken)
     const body = await this.#body(request)
     if (body.has('suspended')) throw new PlatformError('permission_denied', "An application's suspension is set and lifted by the portal's operators; its owner cannot change it")
+    if (body.has('plan')) throw new PlatformError('permission_denied', "An application's plan is set by the portal's operators; its owner cannot change it")
     const changes: { name?: string; callbackPrefix?: string | null } = {}
     if (body.has('name')) {
       const name = body.get('name')

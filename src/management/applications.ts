@@ -18,6 +18,7 @@ import { DEFAULT_SECRET_GRACE_MS } from '../config/defaults.js'
 import { applicationSecretMatches, noSuchApplication, rotateSecret, rotationGrace, type RotateSecretOptions } from './secret-rotation.js'
 import { assertStorable } from '../rules/storable.js'
 import { checkCallbackPrefix } from './callback-prefix.js'
+import { checkPlan } from './application-plans.js'
 import type { ApplicationRecord, GateStore } from '../store/store.js'
 import { hasSlice } from '../store/slices.js'
 import type { Emit } from '../events.js'
@@ -36,6 +37,8 @@ export interface Application {
   readonly previousSecretExpiresAt: number | null
   /** Why and since when an operator suspended it ({@link Applications.suspend}), or `null` while it is active. */
   readonly suspended: ApplicationSuspension | null
+  /** The plan an operator put it on ({@link Applications.update}), or `null` for the configured default plan. */
+  readonly plan: string | null
   readonly createdAt: number
   readonly updatedAt: number
 }
@@ -47,6 +50,8 @@ export interface RegisterApplication {
   callbackPrefix?: string | null
   /** A per-application throttle limit (requests per the application window). */
   limit?: number | null
+  /** The plan it is on: a configured plan's name, or `null` (the default) for the configured default plan. */
+  plan?: string | null
   /**
    * The user who owns it: listed by `list({ ownerId })` and managed by that user on the
    * self-service endpoints. Default `null`: an operator's application, which no user
@@ -70,6 +75,11 @@ export interface UpdateApplication {
   name?: string
   callbackPrefix?: string | null
   limit?: number | null
+  /**
+   * The plan it is on: the name of a plan the gate's configuration has, or `null` for the
+   * configured default plan.
+   */
+  plan?: string | null
 }
 
 /** The credentials of a new application: the only time the secret token is visible. */
@@ -102,6 +112,11 @@ export interface ApplicationRules {
    * when it is spent, or `0` when the registration may go ahead.
    */
   readonly spendRegistration: (userId: string) => Promise<number>
+  /**
+   * The names of the plans the gate's configuration knows: an application can be put on
+   * one of them. Absent or empty: only `null` (the default plan) is accepted.
+   */
+  readonly plans?: ReadonlySet<string>
 }
 
 /**
@@ -130,6 +145,7 @@ export function toApplication(record: ApplicationRecord): Application {
     ownerId: record.ownerId ?? null,
     previousSecretExpiresAt: record.previousSecretHash === null || record.previousSecretHash === undefined ? null : (record.previousSecretExpiresAt ?? null),
     suspended: suspensionOf(record),
+    plan: record.plan ?? null,
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
   }
@@ -179,11 +195,11 @@ export class Applications {
    * await gate.applications.register({ name: 'Transit dashboard', appToken: 'aB3dE5fG7hJ9kL1mN3pQ5rS7t', secretToken: process.env.TRANSIT_SECRET })
    */
   async register(input: RegisterApplication): Promise<RegisteredApplication> {
-    if (typeof input !== 'object' || input === null) throw new TypeError('open-data-gate: register() takes { name, callbackPrefix?, limit?, ownerId? }')
+    if (typeof input !== 'object' || input === null) throw new TypeError('open-data-gate: register() takes { name, callbackPrefix?, limit?, plan?, ownerId? }')
     optionsObject('register()', input, REGISTER_FIELDS)
     const secretToken = input.secretToken === undefined ? randomToken(32) : checkImportedSecret('secretToken', input.secretToken)
     const appToken = input.appToken === undefined ? randomToken(18) : checkImportedAppToken(input.appToken)
-    const fields = { name: checkApplicationName(input.name), callbackPrefix: checkCallbackPrefix(input.callbackPrefix ?? null, this.#allowLoopback), limit: checkLimit(input.limit ?? null) }
+    const fields = { name: checkApplicationName(input.name), callbackPrefix: checkCallbackPrefix(input.callbackPrefix ?? null, this.#allowLoopback), limit: checkLimit(input.limit ?? null), plan: checkPlan(input.plan ?? null, this.#rules.plans) }
     const ownerId = checkOwnerId(input.ownerId ?? null)
     if (ownerId !== null && hasSlice(this.#store, 'users') && (await this.#store.getUser(ownerId)) === undefined) throw noSuchUser(ownerId)
     if (input.appToken !== undefined && (await this.#store.getApplication(appToken)) !== undefined) {
@@ -215,7 +231,7 @@ export class Applications {
     optionsObject('registerOwn()', input, ['ownerId', 'name', 'callbackPrefix'])
     const ownerId = checkOwnerId(input.ownerId)
     if (ownerId === null) throw new TypeError('open-data-gate: registerOwn() needs the ownerId of the user registering')
-    const fields = { name: checkApplicationName(input.name), callbackPrefix: checkCallbackPrefix(input.callbackPrefix ?? null, this.#allowLoopback), limit: null }
+    const fields = { name: checkApplicationName(input.name), callbackPrefix: checkCallbackPrefix(input.callbackPrefix ?? null, this.#allowLoopback), limit: null, plan: null }
     if (hasSlice(this.#store, 'users') && (await this.#store.getUser(ownerId)) === undefined) throw noSuchUser(ownerId)
     const waitMs = await this.#rules.spendRegistration(ownerId)
     if (waitMs > 0) throw new ThrottledError(`Too many applications registered lately; retry in ${retryAfterSeconds(waitMs)} seconds`, waitMs)
@@ -250,17 +266,21 @@ export class Applications {
   }
 
   /**
-   * Changes an application's name, callback prefix or limit.
+   * Changes an application's name, callback prefix, limit or plan (every instance sees it once the store's change notice reaches it).
    * @returns the updated application
    * @throws {NotFoundError} `not_found` when no application has this token
-   * @throws {TypeError} for invalid values, as {@link register}
+   * @throws {TypeError} for invalid values, as {@link register}; for a `plan` that is not a
+   *   plan name or null, or that no configured plan has (the message lists the known ones)
+   * @example
+   * await gate.applications.update(appToken, { plan: 'partner' }) // or null: back on the default plan
    */
   async update(appToken: string, changes: UpdateApplication): Promise<Application> {
     optionsObject('applications.update() changes', changes, APPLICATION_FIELDS)
-    const patch: { name?: string; callbackPrefix?: string | null; limit?: number | null; updatedAt: number } = { updatedAt: Date.now() }
+    const patch: { name?: string; callbackPrefix?: string | null; limit?: number | null; plan?: string | null; updatedAt: number } = { updatedAt: Date.now() }
     if (changes.name !== undefined) patch.name = checkApplicationName(changes.name)
     if (changes.callbackPrefix !== undefined) patch.callbackPrefix = checkCallbackPrefix(changes.callbackPrefix, this.#allowLoopback)
     if (changes.limit !== undefined) patch.limit = checkLimit(changes.limit)
+    if (changes.plan !== undefined) patch.plan = checkPlan(changes.plan, this.#rules.plans)
     const record = await this.#store.updateApplication(appToken, patch)
     this.#changed(appToken)
     if (record === undefined) throw noSuchApplication(appToken)
@@ -334,11 +354,11 @@ export class Applications {
   }
 }
 
-const APPLICATION_FIELDS = ['name', 'callbackPrefix', 'limit']
+const APPLICATION_FIELDS = ['name', 'callbackPrefix', 'limit', 'plan']
 /** Registration also takes the owner, and credentials to import. */
 const REGISTER_FIELDS = [...APPLICATION_FIELDS, 'ownerId', 'appToken', 'secretToken']
 
-function newRecord(appToken: string, secretToken: string, fields: Pick<ApplicationRecord, 'name' | 'callbackPrefix' | 'limit' | 'ownerId'>): ApplicationRecord {
+function newRecord(appToken: string, secretToken: string, fields: Pick<ApplicationRecord, 'name' | 'callbackPrefix' | 'limit' | 'plan' | 'ownerId'>): ApplicationRecord {
   const now = Date.now()
   return { appToken, ...fields, secretHash: sha256(secretToken), previousSecretHash: null, previousSecretExpiresAt: null, suspendedAt: null, suspensionReason: null, createdAt: now, updatedAt: now }
 }
@@ -372,7 +392,6 @@ export function checkImportedSecret(field: string, secret: unknown): string {
   assertStorable(`an imported ${field}`, secret)
   return secret
 }
-
 
 function checkLimit(limit: unknown): number | null {
   if (limit === null) return null

@@ -23,7 +23,7 @@ import { addressKey, type ClientInfo } from '../http/proxy.js'
 import { MemoryStore } from '../store/memory/store.js'
 import type { ApplicationRecord, Awaitable, RateStore } from '../store/store.js'
 import { isPromiseLike } from '../util/awaitable.js'
-import type { ThrottleInfo, ThrottlePass } from './throttle.js'
+import type { ThrottleInfo, ThrottlePass } from './throttle-pass.js'
 
 /** The limits of one request under its plan, made ahead of the store call. */
 export interface PlannedLimits {

@@ -24,34 +24,8 @@ import type { LimitResult, LimitStep } from '../limits/limit-steps.js'
 import { DEFAULT_ANONYMOUS_IPV6_SUBNET } from '../config/defaults.js'
 import type { ApplicationRecord, Awaitable, RateStore } from '../store/store.js'
 
-/** The throttle's verdict on a request that passed, as `req.gate.throttle` shows it. */
-export interface ThrottleInfo {
-  /** The budget the request was counted against. */
-  readonly policy: 'application' | 'anonymous'
-  /** Requests per window for this budget (an application's own limit if it has one). */
-  readonly limit: number
-  readonly windowMs: number
-  /** Requests still allowed right now. */
-  readonly remaining: number
-  /** Milliseconds until the whole budget is available again. */
-  readonly resetMs: number
-  /**
-   * `'store'` normally; `'local'` while the store is failing and `onStoreError: 'memory'`
-   * counts in this process alone (then no `RateLimit` headers are sent: this process's
-   * count is not the shared budget).
-   */
-  readonly source: 'store' | 'local'
-}
-
-/** A rate step's result, marked when this process's fallback counted it instead of the store. */
-export type CountedRate = RateResult & { readonly local?: true }
-
-/** A passed request's throttle verdict and the headers that announce it. */
-export interface ThrottlePass {
-  readonly info: ThrottleInfo
-  /** Made for this request, so the pipeline adds its own (the request id); or a frozen empty set. */
-  readonly headers: Record<string, string>
-}
+export type { CountedRate, ThrottleInfo, ThrottlePass } from './throttle-pass.js'
+import type { CountedRate, ThrottlePass } from './throttle-pass.js'
 
 const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>
 /** The policy a plan of several limits is named by in a {@link ThrottlePlan}: its limits name themselves. */
@@ -102,8 +76,7 @@ export class Throttle {
   /** Keys known to be over their limit, and until when (ms): a flood costs no store call. */
   readonly #blockedUntil = new LRUCache<string, number>({ max: 10_000 })
   /** `RateLimit-Policy` values by policy and limit: the same few strings on every request. */
-  readonly #policyHeaders = { app: new Map<number, string>(), anon: new Map<number, string>() }
-  readonly #rateLimitPrefix = { app: '"app";r=', anon: '"anon";r=' } as const
+  readonly #policyHeaders = new Map<ResolvedPolicy, { readonly prefix: string; readonly byLimit: Map<number, string> }>()
   #fallback: MemoryStore | undefined
   readonly #plans: PlanLimits
   /** The policy of each plan of one rolling limit, made once. */
@@ -137,7 +110,7 @@ export class Throttle {
   /** The budget of an application on a plan of one rolling limit: that limit, or the application's own. */
   #singleLimit(plan: ResolvedPlan, application: ApplicationRecord): { policy: ResolvedPolicy; key: string; limit: number } {
     const only = plan.limits[0] as ResolvedLimit
-    let policy = this.#singlePolicies.get(plan)
+    let policy: ResolvedPolicy | undefined = this.#singlePolicies.get(plan)
     if (policy === undefined) {
       policy = { name: only.name, limit: only.limit, windowMs: only.windowMs as number }
       this.#singlePolicies.set(plan, policy)
@@ -361,7 +334,12 @@ export class Throttle {
    * until the next request fits once none remain (then it equals `Retry-After`).
    */
   #headers(policy: ResolvedPolicy, limit: number, result: RateResult): Record<string, string> {
-    const byLimit = this.#policyHeaders[policy.name]
+    let named = this.#policyHeaders.get(policy)
+    if (named === undefined) {
+      named = { prefix: `"${policy.name}";r=`, byLimit: new Map() }
+      this.#policyHeaders.set(policy, named)
+    }
+    const byLimit = named.byLimit
     let policyHeader = byLimit.get(limit)
     if (policyHeader === undefined) {
       policyHeader = `"${policy.name}";q=${limit};w=${Math.max(1, Math.round(policy.windowMs / 1000))}`
@@ -370,7 +348,7 @@ export class Throttle {
     const waitMs = result.remaining > 0 ? result.resetMs : result.retryAfterMs
     const headers: Record<string, string> = {
       'ratelimit-policy': policyHeader,
-      ratelimit: `${this.#rateLimitPrefix[policy.name]}${result.remaining};t=${Math.ceil(waitMs / 1000)}`,
+      ratelimit: `${named.prefix}${result.remaining};t=${Math.ceil(waitMs / 1000)}`,
     }
     if (this.#config.legacyHeaders) legacyHeaders(headers, limit, result)
     return headers

@@ -37,8 +37,23 @@ export interface UsageCounts {
   readonly requests: number
   /** Of those, answered 429 by the gate. */
   readonly throttled: number
-  /** Of those, answered another 4xx by the gate (bad credentials, https required, mismatched app token). */
+  /** Of those, answered another 4xx by the gate (bad credentials, https required, mismatched app token, a suspended application). */
   readonly refused: number
+  /**
+   * Of the refused, those refused because an operator suspended the application (403
+   * `application_suspended`): a part of `refused`, as `throttled` is of `requests`, never
+   * counted apart from it. 0 in a bucket saved before the count existed.
+   */
+  readonly suspended: number
+  /**
+   * Per shadow limit (a limit configured with `shadow: true`, by its name): how many
+   * requests it would have refused had it been enforced. The requests themselves were
+   * decided without it, and are counted as the others are; one request can be in several
+   * names. Only names with a count are present (`{}` for most buckets, and for one saved
+   * before the count existed). At most {@link MAX_SHADOW_NAMES} names per bucket: the first
+   * ones the bucket sees; another name's counts are not kept in that bucket.
+   */
+  readonly shadow: Readonly<Record<string, number>>
   /** Every other answer, by class: the host's (where the adapter sees it) and the gate's own that were no refusal. */
   readonly statuses: UsageStatuses
   /**
@@ -156,19 +171,51 @@ export function keepsUsage<S extends object>(store: S): store is S & UsageStore 
 export const GRANULARITY_MS: Readonly<Record<UsageGranularity, number>> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 }
 
 /** Counts of nothing, to build on. */
-export const NO_USAGE: UsageCounts = Object.freeze({ requests: 0, throttled: 0, refused: 0, statuses: Object.freeze({ '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 }), unknownAppToken: 0 })
+export const NO_USAGE: UsageCounts = Object.freeze({
+  requests: 0,
+  throttled: 0,
+  refused: 0,
+  suspended: 0,
+  shadow: Object.freeze({}),
+  statuses: Object.freeze({ '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 }),
+  unknownAppToken: 0,
+})
 
-/** The counts a bucket holds, by their column (and Redis field) names, in a fixed order. */
-export const USAGE_FIELDS = ['requests', 'throttled', 'refused', 's2xx', 's3xx', 's4xx', 's5xx', 'unknown'] as const
+/**
+ * The most shadow-limit names a bucket (and a row) keeps. A gate's configuration names a
+ * handful; the bound keeps a bucket small whatever a configuration or a writer sends.
+ */
+export const MAX_SHADOW_NAMES = 10
 
-/** A row's counts in {@link USAGE_FIELDS} order. */
+/** The numeric counts a bucket holds, by their column (and Redis field) names, in a fixed order; `shadow` is apart. */
+export const USAGE_FIELDS = ['requests', 'throttled', 'refused', 's2xx', 's3xx', 's4xx', 's5xx', 'unknown', 'suspended'] as const
+
+/** A row's numeric counts in {@link USAGE_FIELDS} order. */
 export function usageValues(counts: UsageCounts): number[] {
   const s = counts.statuses
-  return [counts.requests, counts.throttled, counts.refused, s['2xx'], s['3xx'], s['4xx'], s['5xx'], counts.unknownAppToken]
+  return [counts.requests, counts.throttled, counts.refused, s['2xx'], s['3xx'], s['4xx'], s['5xx'], counts.unknownAppToken, counts.suspended ?? 0]
 }
 
-/** Counts from values in {@link USAGE_FIELDS} order. */
-export function usageCounts(values: ArrayLike<number>): UsageCounts {
+/** Counts from values in {@link USAGE_FIELDS} order (a missing one is 0) and the shadow counts. */
+export function usageCounts(values: ArrayLike<number>, shadow: Readonly<Record<string, number>> = {}): UsageCounts {
   const v = (i: number) => values[i] ?? 0
-  return { requests: v(0), throttled: v(1), refused: v(2), statuses: { '2xx': v(3), '3xx': v(4), '4xx': v(5), '5xx': v(6) }, unknownAppToken: v(7) }
+  return { requests: v(0), throttled: v(1), refused: v(2), suspended: v(8), shadow, statuses: { '2xx': v(3), '3xx': v(4), '4xx': v(5), '5xx': v(6) }, unknownAppToken: v(7) }
+}
+
+/**
+ * Adds the shadow counts `add` to `into`, keeping at most {@link MAX_SHADOW_NAMES} names:
+ * a name `into` has is always added to; a new one only while there is room (in the order
+ * `add` gives them). The one merge rule every store follows.
+ */
+export function addShadowCounts(into: Record<string, number>, add: Readonly<Record<string, number>> | undefined): void {
+  if (add === undefined) return
+  let names = Object.keys(into).length
+  for (const [name, count] of Object.entries(add)) {
+    if (count === 0) continue
+    if (Object.hasOwn(into, name)) into[name] = (into[name] as number) + count
+    else if (names < MAX_SHADOW_NAMES) {
+      into[name] = count
+      names++
+    }
+  }
 }

@@ -39,6 +39,7 @@ export function application(appToken: string, overrides: Partial<ApplicationReco
     previousSecretExpiresAt: null,
     suspendedAt: null,
     suspensionReason: null,
+    plan: null,
     createdAt: T0,
     updatedAt: T0,
     ...overrides,

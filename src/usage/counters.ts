@@ -4,13 +4,17 @@
  * lookup and an add; a cell is made once per application per minute, never per request.
  * Only applications the gate found registered get a cell: a made-up token is one number.
  */
-import { GRANULARITY_MS, type UsageGranularity, type UsageRow } from '../store/usage-contract.js'
+import { addShadowCounts, GRANULARITY_MS, MAX_SHADOW_NAMES, type UsageGranularity, type UsageRow } from '../store/usage-contract.js'
 
 /** One application's counts in one minute. */
 export class UsageCell {
   requests = 0
   throttled = 0
   refused = 0
+  /** Of `refused`, refused because the application is suspended. */
+  suspended = 0
+  /** Requests each shadow limit would have refused, by name; `null` until one would have (most cells). */
+  shadow: Map<string, number> | null = null
   s2xx = 0
   s3xx = 0
   s4xx = 0
@@ -28,6 +32,19 @@ export function countGateAnswer(cell: UsageCell, status: number): void {
   if (status === 429) cell.throttled++
   else if (status >= 400 && status < 500) cell.refused++
   else countStatus(cell, status)
+}
+
+/**
+ * Counts a request in every shadow limit that would have refused it, by name: at most
+ * {@link MAX_SHADOW_NAMES} names per cell, the first ones seen; another name is not kept.
+ */
+export function countShadow(cell: UsageCell, names: readonly string[]): void {
+  const shadow = (cell.shadow ??= new Map())
+  for (const name of names) {
+    const count = shadow.get(name)
+    if (count !== undefined) shadow.set(name, count + 1)
+    else if (shadow.size < MAX_SHADOW_NAMES) shadow.set(name, 1)
+  }
 }
 
 /** Counts an answer in its status class; a 101 (a protocol switched) counts as 2xx, anything past 599 as 5xx, so that every answer has one. */
@@ -91,12 +108,27 @@ export class UsageCounters {
       const key = `${granularity}\u0000${start}\u0000${appToken ?? ''}`
       let row = rows.get(key)
       if (row === undefined) {
-        row = { appToken, granularity, start, expiresAt: start + GRANULARITY_MS[granularity] + keepMs, requests: 0, throttled: 0, refused: 0, statuses: { '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 }, unknownAppToken: 0 }
+        row = {
+          appToken,
+          granularity,
+          start,
+          expiresAt: start + GRANULARITY_MS[granularity] + keepMs,
+          requests: 0,
+          throttled: 0,
+          refused: 0,
+          suspended: 0,
+          shadow: {},
+          statuses: { '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 },
+          unknownAppToken: 0,
+        }
         rows.set(key, row)
       }
       row.requests += cell.requests
       row.throttled += cell.throttled
       row.refused += cell.refused
+      row.suspended += cell.suspended
+      // An hour's or a day's row adds up many minutes: it keeps the same bound as a bucket.
+      if (cell.shadow !== null) addShadowCounts(row.shadow, Object.fromEntries(cell.shadow))
       row.statuses['2xx'] += cell.s2xx
       row.statuses['3xx'] += cell.s3xx
       row.statuses['4xx'] += cell.s4xx
@@ -117,7 +149,9 @@ export class UsageCounters {
   }
 }
 
-type MutableRow = { -readonly [K in keyof UsageRow]: K extends 'statuses' ? { -readonly [S in keyof UsageRow['statuses']]: number } : UsageRow[K] }
+type MutableRow = {
+  -readonly [K in keyof UsageRow]: K extends 'statuses' ? { -readonly [S in keyof UsageRow['statuses']]: number } : K extends 'shadow' ? Record<string, number> : UsageRow[K]
+}
 
 function isEmpty(cell: UsageCell): boolean {
   return cell.requests === 0 && cell.unknown === 0 && cell.s2xx === 0 && cell.s3xx === 0 && cell.s4xx === 0 && cell.s5xx === 0

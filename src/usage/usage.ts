@@ -17,7 +17,7 @@ import type { Decision } from '../rules/decision.js'
 import { randomToken } from '../secrets/tokens.js'
 import type { Awaitable, GateStore } from '../store/store.js'
 import { GRANULARITY_MS, keepsUsage, NO_USAGE, type UsageBatch, type UsageBucket, type UsageGranularity, type UsageStore } from '../store/usage-contract.js'
-import { countGateAnswer, countStatus, UsageCounters } from './counters.js'
+import { countGateAnswer, countShadow, countStatus, UsageCounters } from './counters.js'
 import type { ResolvedUsage } from './options.js'
 import { topRange, usageRange as range } from './ranges.js'
 
@@ -146,7 +146,9 @@ export class GateUsage {
    * application whose budget it counted in (an OAuth token's application when it named
    * none), or the anonymous pool, where the gate's own endpoints that no application pays
    * for count too; a made-up app token as one number, never in a bucket of its own. A
-   * request let through is counted here, and its status class when the host answered.
+   * request let through is counted here, and its status class when the host answered. A
+   * refusal of a suspended application is also counted as `suspended` (a part of
+   * `refused`), and a request a shadow limit would have refused under that limit's name.
    * @internal
    */
   count(decision: Decision): void {
@@ -157,8 +159,10 @@ export class GateUsage {
     }
     const appToken = decision.appToken
     const cell = this.#counters.cell(appToken)
+    if (decision.shadowed.length > 0) countShadow(cell, decision.shadowed)
     if (decision.status !== null) {
       countGateAnswer(cell, decision.status)
+      if (decision.suspended && decision.outcome === 'refused') cell.suspended++
       return
     }
     cell.requests++

@@ -204,6 +204,7 @@ async function makeSeed(): Promise<Seed> {
     previousSecretExpiresAt: null,
     suspendedAt: null,
     suspensionReason: null,
+    plan: null,
     createdAt: now,
     updatedAt: now,
   })

@@ -99,6 +99,19 @@ export function patchIgnoresSuspension(): GateStore {
   })
 }
 
+/** An application patch that leaves out the plan, as a store whose field list predates it: it reads back on the default plan. */
+export function patchIgnoresPlan(): GateStore {
+  const inner = new MemoryStore()
+  return asyncStore(inner, {
+    async updateApplication(appToken: string, patch: ApplicationPatch) {
+      await tick()
+      const rest = { ...patch }
+      delete rest.plan
+      return inner.updateApplication(appToken, rest)
+    },
+  })
+}
+
 /** An API key patch as read, merge, write: of two concurrent patches, the later write loses the earlier one's field. */
 export function readMergeWritePatch(): GateStore {
   const inner = new MemoryStore()

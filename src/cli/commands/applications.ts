@@ -1,9 +1,9 @@
-/** `apps ...`: register, list, show, re-limit, suspend, resume, rotate and delete applications (`gate.applications`). */
+/** `apps ...`: register, list, show, re-limit, put on a plan, suspend, resume, rotate and delete applications (`gate.applications`). */
 import type { Gate } from '../../gate.js'
-import type { Application } from '../../management/applications.js'
-import { RefusedError } from '../cli-errors.js'
+import { Applications, type Application } from '../../management/applications.js'
+import { RefusedError, UsageError } from '../cli-errors.js'
 import { integer, SHOWN_ONCE, type Command } from '../command.js'
-import { MAX_SECRET_GRACE_MS } from '../../config/defaults.js'
+import { DEFAULT_SECRET_GRACE_MS, MAX_SECRET_GRACE_MS } from '../../config/defaults.js'
 import { fields, orDash, table, time } from '../output.js'
 
 export const APPLICATION_COMMANDS: Record<string, Command> = {
@@ -38,6 +38,7 @@ export const APPLICATION_COMMANDS: Record<string, Command> = {
           { heading: 'APP TOKEN', value: (a) => a.appToken },
           { heading: 'NAME', value: (a) => a.name },
           { heading: 'LIMIT', value: (a) => (a.limit === null ? 'default' : String(a.limit)) },
+          { heading: 'PLAN', value: (a) => a.plan ?? 'default' },
           { heading: 'STATE', value: (a) => (a.suspended === null ? 'active' : 'suspended') },
           { heading: 'CALLBACK PREFIX', value: (a) => orDash(a.callbackPrefix) },
           { heading: 'CREATED', value: (a) => time(a.createdAt) },
@@ -64,6 +65,28 @@ export const APPLICATION_COMMANDS: Record<string, Command> = {
       const [appToken, limit] = args as [string, string]
       const value = limit === 'default' ? null : integer('LIMIT', limit)
       const app = await gate.applications.update(appToken, { limit: value })
+      return { json: app, human: fields(applicationFields(app)) }
+    },
+  },
+  'apps set-plan': {
+    usage: 'apps set-plan APP_TOKEN PLAN|--default [--plans NAME,NAME...]',
+    summary:
+      "put an application on a plan of the gate's configuration, or back on the default plan with --default. The command does not read the configuration: name its plans with --plans (or OPEN_DATA_GATE_PLANS), so that a misspelt plan is refused",
+    args: ['APP_TOKEN'],
+    optionalArgs: ['PLAN'],
+    options: ['default', 'plans'],
+    checkLine(args, values) {
+      if ((args[1] === undefined) === (values.default !== true)) throw new UsageError('apps set-plan takes a PLAN or --default (the default plan), one of them')
+    },
+    async run({ gate, args, values, io }) {
+      const [appToken, plan] = args as [string, string | undefined]
+      const known = planNames(values.plans ?? io.env.OPEN_DATA_GATE_PLANS)
+      if (plan !== undefined && known.size === 0) {
+        throw new RefusedError(`the command does not read the gate's configuration: name its plans with --plans NAME,NAME... (or OPEN_DATA_GATE_PLANS) to put an application on ${JSON.stringify(plan)}`)
+      }
+      // The command's gate has no plans configured: an Applications over the same store that knows the ones named.
+      const applications = new Applications({ store: gate.store, rules: { maxPerUser: 0, secretGraceMs: DEFAULT_SECRET_GRACE_MS, spendRegistration: async () => 0, plans: known } })
+      const app = await applications.update(appToken, { plan: plan ?? null })
       return { json: app, human: fields(applicationFields(app)) }
     },
   },
@@ -135,6 +158,11 @@ function rotationGrace(text: string | undefined, retireNow: boolean): number | u
   return Number(text)
 }
 
+/** `--plans` or `OPEN_DATA_GATE_PLANS`: the configured plans' names, separated by commas. */
+function planNames(text: string | undefined): ReadonlySet<string> {
+  return new Set((text ?? '').split(',').map((name) => name.trim()).filter((name) => name !== ''))
+}
+
 const noApplication = (appToken: string) => new RefusedError(`no application with app token ${appToken}`)
 
 function applicationFields(app: Application): Array<[string, string]> {
@@ -143,6 +171,7 @@ function applicationFields(app: Application): Array<[string, string]> {
     ['name', app.name],
     ['callback prefix', orDash(app.callbackPrefix)],
     ['limit', app.limit === null ? 'default' : String(app.limit)],
+    ['plan', app.plan ?? 'default'],
     ['owner', app.ownerId ?? '- (an operator\'s)'],
     ['state', app.suspended === null ? 'active' : `suspended since ${time(app.suspended.since)}`],
     ...(app.suspended === null ? [] : [['suspension reason', app.suspended.reason] as [string, string]]),

@@ -49,6 +49,16 @@ export function sparkline(values: readonly number[]): string {
   return values.map((v) => (max === 0 || v === 0 ? ' ' : (BLOCKS[Math.min(BLOCKS.length - 1, Math.ceil((v / max) * BLOCKS.length) - 1)] as string))).join('')
 }
 
+/** The shadow limits' counts over `buckets`, as `name N, name N` by name, or `''` when none would have refused anything. */
+function shadowTotals(buckets: ReadonlyArray<{ readonly shadow: Readonly<Record<string, number>> }>): string {
+  const totals = new Map<string, number>()
+  for (const bucket of buckets) for (const [name, count] of Object.entries(bucket.shadow)) totals.set(name, (totals.get(name) ?? 0) + count)
+  return [...totals]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([name, count]) => `${name} ${count}`)
+    .join(', ')
+}
+
 /** Reads the store's answer as the command's own refusal when the store keeps no usage or the range is refused. */
 async function reading<T>(read: () => Promise<T>): Promise<T> {
   try {
@@ -62,7 +72,7 @@ async function reading<T>(read: () => Promise<T>): Promise<T> {
 export const USAGE_COMMANDS: Record<string, UsageCommand> = {
   usage: {
     usage: 'usage APP_TOKEN|anonymous [--since 24h] [--granularity minute|hour|day]',
-    summary: "an application's requests, 429s, refusals and answers over time, bucket by bucket (`anonymous`: requests without an app token)",
+    summary: "an application's requests, 429s, refusals (those of a suspension apart), answers and shadow limits' would-be refusals over time, bucket by bucket (`anonymous`: requests without an app token)",
     args: ['APP_TOKEN'],
     options: ['since', 'granularity'],
     async run({ gate, args, values }) {
@@ -76,12 +86,15 @@ export const USAGE_COMMANDS: Record<string, UsageCommand> = {
       const total = (pick: (b: (typeof buckets)[number]) => number) => buckets.reduce((n, b) => n + pick(b), 0)
       const max = Math.max(0, ...buckets.map((b) => b.requests))
       const bar = (n: number) => (max === 0 ? '' : '█'.repeat(Math.round((n / max) * 30)) || (n > 0 ? '▏' : ''))
+      const shadow = shadowTotals(buckets)
       const summary =
         `${appToken ?? 'anonymous'}  ${sparkline(buckets.map((b) => b.requests))}\n` +
-        `requests ${total((b) => b.requests)}, 429 ${total((b) => b.throttled)}, refused ${total((b) => b.refused)}, ` +
+        `requests ${total((b) => b.requests)}, 429 ${total((b) => b.throttled)}, refused ${total((b) => b.refused)} (suspended ${total((b) => b.suspended)}), ` +
         `2xx ${total((b) => b.statuses['2xx'])}, 4xx ${total((b) => b.statuses['4xx'])}, 5xx ${total((b) => b.statuses['5xx'])}` +
         (appToken === null ? `, unknown app tokens ${total((b) => b.unknownAppToken)}` : '') +
-        `, per ${series.granularity} since ${time(buckets[0]?.start)}\n\n`
+        `, per ${series.granularity} since ${time(buckets[0]?.start)}\n` +
+        (shadow === '' ? '' : `shadow limits would have refused: ${shadow}\n`) +
+        '\n'
       return {
         json: series,
         human:
@@ -91,9 +104,11 @@ export const USAGE_COMMANDS: Record<string, UsageCommand> = {
             { heading: 'REQUESTS', value: (b) => String(b.requests) },
             { heading: '429', value: (b) => String(b.throttled) },
             { heading: 'REFUSED', value: (b) => String(b.refused) },
+            { heading: 'SUSPENDED', value: (b) => String(b.suspended) },
             { heading: '2XX', value: (b) => String(b.statuses['2xx']) },
             { heading: '4XX', value: (b) => String(b.statuses['4xx']) },
             { heading: '5XX', value: (b) => String(b.statuses['5xx']) },
+            { heading: 'SHADOW', value: (b) => shadowTotals([b]) || '-' },
             { heading: '', value: (b) => bar(b.requests) },
           ]),
       }

@@ -27,7 +27,8 @@ import type { Authenticator } from '../authenticate.js'
 import type { GateOutcome } from '../context.js'
 import type { RequestState } from '../request-state.js'
 import type { Step } from '../run-steps.js'
-import type { Throttle, ThrottlePlan } from '../throttle.js'
+import type { Throttle, ThrottlePass, ThrottlePlan } from '../throttle.js'
+import type { LimitStep } from '../../limits/limit-steps.js'
 import type { TokenBudgets } from './token-budget.js'
 import { API_KEY_ID } from '../../rules/credential-shapes.js'
 import { sha256 } from '../../secrets/tokens.js'
@@ -42,7 +43,11 @@ export function throttleStep(throttle: Throttle, lookupRequest: LookupRequest, a
   /** The verdict on a request without a lookup: no credential records to read with the step. */
   const check = (state: RequestState): Awaitable<undefined> => {
     // Spelled out rather than andThen(...): no closure is made when the store answers at once.
-    const pass = throttle.check(state.application, state.client)
+    return passed(state, throttle.check(state.application, state.client, state))
+  }
+
+  /** Keeps the throttle's verdict on the state; a promise only when the verdict is one. */
+  const passed = (state: RequestState, pass: Awaitable<ThrottlePass | null>): Awaitable<undefined> => {
     if (!isPromiseLike(pass)) {
       state.pass = pass
       return undefined
@@ -77,9 +82,17 @@ export function throttleStep(throttle: Throttle, lookupRequest: LookupRequest, a
     // No step to take in the store (no policy applies, or this process knows the key is
     // over its limit): a token's own budget is read first, then the throttle decides without a store call.
     if (rate === undefined || otherwise === undefined) return state.budgetFromToken ? after(tokens.readToken(state), () => step(state)) : check(state)
-    const lookup: RequestLookup = state.budgetFromToken
-      ? { credential: credential as CredentialLookup, budget: 'token', rate, otherwise, appToken: rate.application?.appToken as string }
-      : { credential: credential as CredentialLookup, budget: 'fixed', rate }
+    let lookup: RequestLookup
+    if (rate.limits === undefined && otherwise.limits === undefined) {
+      lookup = state.budgetFromToken
+        ? { credential: credential as CredentialLookup, budget: 'token', rate, otherwise, appToken: rate.application?.appToken as string }
+        : { credential: credential as CredentialLookup, budget: 'fixed', rate }
+    } else {
+      // A plan of several limits: the store takes them all or none (consumeLimits), in the same round trip.
+      lookup = state.budgetFromToken
+        ? { credential: credential as CredentialLookup, budget: 'token', limits: limitsOf(rate), otherwiseLimits: limitsOf(otherwise), appToken: rate.application?.appToken as string }
+        : { credential: credential as CredentialLookup, budget: 'fixed', limits: limitsOf(rate) }
+    }
     let pending: Awaitable<RequestLookupResult>
     try {
       pending = lookupRequest(lookup)
@@ -103,8 +116,6 @@ export function throttleStep(throttle: Throttle, lookupRequest: LookupRequest, a
       state.budgetFromToken = false
       state.application = result.stepped === 'rate' ? rate.application : otherwise.application
     }
-    const plan = result.stepped === 'otherwise' ? otherwise : rate
-    state.pass = throttle.settle(plan, state.client, result.result as NonNullable<RequestLookupResult['result']>)
     // What verification reads: the records the lookup read, beside a token read before it.
     const before = state.read
     const read: { record?: RequestLookupResult['accessToken']; apiKey?: RequestLookupResult['apiKey']; user?: RequestLookupResult['user'] } = {}
@@ -113,19 +124,22 @@ export function throttleStep(throttle: Throttle, lookupRequest: LookupRequest, a
     if ('apiKey' in result) read.apiKey = result.apiKey
     if ('user' in result) read.user = result.user
     state.read = read
-    return undefined
+    const plan = result.stepped === 'otherwise' ? otherwise : rate
+    return passed(state, throttle.settle(plan, state.client, result.result as NonNullable<RequestLookupResult['result']>, result.results, state))
   }
 
   /** The lookup failed: the store-failure mode's verdict, without a second step. */
   const failed = (state: RequestState, error: unknown): Awaitable<undefined> => {
-    const verdict = (): undefined => {
-      state.pass = throttle.checkFailed(state.application, state.client, error)
-      return undefined
-    }
+    const verdict = (): Awaitable<undefined> => passed(state, throttle.checkFailed(state.application, state.client, error, state))
     return state.budgetFromToken ? after(tokens.readToken(state), verdict) : verdict()
   }
 
   return step
+}
+
+/** A plan's steps as `consumeLimits` takes them: its limits, or its one rate step. */
+function limitsOf(plan: ThrottlePlan): readonly LimitStep[] {
+  return plan.limits?.steps ?? [{ kind: 'rate', key: plan.key, limit: plan.limit, windowMs: plan.windowMs, cost: plan.cost }]
 }
 
 /** `next()` once `first` settled: a step that has to wait on a read first. */

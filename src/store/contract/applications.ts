@@ -39,6 +39,11 @@ export interface ApplicationRecord {
   readonly suspendedAt: number | null
   /** Why it is suspended, as the operator wrote it (shown to its clients and its owner); `null` with {@link suspendedAt}. */
   readonly suspensionReason: string | null
+  /**
+   * The name of the plan an operator put the application on, or `null` for the configured
+   * default plan. A record saved before the field existed reads as `null`.
+   */
+  readonly plan: string | null
   readonly createdAt: number
   readonly updatedAt: number
 }
@@ -47,7 +52,7 @@ export interface ApplicationRecord {
 export type ApplicationPatch = Partial<
   Pick<
     ApplicationRecord,
-    'name' | 'secretHash' | 'previousSecretHash' | 'previousSecretExpiresAt' | 'callbackPrefix' | 'limit' | 'suspendedAt' | 'suspensionReason' | 'updatedAt'
+    'name' | 'secretHash' | 'previousSecretHash' | 'previousSecretExpiresAt' | 'callbackPrefix' | 'limit' | 'suspendedAt' | 'suspensionReason' | 'plan' | 'updatedAt'
   >
 >
 

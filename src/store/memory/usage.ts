@@ -3,7 +3,7 @@
  * application, granularity and start, and each writer's last sequence. Expired buckets are
  * dropped as batches arrive (a bounded sweep per batch) and never read back.
  */
-import { usageCounts, usageValues, type UsageBatch, type UsageBucket, type UsageGranularity, type UsageTopQuery, type UsageTotal } from '../usage-contract.js'
+import { addShadowCounts, USAGE_FIELDS, usageCounts, usageValues, type UsageBatch, type UsageBucket, type UsageGranularity, type UsageTopQuery, type UsageTotal } from '../usage-contract.js'
 
 interface Bucket {
   readonly appToken: string | null
@@ -11,6 +11,8 @@ interface Bucket {
   readonly start: number
   /** Counts in `USAGE_FIELDS` order. */
   readonly values: number[]
+  /** Shadow counts by limit name, at most `MAX_SHADOW_NAMES`. */
+  readonly shadow: Record<string, number>
   expiresAt: number
 }
 
@@ -37,11 +39,12 @@ export class MemoryUsage {
       const key = bucketKey(row.appToken, row.granularity, row.start)
       let bucket = this.#buckets.get(key)
       if (bucket === undefined || bucket.expiresAt <= now) {
-        bucket = { appToken: row.appToken, granularity: row.granularity, start: row.start, values: [0, 0, 0, 0, 0, 0, 0, 0], expiresAt: row.expiresAt }
+        bucket = { appToken: row.appToken, granularity: row.granularity, start: row.start, values: USAGE_FIELDS.map(() => 0), shadow: {}, expiresAt: row.expiresAt }
         this.#buckets.set(key, bucket)
       }
       const values = usageValues(row)
       for (let i = 0; i < values.length; i++) (bucket.values[i] as number) += values[i] as number
+      addShadowCounts(bucket.shadow, row.shadow)
       if (row.expiresAt > bucket.expiresAt) bucket.expiresAt = row.expiresAt
     }
     this.#sweep(now)
@@ -60,7 +63,7 @@ export class MemoryUsage {
     const found: UsageBucket[] = []
     for (const bucket of this.#buckets.values()) {
       if (bucket.appToken !== appToken || bucket.granularity !== granularity || bucket.start < from || bucket.start >= to || bucket.expiresAt <= now) continue
-      found.push({ start: bucket.start, ...usageCounts(bucket.values) })
+      found.push({ start: bucket.start, ...usageCounts(bucket.values, { ...bucket.shadow }) })
     }
     return found.sort((a, b) => a.start - b.start)
   }

@@ -18,7 +18,7 @@ import type {
 } from '../store.js'
 import type { Row } from './pool.js'
 
-export const APPLICATION_COLUMNS = 'app_token, name, secret_hash, callback_prefix, rate_limit, owner_id, previous_secret_hash, previous_secret_expires_at, suspended_at, suspension_reason, created_at, updated_at'
+export const APPLICATION_COLUMNS = 'app_token, name, secret_hash, callback_prefix, rate_limit, owner_id, previous_secret_hash, previous_secret_expires_at, suspended_at, suspension_reason, plan, created_at, updated_at'
 export const USER_COLUMNS = 'id, username, username_skeleton, screen_name, display_name, email, rights, password_hash, created_at, updated_at'
 export const API_KEY_COLUMNS = 'key_id, user_id, name, secret_hash, created_at, last_used_at, revoked_at'
 export const TOKEN_COLUMNS = 'token_hash, user_id, app_token, code_hash, created_at, expires_at, revoked_at'
@@ -34,6 +34,7 @@ export const APPLICATION_PATCH: Record<keyof ApplicationPatch, string> = {
   previousSecretExpiresAt: 'previous_secret_expires_at',
   suspendedAt: 'suspended_at',
   suspensionReason: 'suspension_reason',
+  plan: 'plan',
   callbackPrefix: 'callback_prefix',
   limit: 'rate_limit',
   updatedAt: 'updated_at',
@@ -102,6 +103,7 @@ export function toApplication(row: Row): ApplicationRecord {
     previousSecretExpiresAt: optionalNumber(row.previous_secret_expires_at),
     suspendedAt: optionalNumber(row.suspended_at),
     suspensionReason: (row.suspension_reason as string | null | undefined) ?? null,
+    plan: (row.plan as string | null | undefined) ?? null,
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
   }

@@ -259,18 +259,19 @@ export class PostgresStore implements GateStore, UsageStore {
       record.previousSecretExpiresAt,
       record.suspendedAt ?? null,
       record.suspensionReason ?? null,
+      record.plan ?? null,
       record.createdAt,
       record.updatedAt,
     ]
     if (limits === undefined || record.ownerId === null) {
-      await this.#statements.run(`INSERT INTO ${this.#q}.applications (${APPLICATION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, values)
+      await this.#statements.run(`INSERT INTO ${this.#q}.applications (${APPLICATION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, values)
       return 'created'
     }
     const inserted = await this.#transaction(async (query) => {
       await query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [APPLICATION_LOCK_CLASS, `${this.schema}:${record.ownerId}`])
       const { rows } = await query(
-        `INSERT INTO ${this.#q}.applications (${APPLICATION_COLUMNS}) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
-         WHERE (SELECT count(*) FROM ${this.#q}.applications WHERE owner_id = $6) < $13::bigint RETURNING app_token`,
+        `INSERT INTO ${this.#q}.applications (${APPLICATION_COLUMNS}) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13
+         WHERE (SELECT count(*) FROM ${this.#q}.applications WHERE owner_id = $6) < $14::bigint RETURNING app_token`,
         [...values, limits.maxPerOwner],
       )
       return rows.length === 1

@@ -24,6 +24,7 @@ export const APPLICATION: Schema = {
   previousSecretExpiresAt: 'number?',
   suspendedAt: 'number?',
   suspensionReason: 'string?',
+  plan: 'string?',
   createdAt: 'number',
   updatedAt: 'number',
 }

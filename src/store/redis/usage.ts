@@ -3,7 +3,8 @@
  *
  * Key layout, under the store's prefix, hash tag in braces:
  * - `{usage:<appToken>}:<m|h|d>:<start>`: one bucket, a hash of its counts (`requests`,
- *   `throttled`, `refused`, `s2xx` ... `s5xx`, `unknown`), expiring at the bucket's
+ *   `throttled`, `refused`, `s2xx` ... `s5xx`, `unknown`, `suspended`, and `shadow:<name>`
+ *   per shadow limit, at most `MAX_SHADOW_NAMES` of them), expiring at the bucket's
  *   `expiresAt` (Redis drops it: that is the retention). The anonymous pool is
  *   `{usage:}`. Every key of one application, and `{usage:<appToken>}:seen` (the last
  *   sequence applied per writer), shares the application's slot.
@@ -31,7 +32,7 @@
  */
 import { createHash } from 'node:crypto'
 import type { Cluster, Redis } from 'ioredis'
-import { GRANULARITY_MS, USAGE_FIELDS, usageCounts, usageValues, type UsageBatch, type UsageBucket, type UsageGranularity, type UsageTopQuery, type UsageTotal } from '../usage-contract.js'
+import { GRANULARITY_MS, MAX_SHADOW_NAMES, USAGE_FIELDS, usageCounts, usageValues, type UsageBatch, type UsageBucket, type UsageGranularity, type UsageTopQuery, type UsageTotal } from '../usage-contract.js'
 
 type Client = Redis | Cluster
 
@@ -44,10 +45,15 @@ function script(lua: string): Script {
   return { lua, sha: createHash('sha1').update(lua).digest('hex') }
 }
 
+/** How many numeric counts a bucket has (its `shadow:<name>` fields are apart). */
+const N = USAGE_FIELDS.length
+
 /**
  * Adds one application's rows, once per writer sequence.
  * KEYS[1] the application's `seen` hash, KEYS[2..] its buckets.
- * ARGV writer, sequence, seenExpireAt, then per bucket: expireAt and the 8 counts.
+ * ARGV writer, sequence, seenExpireAt, then per bucket: expireAt, the counts of
+ * `USAGE_FIELDS`, the number of shadow names n, then n (name, count). A shadow name the
+ * bucket does not have is added only while it has fewer than `MAX_SHADOW_NAMES`.
  * Returns 1 when applied, 0 for a replay.
  */
 const ADD = script(`local last = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
@@ -60,13 +66,29 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local a = 4
 for k = 2, #KEYS do
   local expireAt = tonumber(ARGV[a])
-  for i = 1, 8 do
+  for i = 1, ${N} do
     local v = tonumber(ARGV[a + i])
     if v ~= 0 then redis.call('HINCRBY', KEYS[k], fields[i], v) end
   end
+  local n = tonumber(ARGV[a + ${N + 1}])
+  if n > 0 then
+    local names = 0
+    for _, f in ipairs(redis.call('HKEYS', KEYS[k])) do
+      if string.sub(f, 1, 7) == 'shadow:' then names = names + 1 end
+    end
+    for j = 1, n do
+      local field = 'shadow:' .. ARGV[a + ${N} + 2 * j]
+      if redis.call('HEXISTS', KEYS[k], field) == 1 then
+        redis.call('HINCRBY', KEYS[k], field, ARGV[a + ${N + 1} + 2 * j])
+      elseif names < ${MAX_SHADOW_NAMES} then
+        redis.call('HINCRBY', KEYS[k], field, ARGV[a + ${N + 1} + 2 * j])
+        names = names + 1
+      end
+    end
+  end
   local ttl = redis.call('PTTL', KEYS[k])
   if ttl ~= -2 and (ttl == -1 or now + ttl < expireAt) then redis.call('PEXPIREAT', KEYS[k], ARGV[a]) end
-  a = a + 9
+  a = a + ${N + 2} + 2 * n
 end
 return 1`)
 
@@ -96,24 +118,34 @@ end
 return 1`)
 
 /**
- * Reads buckets. KEYS the buckets (of one application, in its slot). Returns, for each
- * bucket that exists, its place in KEYS (from 1) and its 8 counts, all in one string of
- * integers separated by commas (one reply to parse rather than thousands): an empty range
- * answers an empty string.
+ * Reads buckets. KEYS the buckets (of one application, in its slot). Returns two things:
+ * for each bucket that exists, its place in KEYS (from 1) and its counts of `USAGE_FIELDS`
+ * (0 for one a bucket saved before it lacks), all in one string of integers separated by commas (one
+ * reply to parse rather than thousands; an empty range answers an empty string); and the
+ * shadow counts, as a flat list of (place, name, count), empty for most ranges.
  */
-const READ = script(`local out = {}
+const READ = script(`local fields = {${USAGE_FIELDS.map((f) => `'${f}'`).join(', ')}}
+local out, shadow = {}, {}
 local n = 0
 for k = 1, #KEYS do
-  local v = redis.call('HMGET', KEYS[k], ${USAGE_FIELDS.map((f) => `'${f}'`).join(', ')})
-  local found = false
-  for i = 1, 8 do if v[i] then found = true end end
-  if found then
+  local h = redis.call('HGETALL', KEYS[k])
+  if #h > 0 then
+    local v = {}
+    for i = 1, #h, 2 do
+      if string.sub(h[i], 1, 7) == 'shadow:' then
+        shadow[#shadow + 1] = k
+        shadow[#shadow + 1] = string.sub(h[i], 8)
+        shadow[#shadow + 1] = h[i + 1]
+      else
+        v[h[i]] = h[i + 1]
+      end
+    end
     out[n + 1] = k
-    for i = 1, 8 do out[n + 1 + i] = v[i] or '0' end
-    n = n + 9
+    for i = 1, ${N} do out[n + 1 + i] = v[fields[i]] or '0' end
+    n = n + ${N + 1}
   end
 end
-return table.concat(out, ',')`)
+return {table.concat(out, ','), shadow}`)
 
 /**
  * Sums rankings: KEYS[1], KEYS[2] scratch keys, then n sets ranked by, then the n sets of
@@ -202,6 +234,9 @@ export class RedisUsage {
       app.keys.push(`${this.#app(row.appToken)}:${LETTER[row.granularity]}:${row.start}`)
       app.args.push(row.expiresAt)
       for (const value of usageValues(row)) app.args.push(value)
+      const shadow = Object.entries(row.shadow ?? {}).filter(([, count]) => count !== 0)
+      app.args.push(shadow.length)
+      for (const [name, count] of shadow) app.args.push(name, count)
       if (row.appToken === null) continue
       for (const [metric, value] of [['r', row.requests], ['t', row.throttled]] as const) {
         if (value === 0) continue
@@ -265,10 +300,20 @@ export class RedisUsage {
     const buckets: UsageBucket[] = []
     for (let i = 0; i < starts.length; i += READ_CHUNK) {
       const chunk = starts.slice(i, i + READ_CHUNK)
-      const reply = String(await this.#eval(READ, chunk.map((start) => base + String(start)), [], this.#read))
-      if (reply === '') continue
-      const found = reply.split(',').map(Number)
-      for (let j = 0; j < found.length; j += 9) buckets.push({ start: chunk[(found[j] as number) - 1] as number, ...usageCounts(found.slice(j + 1, j + 9)) })
+      const [counts, shadowed] = (await this.#eval(READ, chunk.map((start) => base + String(start)), [], this.#read)) as [string, Array<string | number>]
+      if (counts === '') continue
+      const shadows = new Map<number, Record<string, number>>()
+      for (let j = 0; j < shadowed.length; j += 3) {
+        const place = Number(shadowed[j])
+        let shadow = shadows.get(place)
+        if (shadow === undefined) shadows.set(place, (shadow = {}))
+        shadow[String(shadowed[j + 1])] = Number(shadowed[j + 2])
+      }
+      const found = counts.split(',').map(Number)
+      for (let j = 0; j < found.length; j += N + 1) {
+        const place = found[j] as number
+        buckets.push({ start: chunk[place - 1] as number, ...usageCounts(found.slice(j + 1, j + N + 1), shadows.get(place) ?? {}) })
+      }
     }
     return buckets
   }

@@ -188,6 +188,29 @@ export const applicationChecks: readonly StoreCheck[] = group('applications', ['
     },
   ],
   [
+    'keeps an application\'s plan, returns and lists it, and clears it, leaving the rest alone',
+    async (store) => {
+      const token = freshAppToken()
+      await store.insertApplication(application(token, { limit: 50 }))
+      const onPlan = await store.updateApplication(token, { plan: 'partner-2026', updatedAt: LATER })
+      assert.deepEqual(onPlan, application(token, { limit: 50, plan: 'partner-2026', updatedAt: LATER }))
+      assert.deepEqual(await store.getApplication(token), onPlan, 'an application on a plan reads back on it')
+      assert.deepEqual((await store.listApplications()).find((r) => r.appToken === token), onPlan, 'and is listed on it')
+      // A patch of other fields leaves the plan as it was, and a plan change leaves them, also at once.
+      await store.updateApplication(token, { name: 'renamed' })
+      assert.deepEqual(await store.getApplication(token), application(token, { name: 'renamed', limit: 50, plan: 'partner-2026', updatedAt: LATER }))
+      await Promise.all([store.updateApplication(token, { limit: 70 }), store.updateApplication(token, { plan: 'free' })])
+      assert.deepEqual(await store.getApplication(token), application(token, { name: 'renamed', limit: 70, plan: 'free', updatedAt: LATER }))
+      const cleared = await store.updateApplication(token, { plan: null, updatedAt: LATEST })
+      assert.deepEqual(cleared, application(token, { name: 'renamed', limit: 70, updatedAt: LATEST }), 'null puts it back on the default plan')
+      assert.deepEqual(await store.getApplication(token), cleared)
+      // Saved on a plan, as an import would be.
+      const imported = freshAppToken()
+      await store.insertApplication(application(imported, { plan: 'partner-2026' }))
+      assert.deepEqual(await store.getApplication(imported), application(imported, { plan: 'partner-2026' }))
+    },
+  ],
+  [
     'deletes an application once',
     async (store) => {
       const token = freshAppToken()

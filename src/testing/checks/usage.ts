@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { createGate } from '../../gate.js'
 import { randomToken } from '../../secrets/tokens.js'
 import type { GateStore } from '../../store/store.js'
-import { GRANULARITY_MS, keepsUsage, usageCounts, type UsageBatch, type UsageGranularity, type UsageRow, type UsageStore } from '../../store/usage-contract.js'
+import { GRANULARITY_MS, keepsUsage, MAX_SHADOW_NAMES, usageCounts, type UsageBatch, type UsageGranularity, type UsageRow, type UsageStore } from '../../store/usage-contract.js'
 import { group, type StoreCheck } from '../check.js'
 import { freshAppToken } from '../fixtures.js'
 
@@ -37,9 +37,15 @@ function batch(rows: UsageRow[], writer = `kit-${randomToken(9)}`, sequence = 1)
   return { writer, sequence, createdAt: Date.now(), idExpiresAt: Date.now() + DAY, rows }
 }
 
-/** A row; `counts` are requests, throttled, refused, 2xx, 3xx, 4xx, 5xx, unknown app tokens. */
-function row(appToken: string | null, granularity: UsageGranularity, start: number, counts: number[], expiresAt = Date.now() + HOUR): UsageRow {
-  return { appToken, granularity, start, expiresAt, ...usageCounts(counts) }
+/** A row; `counts` are requests, throttled, refused, 2xx, 3xx, 4xx, 5xx, unknown app tokens, suspended (0 when left out). */
+function row(appToken: string | null, granularity: UsageGranularity, start: number, counts: number[], expiresAt = Date.now() + HOUR, shadow: Record<string, number> = {}): UsageRow {
+  return { appToken, granularity, start, expiresAt, ...usageCounts(counts, shadow) }
+}
+
+/** The suspended and shadow counts of the buckets `getUsage` gives, as [start, suspended, shadow]. */
+async function outcomes(store: UsageStore, appToken: string | null, granularity: UsageGranularity, from: number, to: number): Promise<Array<[number, number, Record<string, number>]>> {
+  const buckets = await store.getUsage(appToken, granularity, from, to)
+  return buckets.map((b) => [b.start, b.suspended, { ...b.shadow }])
 }
 
 /** Runs `check` only when the store keeps usage. */
@@ -129,6 +135,61 @@ export const usageChecks: readonly StoreCheck[] = group('usage', ['applications'
           [apps[9998], 9999, 1],
         ],
       )
+    }),
+  ],
+  [
+    'adds the suspended and shadow counts of every batch, and reads a bucket without them as 0 and {}',
+    ifKept(async (store) => {
+      const day = freshDay()
+      const app = freshAppToken()
+      const writer = `kit-${randomToken(9)}`
+      const later = Date.now() + HOUR
+      await store.addUsage(
+        batch(
+          [
+            // 6 requests: 2 refused, 1 of them for the suspension; 3 that shadow limits would have refused.
+            row(app, 'minute', day, [6, 0, 2, 4, 0, 0, 0, 0, 1], later, { 'burst-10s': 3, 'daily-cap': 1 }),
+            row(app, 'hour', day, [6, 0, 2, 4, 0, 0, 0, 0, 1], later, { 'burst-10s': 3, 'daily-cap': 1 }),
+            row(app, 'minute', day + 60_000, [2, 0, 0, 2, 0, 0, 0, 0]),
+          ],
+          writer,
+          1,
+        ),
+      )
+      await store.addUsage(batch([row(app, 'minute', day, [3, 0, 3, 0, 0, 0, 0, 0, 3], later, { 'daily-cap': 2, 'Ünïcode ✓': 1 })], writer, 2))
+      // Sent again (its answer lost): nothing of it is added twice.
+      await store.addUsage(batch([row(app, 'minute', day, [3, 0, 3, 0, 0, 0, 0, 0, 3], later, { 'daily-cap': 2, 'Ünïcode ✓': 1 })], writer, 2))
+      assert.deepEqual(await outcomes(store, app, 'minute', day, day + HOUR), [
+        [day, 4, { 'burst-10s': 3, 'daily-cap': 3, 'Ünïcode ✓': 1 }],
+        [day + 60_000, 0, {}],
+      ])
+      assert.deepEqual(await outcomes(store, app, 'hour', day, day + DAY), [[day, 1, { 'burst-10s': 3, 'daily-cap': 1 }]])
+      assert.deepEqual(await read(store, app, 'minute', day, day + 60_000), [[day, 9, 0, 5, 4, 0, 0, 0, 0]], 'the other counts as before')
+    }),
+  ],
+  [
+    `keeps at most ${MAX_SHADOW_NAMES} shadow names per bucket: the ones it has, then new ones while there is room`,
+    ifKept(async (store) => {
+      const day = freshDay()
+      const app = freshAppToken()
+      const names = (from: number, count: number) => Object.fromEntries(Array.from({ length: count }, (_, i) => [`limit-${String(from + i).padStart(2, '0')}`, from + i]))
+      await store.addUsage(batch([row(app, 'minute', day, [1, 0, 0, 1, 0, 0, 0, 0], Date.now() + HOUR, names(1, 6))]))
+      // Two writers at once, each with 4 names the bucket has and 4 it has not: 4 of the 8 new ones find room.
+      await Promise.all([
+        store.addUsage(batch([row(app, 'minute', day, [1, 0, 0, 1, 0, 0, 0, 0], Date.now() + HOUR, { ...names(3, 4), ...names(11, 4) })])),
+        store.addUsage(batch([row(app, 'minute', day, [1, 0, 0, 1, 0, 0, 0, 0], Date.now() + HOUR, { ...names(3, 4), ...names(21, 4) })])),
+      ])
+      const [bucket] = await store.getUsage(app, 'minute', day, day + HOUR)
+      const shadow = bucket?.shadow ?? {}
+      assert.equal(Object.keys(shadow).length, MAX_SHADOW_NAMES, `${MAX_SHADOW_NAMES} names, not more: ${Object.keys(shadow).join(', ')}`)
+      // The first six, with both writers' counts of the ones they shared...
+      assert.deepEqual(
+        Object.keys(names(1, 6)).map((name) => shadow[name]),
+        [1, 2, 9, 12, 15, 18],
+      )
+      // ...and each new name kept with its whole count, once.
+      for (const [name, count] of Object.entries(shadow)) if (!Object.hasOwn(names(1, 6), name)) assert.equal(count, Number(name.slice(-2)), name)
+      assert.equal(bucket?.requests, 3)
     }),
   ],
   [

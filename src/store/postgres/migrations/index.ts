@@ -12,9 +12,11 @@ import { migration as v5 } from './005-usage.js'
 import { migration as v6 } from './006-application-owners.js'
 import { migration as v7 } from './007-application-suspension.js'
 import { migration as v8 } from './008-limits.js'
+import { migration as v9 } from './009-application-plans.js'
+import { migration as v10 } from './010-usage-outcomes.js'
 import type { Migration } from './migration.js'
 
 export type { Migration } from './migration.js'
 
 /** Every version, in order. */
-export const MIGRATIONS: readonly Migration[] = [v1, v2, v3, v4, v5, v6, v7, v8]
+export const MIGRATIONS: readonly Migration[] = [v1, v2, v3, v4, v5, v6, v7, v8, v9, v10]
