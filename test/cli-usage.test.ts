@@ -56,8 +56,9 @@ describe('open-data-gate usage', () => {
     const store = new MemoryStore()
     const gate = createGate({ store, throttle: false })
     const { appToken } = await gate.applications.register({ name: 'Busy' })
-    const at = Date.now() - 30 * 60_000
-    const hour = at - (at % 3_600_000)
+    // This hour and the one before: the table's last two lines, whatever the minute now.
+    const now = Date.now()
+    const hour = now - (now % 3_600_000)
     const row = (start: number, counts: { requests: number; refused: number; suspended: number; shadow: Record<string, number> }) => ({
       appToken, granularity: 'hour' as const, start, expiresAt: Date.now() + 86_400_000, throttled: 0, statuses: { '2xx': counts.requests - counts.refused, '3xx': 0, '4xx': 0, '5xx': 0 }, unknownAppToken: 0, ...counts,
     })
