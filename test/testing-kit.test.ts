@@ -235,7 +235,9 @@ describe('describeStore', () => {
     const result = runUnderNodeTest({ KIT_BROKEN: 'consume' })
     expect(result.status).toBe(1)
     expect(result.stdout).toMatch(/✖ lets exactly one of 50 concurrent consumers win/)
-    expect(result.stdout).toContain('fail 2')
+    // The check above and its group fail every time; on busy cores the broken store's race
+    // can also lose a gate-level exchange check, so at least those two fail, not exactly two.
+    expect(Number(/\bfail (\d+)/.exec(result.stdout)?.[1])).toBeGreaterThanOrEqual(2)
   })
 
   it('refuses cleanup without an after hook, and a runner without describe or it', () => {
