@@ -34,7 +34,7 @@ const { RedisStore, redisClientDefaults } = require('open-data-gate/redis')
   assert.equal(await fetched.text(), 'smoke')
   // The store and its migrations load from the CommonJS build (no connection is made until a query).
   const store = new PostgresStore({ connectionString: 'postgres://nobody@127.0.0.1:1/none', sweepIntervalMs: 0 })
-  assert.equal(PostgresStore.schemaVersion, 6)
+  assert.equal(PostgresStore.schemaVersion, 10)
   await store.close()
   const report = await checkStore(() => new MemoryStore())
   assert.deepEqual(report.failed, [])

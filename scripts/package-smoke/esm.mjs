@@ -59,7 +59,7 @@ await assert.rejects(gate.applications.register({ name: 'x', callbackPrefix: 'ht
 assert.equal(typeof GateError, 'function')
 // The store and its migrations load from the ESM build (no connection is made until a query).
 const pgStore = new PostgresStore({ connectionString: 'postgres://nobody@127.0.0.1:1/none', sweepIntervalMs: 0 })
-assert.equal(PostgresStore.schemaVersion, 6)
+assert.equal(PostgresStore.schemaVersion, 10)
 await pgStore.close()
 // The conformance kit, on the store users get from the main entry point.
 const report = await checkStore(() => new MemoryStore())
