@@ -154,10 +154,16 @@ describe('a store outage', () => {
     expect(errors[0]).toMatchObject({ operation: 'consumeRate', outcome: 'fallback', store: 'records+rates' })
     expect(recovered).toHaveLength(0)
     store.modes.set('consumeRate', 'async')
-    pass(await request())
+    // The next probe finds the store answering: requests until then are served from this
+    // process's count (on busy cores the probe may not be due by the second request).
+    for (let i = 0; i < 100 && recovered.length === 0; i++) {
+      pass(await request())
+      if (recovered.length === 0) await sleep(10)
+    }
     pass(await request())
     expect(recovered).toHaveLength(1)
-    expect(recovered[0]).toMatchObject({ store: 'records+rates', failedCalls: 10 })
+    expect(recovered[0]).toMatchObject({ store: 'records+rates' })
+    expect(recovered[0]?.failedCalls).toBeGreaterThanOrEqual(10)
     expect(recovered[0]?.downMs).toBeGreaterThanOrEqual(0)
     store.modes.set('consumeRate', 'reject')
     pass(await request())
