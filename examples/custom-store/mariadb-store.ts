@@ -296,11 +296,23 @@ export class MariaDbStore implements GateStore, UsageStore {
   async deleteSession(sessionHash: string) {
     return (await this.#changed(`DELETE FROM ${this.#p}sessions WHERE session_hash = ?`, [sessionHash])) > 0
   }
-  /** One DELETE joined to the user's sessions past the newest `keep` (a derived table, so MariaDB may read the table it deletes from). */
-  trimSessions(userId: string, keep: number) {
+  /**
+   * One DELETE joined to the user's sessions past the newest `keep` (a derived table, so
+   * MariaDB may read the table it deletes from). Two trims of one user at once can deadlock
+   * in InnoDB, which then rolls one statement back whole: it is sent again, and counts only
+   * what it deletes then.
+   */
+  async trimSessions(userId: string, keep: number) {
     const skip = Math.max(0, Math.floor(keep))
     const older = `SELECT session_hash FROM ${this.#p}sessions WHERE user_id = ? ORDER BY created_at DESC, session_hash DESC LIMIT ${skip}, 18446744073709551615`
-    return this.#changed(`DELETE s FROM ${this.#p}sessions s JOIN (${older}) doomed USING (session_hash)`, [userId])
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#changed(`DELETE s FROM ${this.#p}sessions s JOIN (${older}) doomed USING (session_hash)`, [userId])
+      } catch (error) {
+        // ER_LOCK_DEADLOCK: nothing of the statement was applied.
+        if ((error as { errno?: number }).errno !== 1213 || attempt >= 10) throw error
+      }
+    }
   }
 
   /**
