@@ -14,28 +14,13 @@
  * equal to what it sent.
  */
 import diagnosticsChannel from 'node:diagnostics_channel'
-import { AggregationTemporality, MeterProvider, MetricReader, type MetricData, type SumMetricData } from '@opentelemetry/sdk-metrics'
+import { MeterProvider, type SumMetricData } from '@opentelemetry/sdk-metrics'
 import express from 'express'
 import request from 'supertest'
+import { TestReader } from './support/metric-reader.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createGate, MemoryStore, type HandleMessage } from '../src/index.js'
 import { expressGate } from '../adapters/express.js'
-
-class TestReader extends MetricReader {
-  constructor() {
-    super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE })
-  }
-  protected override onShutdown(): Promise<void> {
-    return Promise.resolve()
-  }
-  protected override onForceFlush(): Promise<void> {
-    return Promise.resolve()
-  }
-  async metrics(): Promise<MetricData[]> {
-    const { resourceMetrics } = await this.collect()
-    return resourceMetrics.scopeMetrics.flatMap((scope) => scope.metrics)
-  }
-}
 
 type Outcome = 'allowed' | 'throttled' | 'refused' | 'error'
 type Policy = 'application' | 'anonymous'

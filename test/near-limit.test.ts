@@ -9,9 +9,10 @@ import { randomBytes } from 'node:crypto'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { AggregationTemporality, MeterProvider, MetricReader, type MetricData, type SumMetricData } from '@opentelemetry/sdk-metrics'
+import { MeterProvider, type SumMetricData } from '@opentelemetry/sdk-metrics'
 import { Redis } from 'ioredis'
 import { Webhook } from 'standardwebhooks'
+import { TestReader } from './support/metric-reader.js'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createGate, MemoryStore, type Gate, type GateOptions, type NearLimitEvent } from '../src/index.js'
 import { RedisStore } from '../src/store/redis/store.js'
@@ -141,21 +142,7 @@ describe('near-limit alerts', () => {
   })
 
   it('counts the alerts by threshold in open_data_gate.near_limit', async () => {
-    class Reader extends MetricReader {
-      constructor() {
-        super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE })
-      }
-      protected override onShutdown(): Promise<void> {
-        return Promise.resolve()
-      }
-      protected override onForceFlush(): Promise<void> {
-        return Promise.resolve()
-      }
-      async metrics(): Promise<MetricData[]> {
-        return (await this.collect()).resourceMetrics.scopeMetrics.flatMap((scope) => scope.metrics)
-      }
-    }
-    const reader = new Reader()
+    const reader = new TestReader()
     const provider = new MeterProvider({ readers: [reader] })
     const { gate, appToken, events } = await gateWithApp({ store: new MemoryStore(), metrics: { meterProvider: provider } })
     closing.push(() => gate.close(), () => provider.shutdown())

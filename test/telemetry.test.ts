@@ -7,30 +7,14 @@ import { spawn } from 'node:child_process'
 import diagnosticsChannel from 'node:diagnostics_channel'
 import { fileURLToPath } from 'node:url'
 import { metrics } from '@opentelemetry/api'
-import { AggregationTemporality, DataPointType, MeterProvider, MetricReader, type HistogramMetricData, type MetricData, type SumMetricData } from '@opentelemetry/sdk-metrics'
+import { DataPointType, MeterProvider, type HistogramMetricData, type MetricData, type SumMetricData } from '@opentelemetry/sdk-metrics'
+import { TestReader } from './support/metric-reader.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createGate, MemoryStore, StoreError, type GateOptions, type GateOutcome, type HandleMessage, type StoreCallMessage } from '../src/index.js'
 import { RedisStore } from '../src/store/redis/store.js'
 import { FlakyStore } from './support/flaky-store.js'
 import { coreRequest } from './support/requests.js'
 import { deletePrefix, randomPrefix, REDIS_URL, sharedRedisAvailable } from './redis/servers.js'
-
-/** A reader the test collects from when it wants: what a Prometheus scrape or an OTLP export sees. */
-class TestReader extends MetricReader {
-  constructor() {
-    super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE })
-  }
-  protected override onShutdown(): Promise<void> {
-    return Promise.resolve()
-  }
-  protected override onForceFlush(): Promise<void> {
-    return Promise.resolve()
-  }
-  async metrics(): Promise<MetricData[]> {
-    const { resourceMetrics } = await this.collect()
-    return resourceMetrics.scopeMetrics.flatMap((scope) => scope.metrics)
-  }
-}
 
 function sdk() {
   const reader = new TestReader()
