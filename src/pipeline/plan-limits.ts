@@ -16,7 +16,7 @@
 import { retryAfterSeconds, StoreError, ThrottledError } from '../errors.js'
 import type { Emit } from '../events.js'
 import type { ResolvedLimit, ResolvedPlan } from '../config/plans.js'
-import { periodBounds } from '../limits/calendar-period.js'
+import { periodBounds, type PeriodBounds } from '../limits/calendar-period.js'
 import type { LimitResult, LimitStep } from '../limits/limit-steps.js'
 import { applicationRateKey, limitRateKey } from '../limits/rate-keys.js'
 import { addressKey, type ClientInfo } from '../http/proxy.js'
@@ -48,6 +48,9 @@ export interface PlanLimitsConfig {
   readonly ipv6Subnet: number
 }
 
+/** Applications whose limit keys a plan keeps made, at most; past it they are made again. */
+const MAX_KEPT = 10_000
+
 export class PlanLimits {
   readonly #config: PlanLimitsConfig
   readonly #store: Pick<RateStore, 'consumeLimits'>
@@ -55,6 +58,9 @@ export class PlanLimits {
   #fallback: MemoryStore | undefined
   /** `RateLimit-Policy` by plan: the same string on every request of a plan. */
   readonly #policyHeaders = new Map<ResolvedPlan, string>()
+  /** Limit keys by plan and app token ({@link #keysOf}); the current period by period and time zone ({@link #period}). */
+  readonly #keys = new Map<ResolvedPlan, Map<string, readonly string[]>>()
+  readonly #periods = new Map<string, PeriodBounds>()
 
   constructor(config: PlanLimitsConfig, store: Pick<RateStore, 'consumeLimits'>, emit: Emit) {
     this.#config = config
@@ -65,20 +71,49 @@ export class PlanLimits {
   /** The steps of one request of `application` under `plan`, now. */
   plan(plan: ResolvedPlan, application: ApplicationRecord, client: ClientInfo): PlannedLimits {
     const now = Date.now()
-    const subject = applicationRateKey(application.appToken)
+    const keys = this.#keysOf(plan, application.appToken)
     const steps: LimitStep[] = []
     const shadow: boolean[] = []
-    for (const limit of plan.limits) {
-      let key = limitRateKey(subject, limit.name)
+    for (let i = 0; i < plan.limits.length; i++) {
+      const limit = plan.limits[i] as ResolvedLimit
+      let key = keys[i] as string
       if (limit.per === 'address') key = `${key}@${addressKey(client.ip, this.#config.ipv6Subnet)}`
       if (limit.windowMs !== null) steps.push({ kind: 'rate', key, limit: limit.limit, windowMs: limit.windowMs, cost: 1 })
       else {
-        const { start, end } = periodBounds(limit.period ?? 'day', limit.timeZone, now)
+        const { start, end } = this.#period(limit, now)
         steps.push({ kind: 'quota', key, limit: limit.limit, periodStart: start, periodEnd: end, cost: 1 })
       }
       shadow.push(limit.shadow && (limit.enforceFrom === null || now < limit.enforceFrom))
     }
     return { plan, application, limits: plan.limits, steps, shadow }
+  }
+
+  /** An application's keys of a plan's limits, made once per application rather than per request. */
+  #keysOf(plan: ResolvedPlan, appToken: string): readonly string[] {
+    let byApplication = this.#keys.get(plan)
+    if (byApplication === undefined) {
+      byApplication = new Map()
+      this.#keys.set(plan, byApplication)
+    }
+    let keys = byApplication.get(appToken)
+    if (keys === undefined) {
+      if (byApplication.size >= MAX_KEPT) byApplication.clear()
+      const subject = applicationRateKey(appToken)
+      keys = plan.limits.map((limit) => limitRateKey(subject, limit.name))
+      byApplication.set(appToken, keys)
+    }
+    return keys
+  }
+
+  /** A quota's current period, computed (with Intl) once per period and time zone rather than per request. */
+  #period(limit: ResolvedLimit, now: number): PeriodBounds {
+    const name = `${limit.period ?? 'day'}\u0000${limit.timeZone}`
+    let bounds = this.#periods.get(name)
+    if (bounds === undefined || now < bounds.start || now >= bounds.end) {
+      bounds = periodBounds(limit.period ?? 'day', limit.timeZone, now)
+      this.#periods.set(name, bounds)
+    }
+    return bounds
   }
 
   /** Sends the steps to the store and gives the verdict ({@link settle}). */
