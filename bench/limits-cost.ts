@@ -1,12 +1,26 @@
 /**
  * What several limits cost, against one limit: Redis server time per call (INFO
- * commandstats usec_per_call of EVALSHA, the time Redis spent in the script, which a busy
- * machine disturbs little) for consumeRate and consumeLimits, and for a user's lookupRequest
- * with one rate step and with three limits; and MemoryStore's time per call by number of
- * limits. Starts its own redis-server (port 17191), never the shared one.
+ * commandstats usec_per_call of EVALSHA, the time Redis spent in the script) for
+ * consumeRate and consumeLimits, and for a user's lookupRequest with one rate step and with
+ * three limits; and MemoryStore's time per call by number of limits. Starts its own
+ * redis-server (port 17191), never the shared one.
  *
  *   npx tsx bench/limits-cost.ts
+ *
+ * Times move with whatever else the machine runs (two to three times on a busy 2-core
+ * machine, and not in proportion). BENCH_CALLGRIND=1 runs the redis-server under valgrind's
+ * callgrind instead and reports the server's instructions per call, counted only over the
+ * measured calls (its event loop, the socket reads and writes and the script, all in one
+ * count): the same figures whatever else runs (about a minute; the MemoryStore rows are
+ * left out).
+ *
+ *   BENCH_CALLGRIND=1 npx tsx bench/limits-cost.ts
  */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import { MemoryStore, limitRateKey, type LimitStep } from '../src/index.js'
 import { RedisStore } from '../src/store/redis/store.js'
@@ -17,9 +31,67 @@ const CALLS = 20_000
 const APPS = 500
 const HOUR = 3_600_000
 
-const server = new OwnRedisServer(17191)
+/**
+ * A redis-server under valgrind --tool=callgrind, counting nothing until {@link count} turns
+ * it on; `count('off')` dumps and returns the instructions counted since.
+ */
+class CallgrindRedis {
+  readonly #dir = mkdtempSync(join(tmpdir(), 'odg-callgrind-'))
+  readonly #port: number
+  #child: ChildProcess | undefined
+  #dumps = 0
+
+  constructor(port: number) {
+    this.#port = port
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.#port}`
+  }
+
+  async start(): Promise<void> {
+    const args = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${join(this.#dir, 'cg.out')}`, 'redis-server', '--port', String(this.#port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.#dir]
+    const child = spawn('valgrind', args, { stdio: 'ignore' })
+    this.#child = child
+    process.once('exit', () => child.kill('SIGKILL'))
+    for (let tries = 0; tries < 300; tries++) {
+      if (spawnSync('redis-cli', ['-p', String(this.#port), 'ping'], { encoding: 'utf8' }).stdout.trim() === 'PONG') return
+      await sleep(100)
+    }
+    throw new Error('redis-server under callgrind did not answer in 30 s')
+  }
+
+  count(onOff: 'on' | 'off'): number {
+    const pid = String(this.#child!.pid)
+    if (onOff === 'on') {
+      control('-z', pid) // counts from zero
+      control('-i', 'on', pid)
+      return 0
+    }
+    control('-d', pid)
+    control('-i', 'off', pid)
+    this.#dumps++
+    const dump = readdirSync(this.#dir).find((file) => file.endsWith(`.${this.#dumps}`))
+    const totals = /^(?:totals|summary): (\d+)/m.exec(readFileSync(join(this.#dir, dump!), 'utf8'))
+    return Number(totals![1])
+  }
+
+  async stop(): Promise<void> {
+    this.#child?.kill('SIGTERM')
+    await new Promise((resolve) => this.#child?.once('exit', resolve))
+    rmSync(this.#dir, { recursive: true, force: true })
+  }
+}
+
+function control(...args: string[]): void {
+  const run = spawnSync('callgrind_control', args, { encoding: 'utf8' })
+  if (run.status !== 0) throw new Error(`callgrind_control ${args.join(' ')}: ${run.stderr || run.stdout}`)
+}
+
+const CALLGRIND = process.env.BENCH_CALLGRIND === '1'
+const server = CALLGRIND ? new CallgrindRedis(17191) : new OwnRedisServer(17191)
 await server.start()
-const store = new RedisStore({ url: server.url, prefix: 'bench:' })
+const store = new RedisStore({ url: server.url, prefix: 'bench:', ...(CALLGRIND ? { commandTimeoutMs: 60_000 } : {}) })
 const admin = new Redis(server.url)
 try {
   await store.insertUser(user('bench-user'))
@@ -39,6 +111,13 @@ try {
   const rows: Array<[string, number, number]> = []
   for (const [name, call] of cases) {
     for (let i = 0; i < APPS; i++) await call(i) // every key made, the script cached
+    if (server instanceof CallgrindRedis) {
+      const calls = CALLS / 10
+      server.count('on')
+      for (let i = 0; i < calls; i += 50) await Promise.all(Array.from({ length: 50 }, (_, j) => call((i + j) % APPS)))
+      rows.push([name, server.count('off') / calls, 0])
+      continue
+    }
     await admin.config('RESETSTAT')
     const cpuBefore = await cpu(admin)
     for (let i = 0; i < CALLS; i += 50) await Promise.all(Array.from({ length: 50 }, (_, j) => call((i + j) % APPS)))
@@ -49,16 +128,19 @@ try {
   }
   const base = rows[0]![1]
   const lookupBase = rows[3]![1]
-  console.log('Redis, per call (server time of the EVALSHA; whole server CPU):')
-  for (const [name, usec, cpuUs] of rows) {
-    const ratio = name.startsWith('lookup') ? usec / lookupBase : usec / base
-    console.log(`  ${name.padEnd(36)} ${usec.toFixed(2).padStart(6)} µs  (×${ratio.toFixed(2)})   cpu ${cpuUs.toFixed(2)} µs`)
+  console.log(CALLGRIND ? 'Redis, per call (server instructions, callgrind):' : 'Redis, per call (server time of the EVALSHA; whole server CPU):')
+  for (const [name, value, cpuUs] of rows) {
+    const ratio = name.startsWith('lookup') ? value / lookupBase : value / base
+    const figure = CALLGRIND ? `${Math.round(value).toLocaleString('en-US').padStart(8)} instructions` : `${value.toFixed(2).padStart(6)} µs`
+    console.log(`  ${name.padEnd(36)} ${figure}  (×${ratio.toFixed(2)})${CALLGRIND ? '' : `   cpu ${cpuUs.toFixed(2)} µs`}`)
   }
 } finally {
   admin.disconnect()
   await store.close()
   await server.stop()
 }
+
+if (CALLGRIND) process.exit(0)
 
 // MemoryStore: time per call by the number of limits.
 const memory = new MemoryStore()

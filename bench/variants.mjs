@@ -31,6 +31,13 @@ const BODY = '{"ok":true}'
 
 // Limits no run can reach: a 429 would measure refusals instead of the middleware.
 const HUGE = { limit: 1_000_000_000, windowMs: 3_600_000 }
+// A plan of three limits as an operator writes one: two rolling windows and a daily quota,
+// each too large to refuse (the rows that time several limits against HUGE alone).
+const PLAN3 = [
+  { name: 'minute', limit: 1_000_000_000, windowMs: 60_000 },
+  { name: 'hour', limit: 1_000_000_000, windowMs: 3_600_000 },
+  { name: 'day', limit: 1_000_000_000, period: 'day' },
+]
 
 const nodeHandler = (req, res) => {
   res.setHeader('content-type', 'application/json')
@@ -201,10 +208,10 @@ const basicHeader = (user, password) => `Basic ${Buffer.from(`${user}:${password
  * X-Forwarded-Proto: https, as behind a load balancer (a token sent over plain http would
  * rightly be revoked).
  */
-async function gateWithCredentials(kind, layout = 'memory') {
+async function gateWithCredentials(kind, layout = 'memory', application = HUGE) {
   const { createGate } = await import('../dist/index.js')
   const { options, queries } = await storeLayout(layout)
-  const gate = createGate({ ...options, throttle: { application: HUGE, anonymous: HUGE }, trustProxy: 'loopback', ...storeTimeout })
+  const gate = createGate({ ...options, throttle: { application, anonymous: HUGE }, trustProxy: 'loopback', ...storeTimeout })
   const { appToken } = await gate.applications.register({ name: 'bench' })
   const user = await gate.users.create({ username: 'ada', password: PASSWORD, displayName: 'Ada', email: 'ada@example.org' })
   const headers = { 'x-app-token': appToken, 'x-forwarded-proto': 'https' }
@@ -261,6 +268,7 @@ const GATE_HEADERS = { 'ratelimit-policy': /^"app";q=1000000000;/, ratelimit: /^
  * aborts the run: no extra header, so the response is the bare variant's.
  */
 const AUTH_HEADERS = GATE_HEADERS
+const PLAN3_HEADERS = { 'ratelimit-policy': /^"minute";q=1000000000;w=60, "hour";q=1000000000;w=3600, "day";q=1000000000;w=86400$/, ratelimit: /^"(minute|hour|day)";r=\d+;t=\d+$/ }
 const userHandler = (req, res) => {
   if (req.gate.user?.username !== 'ada') {
     res.statusCode = 401
@@ -628,6 +636,25 @@ variants.push(
       const { nodeGate } = await import('../dist/node.js')
       const { gate, headers } = await gateWithApp(true)
       return { listener: nodeGate(gate, nodeHandler), headers }
+    },
+  },
+  // A plan of three limits (PLAN3) against node-gate-redis and node-gate-redis-oauth: what
+  // the extra limits cost Redis per request, in the same run.
+  {
+    name: 'node-gate-redis-plan3', framework: 'node', baseline: 'node-bare', path: PATH, redis: true,
+    expectHeaders: PLAN3_HEADERS,
+    create: async () => {
+      const { nodeGate } = await import('../dist/node.js')
+      const { gate, headers } = await gateWithApp(true, { throttle: { application: PLAN3, anonymous: HUGE } })
+      return { listener: nodeGate(gate, nodeHandler), headers }
+    },
+  },
+  {
+    name: 'node-gate-redis-oauth-plan3', framework: 'node', baseline: 'node-bare', path: PATH, redis: true, expectHeaders: PLAN3_HEADERS,
+    create: async () => {
+      const { nodeGate } = await import('../dist/node.js')
+      const { gate, headers } = await gateWithCredentials('oauth', true, PLAN3)
+      return { listener: nodeGate(gate, userHandler), headers }
     },
   },
   {

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { nodeGate } from '../adapters/node.js'
-import { createGate, type ApiKeyRecord } from '../src/index.js'
+import { createGate, limitRateKey, type ApiKeyRecord } from '../src/index.js'
 import { describeStore } from '../src/testing/index.js'
 import { RedisStore, redisClientDefaults } from '../src/store/redis/store.js'
 import { listen } from './adapters/servers.js'
@@ -418,6 +418,32 @@ describe.skipIf(!available)('RedisStore', () => {
         const found = await store.lookupRequest!({ credential: { kind: 'user', userId: 'nobody' }, budget: 'fixed', rate: { key: `digits-lookup-${limit}`, limit, windowMs: 1000, cost: 1 } })
         expect(found.result).toMatchObject({ allowed: true, remaining: limit - 1 })
       }
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('keeps a three-century window and a 16-digit quota exactly, in a rate step and in several limits (numbers written by %d)', async () => {
+    const store = new RedisStore({ url: REDIS_URL, prefix })
+    try {
+      // A window of 10^13 ms (three centuries): its arrival time in µs has 17 digits, past
+      // what a double holds exactly (2^53) and what Lua's own number-to-string writes (14).
+      const window = 10_000_000_000_000
+      expect(await store.consumeRate('longest-window', 1, window, 1)).toMatchObject({ allowed: true, remaining: 0 })
+      const refused = await store.consumeRate('longest-window', 1, window, 1)
+      expect(refused.allowed).toBe(false)
+      expect(refused.retryAfterMs).toBeGreaterThan(window * 0.99)
+      const limit = 9_000_000_000_000_000
+      const now = Date.now()
+      const steps = [
+        { kind: 'rate' as const, key: limitRateKey('app:digits', 'rate'), limit, windowMs: 1000, cost: 1 },
+        { kind: 'quota' as const, key: limitRateKey('app:digits', 'quota'), limit, periodStart: now - 1000, periodEnd: now + 86_400_000, cost: 7 },
+      ]
+      // The rate gains a request back every µs; the quota only counts.
+      const [rate, quota] = await store.consumeLimits(steps)
+      expect([rate!.remaining, quota!.remaining]).toEqual([limit - 1, limit - 7])
+      const [, again] = await store.consumeLimits(steps)
+      expect(again!.remaining).toBe(limit - 14)
     } finally {
       await store.close()
     }

@@ -28,9 +28,15 @@ function script(keys: number, lua: string): RedisScript {
 /**
  * The Lua of one GCRA step, shared by {@link GCRA}, {@link LIMITS} and {@link LOOKUP_REQUEST}:
  * `now` from the server's clock in µs; `gcra(stored, limit, windowMs, cost)`, the decision on
- * a stored arrival time (a string, or false for none), returning {allowed 0|1, remaining,
- * resetMs, retryAfterMs} and the new arrival time to store (nil: keep it); `setTat(key,
- * tat)`; and `step(key, limit, windowMs, cost)`, the two together.
+ * a stored arrival time (a string, or false for none), returning allowed (0|1), remaining,
+ * resetMs, retryAfterMs and the new arrival time to store (nil: keep it); `setTat(key,
+ * tat)`; and `step(key, limit, windowMs, cost)`, the two together, returning allowed and the
+ * reply string 'allowed remaining resetMs retryAfterMs'.
+ *
+ * What a script costs Redis is mostly its Lua, not its commands (bench/limits-cost.ts counts
+ * the server's instructions): so a decision returns its numbers as values, never in a
+ * table (a table is an allocation and, later, the collector's work), every number is
+ * parsed once, and numbers are written by `%d` (see {@link GCRA}).
  */
 const GCRA_STEP_LUA = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -46,21 +52,23 @@ local function gcra(stored, limitArg, windowArg, costArg)
   end
   local newTat = tat + cost * interval
   local allowAt = newTat - interval * limit
-  if now < allowAt then return {0, 0, ms(tat - now), ms(allowAt - now)} end
+  if now < allowAt then return 0, 0, ms(tat - now), ms(allowAt - now) end
   local remaining = math.floor((now - allowAt) / interval)
   local retry = 0
   if remaining <= 0 then retry = ms(allowAt + interval - now) end
-  if cost > 0 then return {1, remaining, ms(newTat - now), retry}, newTat end
-  return {1, remaining, ms(newTat - now), retry}
+  if cost > 0 then return 1, remaining, ms(newTat - now), retry, newTat end
+  return 1, remaining, ms(newTat - now), retry
 end
-local function setTat(key, tat) redis.call('SET', key, string.format('%.0f', tat), 'PX', math.ceil((tat - now) / 1000)) end
+local function setTat(key, tat) redis.call('SET', key, string.format('%d', tat), 'PX', math.ceil((tat - now) / 1000)) end
 local function step(key, limitArg, windowArg, costArg)
-  local r, tat = gcra(redis.call('GET', key), limitArg, windowArg, costArg)
+  local allowed, remaining, reset, retry, tat = gcra(redis.call('GET', key), limitArg, windowArg, costArg)
   if tat then setTat(key, tat) end
-  return r
+  return allowed, string.format('%d %d %d %d', allowed, remaining, reset, retry)
 end
-local function stepReply(r) return string.format('%.0f %.0f %.0f %.0f', r[1], r[2], r[3], r[4]) end
 `
+
+/** The reply formats of {@link LIMITS_LUA} for one to five limits, written out (a `string.rep` per call costs as much as a command). */
+const LIMITS_FORMATS = [1, 2, 3, 4, 5].map((n) => `if n == ${n} then return '${Array.from({ length: n * 4 + 1 }, () => '%d').join(' ')}' end`).join('\n')
 
 /**
  * The Lua of several limits all or nothing, after {@link GCRA_STEP_LUA}: the arithmetic of
@@ -70,51 +78,70 @@ local function stepReply(r) return string.format('%.0f %.0f %.0f %.0f', r[1], r[
  * each with five arguments from ARGV[base + 1]: 'r', limit, windowMs, '', cost for a rate,
  * 'q', limit, periodStart, periodEnd, cost for a quota. Every key is read first; only when
  * every step allows is any written. Returns 'taken' (0|1) and each step's four numbers, one
- * string.
+ * string, and 'taken' again as a number.
  */
 const LIMITS_LUA = `local function quota(stored, limitArg, startArg, endArg, costArg)
   local limit, cost = tonumber(limitArg), tonumber(costArg)
-  local start, finish, used = tonumber(startArg), tonumber(endArg), 0
+  local period = startArg .. ' ' .. endArg .. ' '
+  local start, finish, used = nil, nil, 0
   if stored then
-    local s, e, u = string.match(stored, '^(%d+) (%d+) (%d+)$')
-    if s and tonumber(s) >= start then start, finish, used = tonumber(s), tonumber(e), tonumber(u) end
+    if string.sub(stored, 1, #period) == period then
+      -- The period the gate counts in (nearly every call): one number to read.
+      used = tonumber(string.sub(stored, #period + 1)) or 0
+    else
+      local s, e, u = string.match(stored, '^(%d+) (%d+) (%d+)$')
+      if s then
+        s = tonumber(s)
+        if s >= tonumber(startArg) then start, finish, used = s, tonumber(e), tonumber(u) end
+      end
+    end
   end
+  if not finish then finish = tonumber(endArg) end
   local toEnd = ms(finish * 1000 - now)
-  if used + cost > limit then return {0, 0, toEnd, toEnd} end
+  if used + cost > limit then return 0, 0, toEnd, toEnd end
   local after = used + cost
   local remaining = limit - after
   local reset, retry = 0, 0
   if after > 0 then reset = toEnd end
   if remaining <= 0 then retry = toEnd end
-  if cost > 0 then return {1, remaining, reset, retry}, string.format('%.0f %.0f %.0f', start, finish, after), math.max(toEnd, ${QUOTA_KEEP_MS}) end
-  return {1, remaining, reset, retry}
+  if cost == 0 then return 1, remaining, reset, retry end
+  local value
+  if start then value = string.format('%d %d %d', start, finish, after) else value = period .. string.format('%d', after) end
+  return 1, remaining, reset, retry, value, math.max(toEnd, ${QUOTA_KEEP_MS})
+end
+local function limitsFormat(n)
+${LIMITS_FORMATS}
+  return string.rep('%d ', n * 4) .. '%d'
 end
 local function limits(firstKey, n, base)
-  local keys = {}
-  for i = 1, n do keys[i] = KEYS[firstKey + i - 1] end
-  local stored = redis.call('MGET', unpack(keys))
-  local out, values, ttls, taken = {}, {}, {}, 1
+  local stored = redis.call('MGET', unpack(KEYS, firstKey, firstKey + n - 1))
+  -- Made at their size: a table grown one slot at a time is reallocated at every power of two.
+  local numbers, values, ttls, taken = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {false, false, false, false, false}, {false, false, false, false, false}, 1
   for i = 1, n do
-    local j = base + (i - 1) * 5
-    if ARGV[j + 1] == 'r' then out[i], values[i] = gcra(stored[i], ARGV[j + 2], ARGV[j + 3], ARGV[j + 5])
-    else out[i], values[i], ttls[i] = quota(stored[i], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4], ARGV[j + 5]) end
-    if out[i][1] == 0 then taken = 0 end
+    local j, k = base + i * 5 - 5, i * 4 - 2
+    if ARGV[j + 1] == 'r' then numbers[k], numbers[k + 1], numbers[k + 2], numbers[k + 3], values[i] = gcra(stored[i], ARGV[j + 2], ARGV[j + 3], ARGV[j + 5])
+    else numbers[k], numbers[k + 1], numbers[k + 2], numbers[k + 3], values[i], ttls[i] = quota(stored[i], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4], ARGV[j + 5]) end
+    if numbers[k] == 0 then taken = 0 end
   end
-  -- The reply in one string.format: one call for every number (a format per step costs as much as a SET).
-  local numbers = {taken}
-  for i = 1, n do
-    local r = out[i]
-    if taken == 1 then
-      if ttls[i] then redis.call('SET', keys[i], values[i], 'PX', ttls[i]) elseif values[i] then setTat(keys[i], values[i]) end
-    elseif r[1] == 1 then
-      -- Would have fitted: answered as a read of the limit as it is.
-      local j = base + (i - 1) * 5
-      if ARGV[j + 1] == 'r' then r = gcra(stored[i], ARGV[j + 2], ARGV[j + 3], 0) else r = quota(stored[i], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4], 0) end
+  if taken == 1 then
+    for i = 1, n do
+      local value = values[i]
+      if value then
+        if ttls[i] then redis.call('SET', KEYS[firstKey + i - 1], value, 'PX', ttls[i]) else setTat(KEYS[firstKey + i - 1], value) end
+      end
     end
-    local k = i * 4 - 2
-    numbers[k], numbers[k + 1], numbers[k + 2], numbers[k + 3] = r[1], r[2], r[3], r[4]
+  else
+    numbers[1] = 0
+    for i = 1, n do
+      local j, k = base + i * 5 - 5, i * 4 - 2
+      -- A step that would have fitted is answered as a read of the limit as it is.
+      if numbers[k] == 1 then
+        if ARGV[j + 1] == 'r' then numbers[k], numbers[k + 1], numbers[k + 2], numbers[k + 3] = gcra(stored[i], ARGV[j + 2], ARGV[j + 3], 0)
+        else numbers[k], numbers[k + 1], numbers[k + 2], numbers[k + 3] = quota(stored[i], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4], 0) end
+      end
+    end
   end
-  return string.format(string.rep('%.0f ', n * 4) .. '%.0f', unpack(numbers))
+  return string.format(limitsFormat(n), unpack(numbers, 1, n * 4 + 1)), taken
 end
 `
 
@@ -128,9 +155,14 @@ end
  * Returns 'allowed remaining resetMs retryAfterMs' (allowed 0|1), one string: ioredis 6
  * decodes a reply element by element at a few thousand instructions each, so one string
  * costs the client less than an array of four integers. Each number is written whole
- * (`%.0f`): Lua's own number-to-string keeps 14 digits, and a limit may have more.
+ * by `%d`, which Redis's Lua 5.1 converts through a 64-bit integer: Lua's own
+ * number-to-string keeps 14 digits, and a limit may have more; `%.0f` writes the same
+ * digits at two to three times the cost (glibc formats a double exactly). Every number
+ * written is a whole number below 2^63: the limits' validation keeps a window under 2^53
+ * ms, so an arrival time in µs stays under 2^63.
  */
-export const GCRA = script(1, `${GCRA_STEP_LUA}return stepReply(step(KEYS[1], ARGV[1], ARGV[2], ARGV[3]))`)
+export const GCRA = script(1, `${GCRA_STEP_LUA}local _, reply = step(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
+return reply`)
 
 /**
  * Several limits of one request, all or nothing, on the server's clock (`consumeLimits`):
@@ -141,7 +173,7 @@ export const GCRA = script(1, `${GCRA_STEP_LUA}return stepReply(step(KEYS[1], AR
  * KEYS the limits' keys; ARGV five per step ({@link LIMITS_LUA}).
  * Returns 'taken' then 'allowed remaining resetMs retryAfterMs' per step, one string.
  */
-export const LIMITS = script(VARIADIC, `${GCRA_STEP_LUA}${LIMITS_LUA}return limits(1, #KEYS, 0)`)
+export const LIMITS = script(VARIADIC, `${GCRA_STEP_LUA}${LIMITS_LUA}return (limits(1, #KEYS, 0))`)
 
 /**
  * A hash as one JSON string of its flat [field, value, …] array (cjson), or nil when it has
@@ -178,7 +210,7 @@ local interval = math.ceil(tonumber(ARGV[2]) * 1000 / tonumber(ARGV[1]))
 local stored = tonumber(redis.call('GET', KEYS[1]) or '')
 if not stored then return 0 end
 local tat = stored - tonumber(ARGV[3]) * interval
-if tat <= now then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], string.format('%.0f', tat), 'PX', math.ceil((tat - now) / 1000)) end
+if tat <= now then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', math.ceil((tat - now) / 1000)) end
 return 1`,
 )
 
@@ -203,12 +235,12 @@ for i = 1, #KEYS do
     local tat = tonumber(stored)
     if tat then
       tat = tat - tonumber(ARGV[j + 5]) * math.ceil(tonumber(ARGV[j + 3]) * 1000 / tonumber(ARGV[j + 2]))
-      if tat <= now then redis.call('DEL', key) else redis.call('SET', key, string.format('%.0f', tat), 'PX', math.ceil((tat - now) / 1000)) end
+      if tat <= now then redis.call('DEL', key) else redis.call('SET', key, string.format('%d', tat), 'PX', math.ceil((tat - now) / 1000)) end
     end
   elseif stored then
     local s, e, u = string.match(stored, '^(%d+) (%d+) (%d+)$')
     if s and tonumber(s) >= tonumber(ARGV[j + 3]) then
-      local value = string.format('%.0f %.0f %.0f', tonumber(s), tonumber(e), math.max(0, tonumber(u) - tonumber(ARGV[j + 5])))
+      local value = string.format('%d %d %d', tonumber(s), tonumber(e), math.max(0, tonumber(u) - tonumber(ARGV[j + 5])))
       local ttl = redis.call('PTTL', key)
       if ttl > 0 then redis.call('SET', key, value, 'PX', ttl) else redis.call('SET', key, value) end
     end
@@ -684,13 +716,13 @@ if several then hasOther = ARGV[9] ~= '' else hasOther = ARGV[10] ~= '' end
 local function take(which)
   if several then
     local n = tonumber(ARGV[8])
-    local reply
-    if which == 1 then reply = limits(2, n, 9) else reply = limits(2 + n, tonumber(ARGV[9]), 9 + n * 5) end
-    return string.sub(reply, 1, 1) == '1', reply
+    local reply, taken
+    if which == 1 then reply, taken = limits(2, n, 9) else reply, taken = limits(2 + n, tonumber(ARGV[9]), 9 + n * 5) end
+    return taken == 1, reply
   end
-  local r
-  if which == 1 then r = step(KEYS[2], ARGV[7], ARGV[8], ARGV[9]) else r = step(KEYS[3], ARGV[10], ARGV[11], ARGV[12]) end
-  return r[1] == 1, stepReply(r)
+  local allowed, reply
+  if which == 1 then allowed, reply = step(KEYS[2], ARGV[7], ARGV[8], ARGV[9]) else allowed, reply = step(KEYS[3], ARGV[10], ARGV[11], ARGV[12]) end
+  return allowed == 1, reply
 end
 local function lookup()
   local kind = ARGV[1]
