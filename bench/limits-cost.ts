@@ -97,7 +97,7 @@ try {
   await store.insertUser(user('bench-user'))
   const start = Date.now() - HOUR
   const plan = (i: number): LimitStep[] => [
-    { kind: 'rate', key: `app:a${i}`, limit: 1e9, windowMs: 60_000, cost: 1 },
+    { kind: 'rate', key: limitRateKey(`app:a${i}`, 'minute'), limit: 1e9, windowMs: 60_000, cost: 1 },
     { kind: 'rate', key: limitRateKey(`app:a${i}`, 'hour'), limit: 1e9, windowMs: HOUR, cost: 1 },
     { kind: 'quota', key: limitRateKey(`app:a${i}`, 'day'), limit: 1e9, periodStart: start, periodEnd: start + 24 * HOUR, cost: 1 },
   ]
