@@ -22,6 +22,7 @@ import { checkPlan } from './application-plans.js'
 import type { ApplicationRecord, GateStore } from '../store/store.js'
 import { hasSlice } from '../store/slices.js'
 import type { Emit } from '../events.js'
+import type { NearLimit, NearLimitReader } from '../usage/near-limit-state.js'
 import { checkSuspensionReason, resumeApplication, suspendApplication, suspensionOf, type ApplicationSuspension, type SuspendApplicationOptions } from './application-suspension.js'
 
 /** An application as the gate shows it: everything but the secrets' hashes. */
@@ -163,6 +164,8 @@ export interface ApplicationsParts {
   readonly rules?: ApplicationRules
   /** The gate's events (`applicationSuspended`, `applicationResumed`); none when left out. */
   readonly emit?: Emit
+  /** Reads which limits an application is near (`nearLimit`); `null` or left out: not shown. */
+  readonly nearLimit?: NearLimitReader | null
 }
 
 /** `gate.applications`: register and manage applications. */
@@ -173,6 +176,7 @@ export class Applications {
   readonly #allowLoopback: boolean
   readonly #rules: ApplicationRules
   readonly #emit: Emit
+  readonly #nearLimit: NearLimitReader | null
 
   constructor(parts: ApplicationsParts) {
     this.#store = parts.store
@@ -180,6 +184,7 @@ export class Applications {
     this.#allowLoopback = parts.allowLoopback ?? false
     this.#rules = parts.rules ?? NO_RULES
     this.#emit = parts.emit ?? (() => {})
+    this.#nearLimit = parts.nearLimit ?? null
   }
 
   /**
@@ -331,6 +336,37 @@ export class Applications {
    */
   async resume(appToken: string): Promise<Application> {
     return toApplication(await resumeApplication(this.#store, appToken, this.#changed, this.#emit))
+  }
+
+  /**
+   * The limits the application is near now: each of its plan's limits (counted per
+   * application) whose use has reached one of `nearLimit.thresholds` (80%, 90% and 100% by
+   * default), closest to refusing first, with the threshold reached, the window or quota
+   * period, and when the gate reported it; `[]` when it is near none. Read from the rate
+   * store, so every instance gives the same answer; nothing is written or consumed.
+   * What its owner sees in `GET /api/applications` and on a developer page.
+   * @returns `null` when it cannot be told: with `nearLimit: false`, or while the rate store fails
+   * @throws {NotFoundError} `not_found` when no application has this token
+   * @example
+   * for (const near of (await gate.applications.nearLimit(appToken)) ?? []) {
+   *   console.log(`${near.name}: ${near.threshold * 100}% used, ${near.remaining} of ${near.limit} left`)
+   * }
+   */
+  async nearLimit(appToken: string): Promise<NearLimit[] | null> {
+    const record = await this.#store.getApplication(appToken)
+    if (record === undefined) throw noSuchApplication(appToken)
+    return this.nearLimitOf(toApplication(record))
+  }
+
+  /** {@link nearLimit} of an application already read. @internal */
+  async nearLimitOf(application: Application): Promise<NearLimit[] | null> {
+    if (this.#nearLimit === null) return null
+    try {
+      return await this.#nearLimit.of(application)
+    } catch {
+      // The store's guard has told the events and the log about the outage.
+      return null
+    }
   }
 
   /**

@@ -36,6 +36,14 @@ export interface PlannedLimits {
   readonly shadow: readonly boolean[]
 }
 
+/** One limit of an application, named, with the step that reads it (cost 0): what its owner is shown of it. */
+export interface LimitRead {
+  readonly name: string
+  /** Counted but not refusing (a shadow limit before its `enforceFrom`). */
+  readonly shadow: boolean
+  readonly step: LimitStep
+}
+
 /** Where the names of the shadow limits that would have refused a request go: its state. */
 export interface ShadowTarget {
   shadowed: readonly string[]
@@ -86,6 +94,28 @@ export class PlanLimits {
       shadow.push(limit.shadow && (limit.enforceFrom === null || now < limit.enforceFrom))
     }
     return { plan, application, limits: plan.limits, steps, shadow }
+  }
+
+  /**
+   * The steps that read an application's limits under `plan` now, without consuming
+   * (cost 0): each limit counted per application; a limit per client address, one budget
+   * per address, is left out.
+   */
+  reads(plan: ResolvedPlan, appToken: string, now: number): LimitRead[] {
+    const keys = this.#keysOf(plan, appToken)
+    const reads: LimitRead[] = []
+    for (let i = 0; i < plan.limits.length; i++) {
+      const limit = plan.limits[i] as ResolvedLimit
+      if (limit.per === 'address') continue
+      const key = keys[i] as string
+      const shadow = limit.shadow && (limit.enforceFrom === null || now < limit.enforceFrom)
+      if (limit.windowMs !== null) reads.push({ name: limit.name, shadow, step: { kind: 'rate', key, limit: limit.limit, windowMs: limit.windowMs, cost: 0 } })
+      else {
+        const { start, end } = this.#period(limit, now)
+        reads.push({ name: limit.name, shadow, step: { kind: 'quota', key, limit: limit.limit, periodStart: start, periodEnd: end, cost: 0 } })
+      }
+    }
+    return reads
   }
 
   /** An application's keys of a plan's limits, made once per application rather than per request. */
