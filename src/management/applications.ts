@@ -5,18 +5,17 @@
  *
  * @see docs/platform-rules.md "Resources and their fields", "OAuth 2.0" step 1
  */
-import { isPlausibleAppToken, MAX_APP_TOKEN_LENGTH } from '../rules/credential-shapes.js'
 import { PlatformError, retryAfterSeconds, ThrottledError } from '../errors.js'
 import { noSuchUser } from './users.js'
 import { checkApplicationName } from './application-names.js'
 import type { RatePolicyOptions } from '../config/options.js'
 import { registrationsRateKey } from '../limits/rate-keys.js'
 import type { RateSpender } from '../limits/gcra.js'
-import { optionsObject, positiveInteger } from '../util/validate.js'
+import { optionsObject } from '../util/validate.js'
 import { randomToken, sha256 } from '../secrets/tokens.js'
 import { DEFAULT_SECRET_GRACE_MS } from '../config/defaults.js'
 import { applicationSecretMatches, noSuchApplication, rotateSecret, rotationGrace, type RotateSecretOptions } from './secret-rotation.js'
-import { assertStorable } from '../rules/storable.js'
+import { checkImportedAppToken, checkImportedSecret, checkLimit, checkOwnerId } from './application-fields.js'
 import { checkCallbackPrefix } from './callback-prefix.js'
 import { checkPlan } from './application-plans.js'
 import type { ApplicationRecord, GateStore } from '../store/store.js'
@@ -397,40 +396,4 @@ const REGISTER_FIELDS = [...APPLICATION_FIELDS, 'ownerId', 'appToken', 'secretTo
 function newRecord(appToken: string, secretToken: string, fields: Pick<ApplicationRecord, 'name' | 'callbackPrefix' | 'limit' | 'plan' | 'ownerId'>): ApplicationRecord {
   const now = Date.now()
   return { appToken, ...fields, secretHash: sha256(secretToken), previousSecretHash: null, previousSecretExpiresAt: null, suspendedAt: null, suspensionReason: null, createdAt: now, updatedAt: now }
-}
-
-/** A user id as the stores keep them: a non-empty string, at most 255 characters (the SQL stores' column), storable. */
-function checkOwnerId(ownerId: unknown): string | null {
-  if (ownerId === null) return null
-  if (typeof ownerId !== 'string' || ownerId === '' || ownerId.length > 255) {
-    throw new TypeError('open-data-gate: ownerId must be a user id (a non-empty string of at most 255 characters) or null')
-  }
-  assertStorable('ownerId', ownerId)
-  return ownerId
-}
-
-function checkImportedAppToken(token: unknown): string {
-  if (typeof token !== 'string' || !isPlausibleAppToken(token)) {
-    throw new TypeError(`open-data-gate: an imported appToken must be 1 to ${MAX_APP_TOKEN_LENGTH} letters, digits, "-" or "_"`)
-  }
-  return token
-}
-
-/**
- * An imported secret (an app's secret token, an API key's secret) is kept as its SHA-256
- * like a generated one, which is only sound for a high-entropy secret: refuse short ones.
- */
-export function checkImportedSecret(field: string, secret: unknown): string {
-  // eslint-disable-next-line no-control-regex
-  if (typeof secret !== 'string' || secret.length < 16 || secret.length > 512 || /[\s\u0000-\u001f\u007f]/.test(secret)) {
-    throw new TypeError(`open-data-gate: an imported ${field} must be 16 to 512 characters without spaces or control characters`)
-  }
-  assertStorable(`an imported ${field}`, secret)
-  return secret
-}
-
-function checkLimit(limit: unknown): number | null {
-  if (limit === null) return null
-  positiveInteger('limit', limit)
-  return limit
 }

@@ -17,7 +17,7 @@ import { retryAfterSeconds, StoreError, ThrottledError } from '../errors.js'
 import type { Emit } from '../events.js'
 import type { ResolvedLimit, ResolvedPlan } from '../config/plans.js'
 import { periodBounds, type PeriodBounds } from '../limits/calendar-period.js'
-import type { LimitResult, LimitStep } from '../limits/limit-steps.js'
+import type { LimitRead, LimitResult, LimitStep } from '../limits/limit-steps.js'
 import { applicationRateKey, limitRateKey } from '../limits/rate-keys.js'
 import { addressKey, type ClientInfo } from '../http/proxy.js'
 import { MemoryStore } from '../store/memory/store.js'
@@ -34,14 +34,6 @@ export interface PlannedLimits {
   readonly steps: readonly LimitStep[]
   /** Which of `limits` only count (shadow, not yet enforced). */
   readonly shadow: readonly boolean[]
-}
-
-/** One limit of an application, named, with the step that reads it (cost 0): what its owner is shown of it. */
-export interface LimitRead {
-  readonly name: string
-  /** Counted but not refusing (a shadow limit before its `enforceFrom`). */
-  readonly shadow: boolean
-  readonly step: LimitStep
 }
 
 /** Where the names of the shadow limits that would have refused a request go: its state. */

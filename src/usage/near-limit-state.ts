@@ -13,8 +13,7 @@
  * at that moment, so its state tells when.
  * @see docs/guides/plans.md "What the owner sees"
  */
-import type { LimitRead } from '../pipeline/plan-limits.js'
-import type { LimitResult } from '../limits/limit-steps.js'
+import type { LimitRead, LimitResult } from '../limits/limit-steps.js'
 import { nearLimitRateKey } from '../limits/rate-keys.js'
 import type { ApplicationRecord, RateStore } from '../store/store.js'
 
