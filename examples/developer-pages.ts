@@ -2,7 +2,8 @@
  * The portal's own pages for its users: a sign-in, and the developer settings page at the
  * platform's path (`/profile/edit/developer_settings`) where a signed-in user registers an
  * application (its app token and secret token are shown once), sees each of their
- * applications' usage over the last 24 hours and 30 days as charts, renames them, gives
+ * applications' usage over the last 24 hours and 30 days as charts (with what a shadow
+ * limit would have throttled) and which of their limits each is near, renames them, gives
  * them a new secret token and deletes them, manages API keys over the gate's
  * `/api/api_keys` endpoints, and finds the connected-apps page.
  *
@@ -17,7 +18,7 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import express, { type Request, type Response, type Router } from 'express'
-import { GateError, type Application, type Gate, type GateRequest } from 'open-data-gate'
+import { GateError, type Application, type Gate, type GateRequest, type NearLimit } from 'open-data-gate'
 import { usageChart } from './usage-chart.js'
 
 const SESSION_COOKIE = '__Host-portal-session'
@@ -39,6 +40,34 @@ const HOUR = 3_600_000
 const DAY = 86_400_000
 /** A time as the pages write it: the server does not know the reader's time zone. */
 const utc = (t: number) => `${new Date(t).toISOString().slice(0, 16).replace('T', ' ')} UTC`
+/** A rolling window in words: "hour", "10 minutes". */
+function per(windowMs: number): string {
+  for (const [ms, unit] of [[DAY, 'day'], [HOUR, 'hour'], [60_000, 'minute'], [1000, 'second']] as const) {
+    if (windowMs % ms === 0) return windowMs === ms ? unit : `${windowMs / ms} ${unit}s`
+  }
+  return `${windowMs} ms`
+}
+
+/**
+ * "Near its limit": each limit the application has used 80% (or the gate's thresholds) of,
+ * read now from the gate (`gate.applications.nearLimit`), with its window and when the gate
+ * reported it. Nothing when it is near none, or when that cannot be told right now.
+ */
+function nearLimitNotice(near: readonly NearLimit[] | null): string {
+  if (near === null || near.length === 0) return ''
+  const items = near.map((limit) => {
+    const used = limit.threshold === 1 ? '<strong>used up</strong>' : `${Math.round(limit.threshold * 100)}% used`
+    const window =
+      limit.period === null
+        ? `${limit.limit} requests per ${per(limit.windowMs)}, rolling: requests come back as time passes`
+        : `${limit.limit} requests per ${per(limit.windowMs)}, whole again at <time datetime="${new Date(limit.period.end).toISOString()}">${utc(limit.period.end)}</time>`
+    const since = limit.since === null ? '' : `, since <time datetime="${new Date(limit.since).toISOString()}">${utc(limit.since)}</time>`
+    const shadow = limit.shadow ? ' A shadow limit: it does not refuse requests yet, but would have.' : ' Past it, requests are refused with 429 until the budget comes back.'
+    return `<li><code>${escape(limit.name)}</code>: ${used} (${limit.remaining} left of ${window})${since}.${shadow}</li>`
+  })
+  return `<div class="near-limit"><p><strong>Near its limit</strong></p><ul>${items.join('')}</ul></div>`
+}
+
 /** App tokens as the gate makes and imports them; anything else in the path is no application. */
 const APP_TOKEN = /^[\w-]{1,128}$/
 
@@ -225,6 +254,8 @@ ${cards.length === 0 ? '<p>You have not registered an application yet.</p>' : ca
       gate.usage.query({ appToken: app.appToken, from: now - (now % HOUR) - 23 * HOUR, to: now, granularity: 'hour' }),
       gate.usage.query({ appToken: app.appToken, from: now - (now % DAY) - 29 * DAY, to: now, granularity: 'day' }),
     ]).catch(() => undefined)
+    // Read now, for this application only: which of its limits it is near.
+    const near = await gate.applications.nearLimit(app.appToken).catch(() => null)
     const unavailable = '<p class="problem">Usage cannot be read right now; reload the page in a moment.</p>'
     const token = escape(app.appToken)
     const name = escape(app.name)
@@ -241,7 +272,7 @@ ${cards.length === 0 ? '<p>You have not registered an application yet.</p>' : ca
       app.suspended === null
         ? ''
         : `<p class="problem suspended" role="status"><strong>Suspended</strong> by the operators of this portal since <time datetime="${new Date(app.suspended.since).toISOString()}">${utc(app.suspended.since)}</time>: ${escape(app.suspended.reason)}. Its requests, its users' access tokens and new authorizations are refused until they lift it; nothing of it is deleted.</p>`
-    return `<article class="application" id="app-${token}"><h3>${name}</h3>${suspended}
+    return `<article class="application" id="app-${token}"><h3>${name}</h3>${suspended}${nearLimitNotice(near)}
 <dl><dt>App token</dt><dd><code>${token}</code></dd><dt>Plan</dt><dd>${plan}</dd><dt>Created</dt><dd><time datetime="${new Date(app.createdAt).toISOString()}">${utc(app.createdAt)}</time></dd>${
       app.callbackPrefix === null ? '' : `<dt>Callback Prefix</dt><dd><code>${escape(app.callbackPrefix)}</code></dd>`
     }${grace}</dl>
@@ -369,9 +400,10 @@ button{font:inherit;padding:.35rem .9rem;margin-top:.5rem}form.inline{display:in
 .problem{color:#a40e26;font-weight:600}.secret{background:#fff8c5;border:1px solid #d4a72c;padding:.5rem 1rem;border-radius:6px}
 code{word-break:break-all}article.application{border-top:1px solid #d0d7de;padding-top:.5rem;margin-top:1rem}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}dd{margin:0}figure{margin:.5rem 0}figure svg{display:block;max-width:100%;height:auto}
+.near-limit{background:#fff8c5;border:1px solid #d4a72c;padding:.25rem 1rem;border-radius:6px}.near-limit ul{margin:.25rem 0}
 details{font-size:.9rem}a.danger,button.danger{color:#a40e26}.notice{background:#dafbe1;border:1px solid #4ac26b;padding:.5rem 1rem;border-radius:6px}
 table{border-collapse:collapse;width:100%;margin-top:1rem}th,td{text-align:left;padding:.3rem;border-bottom:1px solid #d0d7de;font-size:.9rem}
-@media (prefers-color-scheme:dark){body{background:#0d1117;color:#e6edf3}section{background:#161b22;border-color:#30363d}.secret{background:#3b2e00;border-color:#9e6a03}.problem{color:#ff7b72}.notice{background:#0f2e1a;border-color:#2ea043}a.danger,button.danger{color:#ff7b72}article.application{border-color:#30363d}}`
+@media (prefers-color-scheme:dark){body{background:#0d1117;color:#e6edf3}section{background:#161b22;border-color:#30363d}.secret{background:#3b2e00;border-color:#9e6a03}.problem{color:#ff7b72}.near-limit{background:#3b2e00;border-color:#9e6a03}.notice{background:#0f2e1a;border-color:#2ea043}a.danger,button.danger{color:#ff7b72}article.application{border-color:#30363d}}`
 
 /** The API key section: the platform's endpoints, called from the page with the portal session. */
 const SCRIPT = `'use strict'

@@ -39,6 +39,16 @@ export async function createPortal(options: PortalOptions) {
     ...(options.rateStore === undefined ? {} : { rateStore: options.rateStore }),
     throttle: {
       application: { limit: 1000, windowMs: 3_600_000 },
+      // A plan announcing a stricter limit before it is enforced: 5 requests a minute, counted
+      // in shadow (never refusing). An application put on it (`open-data-gate apps set-plan
+      // APP_TOKEN announced`) sees on its developer page what the limit would have throttled,
+      // and when it is near it.
+      plans: {
+        announced: [
+          { name: 'hour', limit: 1000, windowMs: 3_600_000 },
+          { name: 'minute', limit: 5, windowMs: 60_000, shadow: true },
+        ],
+      },
       // Low on purpose, so the anonymous limit shows after a few curls.
       anonymous: { limit: 5, windowMs: 60_000, scope: 'ip' },
     },

@@ -45,6 +45,7 @@ import { Users } from './management/users.js'
 import { assertStoreServes } from './store/slices.js'
 import { GateUsage } from './usage/usage.js'
 import { NearLimitAlerts } from './usage/near-limit.js'
+import { NearLimitReader } from './usage/near-limit-state.js'
 import { DecisionTelemetry, type DecisionWatch } from './telemetry/decision-telemetry.js'
 import { gateMeter } from './telemetry/metrics.js'
 import { UsageTelemetry } from './telemetry/usage-telemetry.js'
@@ -115,7 +116,8 @@ export class Gate extends TypedEmitter<GateEvents> {
     this.#nearLimit = config.nearLimit === null ? null : new NearLimitAlerts(config.nearLimit, rateStore, usageTelemetry.watchDrops(emit), config.log)
     const throttle = new Throttle({ config, store: rateStore, emit })
     const applicationRules = { ...config.applications, spendRegistration: registrationBudget(config.applications.registrations, throttle), plans: new Set(config.plans.keys()) }
-    this.applications = new Applications({ store: this.store, changed: (appToken) => this.#applicationCache.forget(appToken), allowLoopback: config.oauth.allowLoopbackCallbacks, rules: applicationRules, emit })
+    const nearLimit = config.nearLimit === null ? null : new NearLimitReader(config.nearLimit.thresholds, rateStore, (application, now) => throttle.limitReads(application, now))
+    this.applications = new Applications({ store: this.store, changed: (appToken) => this.#applicationCache.forget(appToken), allowLoopback: config.oauth.allowLoopbackCallbacks, rules: applicationRules, emit, nearLimit })
     const auth = new Authenticator({ basic: config.basic, realm: config.realm, store: this.store, throttle, emit })
     const clearText = new ClearTextRevocation({ store: this.store, deletedKeyRetentionMs: config.deletedKeyRetentionMs, methods: config, emit })
     this.users = new Users(this.store, config.basic.scrypt, auth)

@@ -106,6 +106,7 @@ export type { RegisterOwnApplication, ListApplications } from './management/appl
 export type { GateUsage, UsageQuery, UsageSeries, UsageTopOptions, UsageTopEntry } from './usage/usage.js'
 export type { UsageOptions, UsageRetentionOptions } from './usage/options.js'
 export type { NearLimitOptions } from './usage/near-limit.js'
+export type { NearLimit } from './usage/near-limit-state.js'
 export type { WebhookOptions } from './usage/webhook.js'
 export type { NearLimitEvent, UsageDroppedEvent, UsageFlushFailedEvent } from './usage/events.js'
 export type { UsageStore, UsageBatch, UsageRow, UsageBucket, UsageCounts, UsageStatuses, UsageGranularity, UsageTopQuery, UsageTotal } from './store/usage-contract.js'

@@ -4,7 +4,8 @@
  * register an application on the developer settings page (its secret shown once), create
  * an API key there and use it from a script, sign in to the new application through
  * OAuth, then revoke it on the connected-apps page and see its token refused; see an
- * application's traffic on its usage chart, rotate its secret (the old one accepted for the
+ * application's traffic on its usage chart (what a shadow limit would have throttled as a
+ * series of its own) and which of its limits it is near, rotate its secret (the old one accepted for the
  * grace, then refused; or refused at once after a leak), rename and delete it there.
  * Screenshots of each page go to test-artifacts/ (gitignored).
  *
@@ -158,6 +159,50 @@ describe.skipIf(!chromiumAvailable)('the developer settings page in Chromium', (
     expect(await page.locator('#secret-token').count()).toBe(0)
   })
 
+  it('shows a limit announced in shadow: when the application is near it, and what it would have throttled as a series of its own', async () => {
+    const { page, problems } = await open()
+    const { gate } = (running as PortalInChromium).portal
+    await signIn(page)
+    await page.getByLabel('Application name').fill('Bus stops')
+    await page.getByRole('button', { name: 'Register' }).click()
+    await page.getByRole('status').waitFor()
+    const appToken = (await page.locator('#app-token').textContent()) as string
+    const card = page.locator(`#app-${appToken}`)
+    // The operators announce 5 requests a minute, counted in shadow (examples/portal.ts).
+    await gate.applications.update(appToken, { plan: 'announced' })
+    const send = async (times: number) => {
+      for (let i = 0; i < times; i++) expect((await tlsFetch(`${origin}/resource/bike-racks.json`, { headers: { 'x-app-token': appToken } })).status).toBe(200)
+    }
+    await send(3)
+    await page.goto(`${origin}/profile/edit/developer_settings`)
+    expect(await card.locator('.near-limit').count()).toBe(0)
+    expect(await card.locator('.legend-shadow').count()).toBe(0)
+
+    // Past it: every request let through, the ones past 5 counted as would-have-been-throttled.
+    await send(4)
+    await gate.usage.flush()
+    const now = Date.now()
+    const { buckets } = await gate.usage.query({ appToken, from: now - (now % 3_600_000) - 23 * 3_600_000, to: now, granularity: 'hour' })
+    const shadowed = buckets.reduce((sum, bucket) => sum + (bucket.shadow.minute ?? 0), 0)
+    expect(shadowed).toBeGreaterThan(0)
+    await page.goto(`${origin}/profile/edit/developer_settings`)
+    const notice = (await card.locator('.near-limit').textContent()) as string
+    expect(notice).toMatch(/minute: (used up|\d+% used) \(\d left of 5 requests per minute, rolling/)
+    expect(notice).toContain('A shadow limit: it does not refuse requests yet')
+    const hourly = card.locator('figure').first()
+    await expect(hourly.locator('.legend-shadow').textContent()).resolves.toContain('Would have been throttled')
+    const heights = await hourly.locator('rect.bar-shadow').evaluateAll((rects) => rects.map((r) => Number(r.getAttribute('height'))))
+    expect(heights.length).toBeGreaterThan(0)
+    expect(Math.max(...heights)).toBeGreaterThan(0)
+    // The table has it as a column of its own, by limit name.
+    await expect(hourly.locator('thead th').last().textContent()).resolves.toBe('Would have been throttled')
+    const column = await hourly.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => Number.parseInt(tr.querySelector('td:last-child')?.textContent ?? '0', 10)))
+    expect(column.reduce((sum, n) => sum + n, 0)).toBe(shadowed)
+    await card.scrollIntoViewIfNeeded()
+    await shot(page, 'developer-settings-shadow-near-limit')
+    expect(problems).toEqual([])
+  }, 60_000)
+
   it('charts an application’s traffic, rotates its secret with a grace and then at once after a leak, renames and deletes it', async () => {
     const { page, problems } = await open()
     const { gate } = (running as PortalInChromium).portal
@@ -198,6 +243,9 @@ describe.skipIf(!chromiumAvailable)('the developer settings page in Chromium', (
     const tallest = async (selector: string) => Math.max(...(await hourly.locator(selector).evaluateAll((rects) => rects.map((r) => Number(r.getAttribute('height'))))))
     expect(await tallest('rect.bar-answered')).toBeGreaterThan(0)
     expect(await tallest('rect.bar-throttled')).toBeGreaterThan(0)
+    // Its owner sees it is near (here: past) its limit, and since when the gate said so.
+    await expect(card.locator('.near-limit').textContent()).resolves.toMatch(/^Near its limit.*app: used up \(0 left of 3 requests per hour, rolling/s)
+    await expect(card.locator('.near-limit time').getAttribute('datetime')).resolves.toMatch(/^\d{4}-\d\d-\d\dT/)
     await card.scrollIntoViewIfNeeded()
     await shot(page, 'developer-settings-usage')
 

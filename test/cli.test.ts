@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest'
 import { createGate, MemoryStore } from '../src/index.js'
 import { run, type CliIo } from '../src/cli/main.js'
 import { typeHidden } from '../src/cli/secret-input.js'
+import { coreRequest } from './support/requests.js'
 import type { OpenedStore, OpenedStores, StoreSpec } from '../src/cli/store-url.js'
 
 const FAST_SCRYPT = { logN: 10, blockSize: 8, parallelization: 1 }
@@ -526,6 +527,52 @@ describe('open-data-gate command line', () => {
     // Keys as the gate writes them are taken.
     for (const key of ['anon', 'anon:203.0.113.9', 'anon:2001:db8:0:0:0:0:0:0/48', 'oauth:2001:db8:0:0:0:0:0:0/56', 'login:ada', 'login-ip:203.0.113.9', `client:${app.appToken}:203.0.113.9`, `registrations:${ada.id}`]) {
       expect((await exec(['rate', 'reset', key, ...S])).code, key).toBe(0)
+    }
+  })
+
+  it("reads a plan's limits as the gate writes them, per client address too, and refuses a per-address key it never writes with the key it meant", async () => {
+    const store = new MemoryStore()
+    const { exec } = harness(store)
+    const gate = createGate({ store, logger: false, nearLimit: false, usage: { flushIntervalMs: 3_600_000 }, throttle: { application: [{ name: 'minute', limit: 10, windowMs: 60_000, per: 'address' }, { name: 'day', limit: 100, period: 'day' }] } })
+    const { appToken } = await gate.applications.register({ name: 'Shared token' })
+    const send = (peerAddress: string) => gate.handle(coreRequest({ headers: { 'x-app-token': appToken }, peerAddress }))
+    for (let i = 0; i < 3; i++) await send('2001:db8::1')
+    await send('203.0.113.9')
+    await gate.close()
+    const show = async (argv: string[]) => {
+      const ran = await exec(['rate', 'show', ...argv, ...S, '--json'])
+      expect(ran.stderr, argv.join(' ')).toBe('')
+      return JSON.parse(ran.stdout) as Record<string, unknown>
+    }
+    // Per address: the IPv6 client by its /56, as the gate counts it; the other address apart.
+    expect(await show([`{app:${appToken}}:minute@2001:db8:0:0:0:0:0:0/56`, '--limit', '10', '--window-ms', '60000'])).toMatchObject({ limit: 10, windowMs: 60_000, remaining: 7 })
+    expect(await show([`{app:${appToken}}:minute@203.0.113.9`, '--limit', '10', '--window-ms', '60000'])).toMatchObject({ remaining: 9 })
+    // The day's quota, per application: four requests of its 100.
+    const day = await show([`{app:${appToken}}:day`, '--limit', '100', '--period', 'day'])
+    expect(day).toMatchObject({ limit: 100, period: 'day', timeZone: 'UTC', remaining: 96 })
+    expect((day.periodEnd as number) - (day.periodStart as number)).toBe(86_400_000)
+    const human = await exec(['rate', 'show', `{app:${appToken}}:minute@203.0.113.9`, '--limit', '10', '--window-ms', '60000', ...S])
+    expect(human.stdout).toMatch(/^key: +\{app:\S+\}:minute@203\.0\.113\.9\npolicy: +10 per 60000 ms\nremaining: +9\n/)
+    // Reset, the address starts again with a whole budget; the other keeps its count.
+    expect((await exec(['rate', 'reset', `{app:${appToken}}:minute@203.0.113.9`, ...S])).code).toBe(0)
+    expect(await show([`{app:${appToken}}:minute@203.0.113.9`, '--limit', '10', '--window-ms', '60000'])).toMatchObject({ remaining: 10 })
+    expect(await show([`{app:${appToken}}:minute@2001:db8:0:0:0:0:0:0/56`, '--limit', '10', '--window-ms', '60000'])).toMatchObject({ remaining: 7 })
+
+    const refusals: Array<[string[], number, RegExp]> = [
+      [[`{app:${appToken}}:minute@2001:db8::1`, '--limit', '10', '--window-ms', '60000'], 1, /an IPv6 address is keyed by its \/56 prefix, written out in full; did you mean \{app:\S+\}:minute@2001:db8:0:0:0:0:0:0\/56 \(with throttle\.anonymous\.ipv6Subnet at 56, the default\)\?/],
+      [[`{app:${appToken}}:minute:203.0.113.9`, '--limit', '10', '--window-ms', '60000'], 1, /is not a rate key of the gate; did you mean \{app:\S+\}:minute@203\.0\.113\.9\? \(a limit per client address is keyed NAME@ADDRESS\)/],
+      [[`{app:${appToken}}:minute@somewhere`, '--limit', '10', '--window-ms', '60000'], 1, /what follows @ is the client address the limit counts/],
+      [['{app:NoSuchApplicationToken0000}:minute@203.0.113.9', '--limit', '10', '--window-ms', '60000'], 1, /no application with app token NoSuchApplicationToken0000, so rate key \S+ is never written/],
+      [['{anon}:minute', '--limit', '10', '--window-ms', '60000'], 1, /the gate keeps named limits for applications only/],
+      [[`{app:${appToken}}:minute@203.0.113.9`, '--limit', '10'], 2, /needs --limit and either --window-ms \(a rolling limit\) or --period day\|month \(a calendar quota\)/],
+      [[`{app:${appToken}}:day`, '--limit', '100', '--period', 'week'], 2, /--period must be day or month/],
+      [[`{app:${appToken}}:day`, '--limit', '100', '--period', 'day', '--time-zone', 'Mars/Olympus'], 2, /--time-zone must be an IANA time zone/],
+      [[`app:${appToken}`, '--limit', '100', '--period', 'day'], 2, /--period and --time-zone are for a plan's calendar quota/],
+    ]
+    for (const [argv, code, message] of refusals) {
+      const ran = await exec(['rate', 'show', ...argv, ...S])
+      expect(ran, argv.join(' ')).toMatchObject({ code, stdout: '' })
+      expect(ran.stderr, argv.join(' ')).toMatch(message)
     }
   })
 

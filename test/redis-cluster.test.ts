@@ -280,6 +280,28 @@ describe.skipIf(!available)('RedisStore on a three-node Redis Cluster', () => {
     await store.close()
   })
 
+  it('tells which limits an application is near, and when it was reported, from any instance on the cluster', async () => {
+    const plan = { application: [{ name: 'hour', limit: 10, windowMs: 3_600_000 }, { name: 'day', limit: 1000, period: 'day' as const }] }
+    const a = instance({ throttle: plan })
+    const b = instance({ throttle: plan })
+    try {
+      const { appToken } = await a.gate.applications.register({ name: 'Near on a cluster' })
+      const reported = new Promise<void>((resolve) => a.gate.on('nearLimit', () => resolve()))
+      for (let i = 0; i < 7; i++) await ask(a.gate, undefined, appToken)
+      expect(await b.gate.applications.nearLimit(appToken)).toEqual([])
+      await ask(a.gate, undefined, appToken)
+      await reported
+      const near = await b.gate.applications.nearLimit(appToken)
+      expect(near).toMatchObject([{ name: 'hour', threshold: 0.8, limit: 10, remaining: 2, period: null, shadow: false }])
+      expect(near?.[0]?.since).toBeGreaterThan(Date.now() - 60_000)
+    } finally {
+      await a.gate.close()
+      await b.gate.close()
+      await a.store.close()
+      await b.store.close()
+    }
+  })
+
   it("decides an application's limits in one script on the node of its slot, its own rate key included, and refuses keys of several slots", async () => {
     const store = new RedisStore({ client, prefix })
     const trips = countRoundTrips(client)

@@ -66,6 +66,38 @@ describe('usageChart', () => {
     expect(days).toEqual([['2026-11-25', '3', '1', '0']])
   })
 
+  it('draws requests a shadow limit would have throttled as a series of its own, summed over the limits, with a legend and a column by limit', () => {
+    const buckets: ChartBucket[] = [
+      { start, requests: 20, throttled: 0, refused: 0, shadow: { daily: 6, burst: 2 } },
+      { start: start + HOUR, requests: 10, throttled: 0, refused: 0, shadow: {} },
+      { start: start + 2 * HOUR, requests: 10, throttled: 0, refused: 0, shadow: { daily: 5 } },
+    ]
+    const html = usageChart(buckets, { granularity: 'hour', id: 'c7', title: 'Last 24 hours' })
+    const shadow = bars(html, 'shadow')
+    const answered = bars(html, 'answered')
+    // In front of the answered bar, not stacked on it: 8 of the 20 requests, and 5 of 10.
+    expect((shadow.get(0) as number) / (answered.get(0) as number)).toBeCloseTo(8 / 20, 5)
+    expect((shadow.get(2) as number) / (answered.get(0) as number)).toBeCloseTo(5 / 20, 5)
+    expect(shadow.has(1)).toBe(false)
+    expect(html).toMatch(/class="bar bar-shadow"[^>]*fill="url\(#c7-shadow\)"/)
+    expect(html).toContain('<pattern id="c7-shadow"')
+    expect(html).toMatch(/class="legend legend-shadow".*Would have been throttled/)
+    expect(html).toContain('2026-11-25 00:00 UTC: 20 requests, 0 throttled, 0 refused, 8 would have been throttled (burst: 2, daily: 6)')
+    expect(html).toMatch(/<desc id="c7-desc">40 requests, 0 throttled, 0 refused, 13 of them would have been throttled by a shadow limit;/)
+    expect(rows(html)).toEqual([
+      ['2026-11-25 00:00', '20', '0', '0', '8 (burst: 2, daily: 6)'],
+      ['2026-11-25 01:00', '10', '0', '0', '0'],
+      ['2026-11-25 02:00', '10', '0', '0', '5 (daily)'],
+    ])
+  })
+
+  it('leaves the shadow series, its legend and its column out when no request would have been throttled', () => {
+    const html = usageChart([{ start, requests: 5, throttled: 1, refused: 0, shadow: { daily: 0 } }], { granularity: 'hour', id: 'c8', title: 'Last 24 hours' })
+    expect(bars(html, 'shadow').size).toBe(0)
+    expect(html).not.toContain('Would have been throttled')
+    expect(rows(html)).toEqual([['2026-11-25 00:00', '5', '1', '0']])
+  })
+
   it('is an image with a title and a description of the totals for assistive technology', () => {
     const html = usageChart(hours([[10, 4, 2], [5, 0, 0]]), { granularity: 'hour', id: 'c5', title: 'Last 24 hours' })
     expect(html).toMatch(/<svg [^>]*role="img"[^>]*aria-labelledby="c5-title c5-desc"/)

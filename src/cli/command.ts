@@ -34,6 +34,8 @@ export const OPTIONS = {
   'callback-prefix': { type: 'string' },
   limit: { type: 'string' },
   'window-ms': { type: 'string' },
+  period: { type: 'string' },
+  'time-zone': { type: 'string' },
   'grace-ms': { type: 'string' },
   'retire-now': { type: 'boolean' },
   reason: { type: 'string' },

@@ -21,6 +21,7 @@ import { jsonResponse } from '../http/responses.js'
 import { bodyParams, Params, queryParams } from '../http/params.js'
 import { MAX_SECRET_GRACE_MS } from '../config/defaults.js'
 import type { GateUsage, UsageSeries } from '../usage/usage.js'
+import type { NearLimit } from '../usage/near-limit-state.js'
 import { GRANULARITY_MS, type UsageGranularity } from '../store/usage-contract.js'
 import { bodyError } from './api-keys.js'
 import { usageReadCost } from './self-service-budget.js'
@@ -57,12 +58,41 @@ export interface ApplicationJson {
   readonly suspended: { readonly reason: string; readonly since: string } | null
   /** The plan an operator put it on, or `null` for the configured default plan. Its owner sees it and cannot change it. */
   readonly plan: string | null
+  /**
+   * The limits it is near now (`gate.applications.nearLimit`), closest to refusing first;
+   * `[]` when none; `null` when it cannot be told (`nearLimit: false`, or the rate store
+   * failing). Read-only: its owner sees it and cannot change it.
+   */
+  readonly nearLimit: readonly NearLimitJson[] | null
   /** Only in the answers to a registration and a rotation: the one time it is shown. */
   readonly secretToken?: string
 }
 
+/** A limit an application is near, as these endpoints show it: a {@link NearLimit} with ISO 8601 times. */
+export interface NearLimitJson {
+  /** The limit's name, as `RateLimit-Policy` names it. */
+  readonly name: string
+  /** The highest threshold reached: 0.8 for 80%, 1 when none is left. */
+  readonly threshold: number
+  readonly limit: number
+  readonly remaining: number
+  /** The rolling window in ms, or the quota period's length. */
+  readonly windowMs: number
+  /** A quota's current period, ISO 8601; `null` for a rolling window. */
+  readonly period: { readonly start: string; readonly end: string } | null
+  readonly shadow: boolean
+  /** ISO 8601: when the gate reported the threshold in this window, or `null`. */
+  readonly since: string | null
+}
+
+function nearLimitJson(near: readonly NearLimit[] | null): NearLimitJson[] | null {
+  if (near === null) return null
+  const iso = (ms: number) => new Date(ms).toISOString()
+  return near.map((limit) => ({ ...limit, period: limit.period === null ? null : { start: iso(limit.period.start), end: iso(limit.period.end) }, since: limit.since === null ? null : iso(limit.since) }))
+}
+
 /** The JSON of an application; `secretToken` only when given. */
-export function applicationJson(application: Application, secretToken?: string, now = Date.now()): ApplicationJson {
+export function applicationJson(application: Application, nearLimit: readonly NearLimit[] | null, secretToken?: string, now = Date.now()): ApplicationJson {
   const grace = application.previousSecretExpiresAt
   return {
     appToken: application.appToken,
@@ -74,6 +104,7 @@ export function applicationJson(application: Application, secretToken?: string, 
     previousSecretExpiresAt: grace !== null && grace > now ? new Date(grace).toISOString() : null,
     suspended: application.suspended === null ? null : { reason: application.suspended.reason, since: new Date(application.suspended.since).toISOString() },
     plan: application.plan,
+    nearLimit: nearLimitJson(nearLimit),
     ...(secretToken === undefined ? {} : { secretToken }),
   }
 }
@@ -93,8 +124,9 @@ export class ApplicationEndpoints {
   /** `GET /api/applications`: the user's applications, oldest first. */
   async list(user: GateUser): Promise<GateResponse> {
     const mine = await this.#applications.list({ ownerId: user.id })
+    const near = await Promise.all(mine.map((application) => this.#applications.nearLimitOf(application)))
     const now = Date.now()
-    return jsonResponse(200, mine.map((application) => applicationJson(application, undefined, now)), PRIVATE)
+    return jsonResponse(200, mine.map((application, i) => applicationJson(application, near[i] ?? null, undefined, now)), PRIVATE)
   }
 
   /**
@@ -108,12 +140,12 @@ export class ApplicationEndpoints {
     if (name === undefined || name.trim() === '') throw new PlatformError('invalid_request', 'name is required')
     const prefix = body.get('callbackPrefix')?.trim()
     const registered = await invalidAsRequest(() => this.#applications.registerOwn({ ownerId: user.id, name, callbackPrefix: prefix === undefined || prefix === '' ? null : prefix }))
-    return jsonResponse(201, applicationJson(registered.application, registered.secretToken), PRIVATE)
+    return jsonResponse(201, await this.#json(registered.application, registered.secretToken), PRIVATE)
   }
 
   /** `GET /api/applications/{appToken}`. */
   async get(user: GateUser, appToken: string): Promise<GateResponse> {
-    return jsonResponse(200, applicationJson(await this.#own(user, appToken)), PRIVATE)
+    return jsonResponse(200, await this.#json(await this.#own(user, appToken)), PRIVATE)
   }
 
   /**
@@ -137,7 +169,7 @@ export class ApplicationEndpoints {
     }
     if (changes.name === undefined && !('callbackPrefix' in changes)) throw new PlatformError('invalid_request', 'Send name or callbackPrefix to change')
     const updated = await invalidAsRequest(() => this.#applications.update(appToken, changes))
-    return jsonResponse(200, applicationJson(updated), PRIVATE)
+    return jsonResponse(200, await this.#json(updated), PRIVATE)
   }
 
   /** `DELETE /api/applications/{appToken}`: its app token is refused from now on, and its access tokens stop working. */
@@ -158,7 +190,7 @@ export class ApplicationEndpoints {
     const secretToken = await invalidAsRequest(() => this.#applications.rotateSecret(appToken, graceMs === undefined ? {} : { graceMs }))
     const rotated = await this.#applications.find(appToken)
     if (rotated === undefined) throw notFound()
-    return jsonResponse(200, applicationJson(rotated, secretToken), PRIVATE)
+    return jsonResponse(200, await this.#json(rotated, secretToken), PRIVATE)
   }
 
   /**
@@ -185,6 +217,11 @@ export class ApplicationEndpoints {
     await this.#own(user, appToken)
     const series: UsageSeries = await invalidAsRequest(() => this.#usage.query({ appToken, granularity: granularity as UsageGranularity, from, to }))
     return jsonResponse(200, series, { ...headers, ...PRIVATE })
+  }
+
+  /** The JSON of an application, with the limits it is near read now. */
+  async #json(application: Application, secretToken?: string): Promise<ApplicationJson> {
+    return applicationJson(application, await this.#applications.nearLimitOf(application), secretToken)
   }
 
   /** The user's application, or `not_found`: the same for another user's or an operator's as for none. */

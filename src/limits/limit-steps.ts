@@ -46,6 +46,14 @@ export interface QuotaLimitStep {
 /** One limit of a request, as `consumeLimits` takes it. */
 export type LimitStep = RateLimitStep | QuotaLimitStep
 
+/** One limit of an application, named, with the step that reads it (cost 0): what its owner is shown of it. */
+export interface LimitRead {
+  readonly name: string
+  /** Counted but not refusing (a shadow limit before its `enforceFrom`). */
+  readonly shadow: boolean
+  readonly step: LimitStep
+}
+
 /**
  * What one limit decided; a quota's `resetMs` is the time to its period's end (0 while
  * nothing is used), and so is its `retryAfterMs` once it is used up.

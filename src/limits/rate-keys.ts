@@ -18,6 +18,7 @@
  * | `self-service:<user id>` | one user's requests to the self-service endpoints (a usage read weighs more) | `selfServiceBudget` |
  * | `near-limit:<app token>:<percent>:<window>` | one unit: whether an instance reported the application near a threshold of its limit in that window | `nearLimit` |
  * | `{<key>}:<name>` | one named limit of a plan (a rate or a calendar quota) of the subject `<key>`, one of the keys above | plans of several limits |
+ * | `{<key>}:<name>@<address>` | a limit counted per client address (`per: 'address'`): one per application and address, IPv6 by `throttle.anonymous.ipv6Subnet` | plans of several limits |
  *
  * An `<address>` is the client address as {@link addressKey} writes it: IPv4 as is, IPv6
  * cut to a prefix (`2001:db8:0:0:0:0:0:0/56`), of `throttle.anonymous.ipv6Subnet` bits for
@@ -118,7 +119,7 @@ export type RateKey =
   | { readonly kind: 'registrations'; readonly userId: string }
   | { readonly kind: 'self-service'; readonly userId: string }
   | { readonly kind: 'near-limit'; readonly appToken: string; readonly threshold: string }
-  | { readonly kind: 'limit'; readonly subject: RateKey; readonly name: string }
+  | { readonly kind: 'limit'; readonly subject: RateKey; readonly name: string; readonly address?: string }
 
 /**
  * What a rate key counts, read back from its text; `undefined` for a key the gate does
@@ -129,8 +130,12 @@ export function parseRateKey(key: string): RateKey | undefined {
   if (key.startsWith('{')) {
     const close = key.lastIndexOf('}:')
     const subject = close === -1 ? undefined : parseRateKey(key.slice(1, close))
-    const name = key.slice(close + 2)
-    return subject === undefined || !LIMIT_NAME.test(name) ? undefined : { kind: 'limit', subject, name }
+    // A limit per client address: `<name>@<address>` (a name has no `@`).
+    const rest = key.slice(close + 2)
+    const at = rest.indexOf('@')
+    const name = at === -1 ? rest : rest.slice(0, at)
+    if (subject === undefined || !LIMIT_NAME.test(name)) return undefined
+    return at === -1 ? { kind: 'limit', subject, name } : { kind: 'limit', subject, name, address: rest.slice(at + 1) }
   }
   const colon = key.indexOf(':')
   if (colon === -1) return undefined

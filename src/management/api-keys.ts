@@ -5,7 +5,7 @@
  *
  * @see docs/platform-rules.md "HTTP Basic" 2-3, "API keys"
  */
-import { checkImportedSecret } from './applications.js'
+import { checkImportedSecret } from './application-fields.js'
 import { NotFoundError, PlatformError } from '../errors.js'
 import { optionsObject } from '../util/validate.js'
 import { randomId, randomToken, sha256 } from '../secrets/tokens.js'

@@ -5,23 +5,23 @@
  *
  * @see docs/platform-rules.md "Resources and their fields", "OAuth 2.0" step 1
  */
-import { isPlausibleAppToken, MAX_APP_TOKEN_LENGTH } from '../rules/credential-shapes.js'
 import { PlatformError, retryAfterSeconds, ThrottledError } from '../errors.js'
 import { noSuchUser } from './users.js'
 import { checkApplicationName } from './application-names.js'
 import type { RatePolicyOptions } from '../config/options.js'
 import { registrationsRateKey } from '../limits/rate-keys.js'
 import type { RateSpender } from '../limits/gcra.js'
-import { optionsObject, positiveInteger } from '../util/validate.js'
+import { optionsObject } from '../util/validate.js'
 import { randomToken, sha256 } from '../secrets/tokens.js'
 import { DEFAULT_SECRET_GRACE_MS } from '../config/defaults.js'
 import { applicationSecretMatches, noSuchApplication, rotateSecret, rotationGrace, type RotateSecretOptions } from './secret-rotation.js'
-import { assertStorable } from '../rules/storable.js'
+import { checkImportedAppToken, checkImportedSecret, checkLimit, checkOwnerId } from './application-fields.js'
 import { checkCallbackPrefix } from './callback-prefix.js'
 import { checkPlan } from './application-plans.js'
 import type { ApplicationRecord, GateStore } from '../store/store.js'
 import { hasSlice } from '../store/slices.js'
 import type { Emit } from '../events.js'
+import type { NearLimit, NearLimitReader } from '../usage/near-limit-state.js'
 import { checkSuspensionReason, resumeApplication, suspendApplication, suspensionOf, type ApplicationSuspension, type SuspendApplicationOptions } from './application-suspension.js'
 
 /** An application as the gate shows it: everything but the secrets' hashes. */
@@ -163,6 +163,8 @@ export interface ApplicationsParts {
   readonly rules?: ApplicationRules
   /** The gate's events (`applicationSuspended`, `applicationResumed`); none when left out. */
   readonly emit?: Emit
+  /** Reads which limits an application is near (`nearLimit`); `null` or left out: not shown. */
+  readonly nearLimit?: NearLimitReader | null
 }
 
 /** `gate.applications`: register and manage applications. */
@@ -173,6 +175,7 @@ export class Applications {
   readonly #allowLoopback: boolean
   readonly #rules: ApplicationRules
   readonly #emit: Emit
+  readonly #nearLimit: NearLimitReader | null
 
   constructor(parts: ApplicationsParts) {
     this.#store = parts.store
@@ -180,6 +183,7 @@ export class Applications {
     this.#allowLoopback = parts.allowLoopback ?? false
     this.#rules = parts.rules ?? NO_RULES
     this.#emit = parts.emit ?? (() => {})
+    this.#nearLimit = parts.nearLimit ?? null
   }
 
   /**
@@ -334,6 +338,37 @@ export class Applications {
   }
 
   /**
+   * The limits the application is near now: each of its plan's limits (counted per
+   * application) whose use has reached one of `nearLimit.thresholds` (80%, 90% and 100% by
+   * default), closest to refusing first, with the threshold reached, the window or quota
+   * period, and when the gate reported it; `[]` when it is near none. Read from the rate
+   * store, so every instance gives the same answer; nothing is written or consumed.
+   * What its owner sees in `GET /api/applications` and on a developer page.
+   * @returns `null` when it cannot be told: with `nearLimit: false`, or while the rate store fails
+   * @throws {NotFoundError} `not_found` when no application has this token
+   * @example
+   * for (const near of (await gate.applications.nearLimit(appToken)) ?? []) {
+   *   console.log(`${near.name}: ${near.threshold * 100}% used, ${near.remaining} of ${near.limit} left`)
+   * }
+   */
+  async nearLimit(appToken: string): Promise<NearLimit[] | null> {
+    const record = await this.#store.getApplication(appToken)
+    if (record === undefined) throw noSuchApplication(appToken)
+    return this.nearLimitOf(toApplication(record))
+  }
+
+  /** {@link nearLimit} of an application already read. @internal */
+  async nearLimitOf(application: Application): Promise<NearLimit[] | null> {
+    if (this.#nearLimit === null) return null
+    try {
+      return await this.#nearLimit.of(application)
+    } catch {
+      // The store's guard has told the events and the log about the outage.
+      return null
+    }
+  }
+
+  /**
    * Whether `secretToken` is this application's secret, or the one before the last
    * rotation within its grace, compared in constant time.
    */
@@ -361,40 +396,4 @@ const REGISTER_FIELDS = [...APPLICATION_FIELDS, 'ownerId', 'appToken', 'secretTo
 function newRecord(appToken: string, secretToken: string, fields: Pick<ApplicationRecord, 'name' | 'callbackPrefix' | 'limit' | 'plan' | 'ownerId'>): ApplicationRecord {
   const now = Date.now()
   return { appToken, ...fields, secretHash: sha256(secretToken), previousSecretHash: null, previousSecretExpiresAt: null, suspendedAt: null, suspensionReason: null, createdAt: now, updatedAt: now }
-}
-
-/** A user id as the stores keep them: a non-empty string, at most 255 characters (the SQL stores' column), storable. */
-function checkOwnerId(ownerId: unknown): string | null {
-  if (ownerId === null) return null
-  if (typeof ownerId !== 'string' || ownerId === '' || ownerId.length > 255) {
-    throw new TypeError('open-data-gate: ownerId must be a user id (a non-empty string of at most 255 characters) or null')
-  }
-  assertStorable('ownerId', ownerId)
-  return ownerId
-}
-
-function checkImportedAppToken(token: unknown): string {
-  if (typeof token !== 'string' || !isPlausibleAppToken(token)) {
-    throw new TypeError(`open-data-gate: an imported appToken must be 1 to ${MAX_APP_TOKEN_LENGTH} letters, digits, "-" or "_"`)
-  }
-  return token
-}
-
-/**
- * An imported secret (an app's secret token, an API key's secret) is kept as its SHA-256
- * like a generated one, which is only sound for a high-entropy secret: refuse short ones.
- */
-export function checkImportedSecret(field: string, secret: unknown): string {
-  // eslint-disable-next-line no-control-regex
-  if (typeof secret !== 'string' || secret.length < 16 || secret.length > 512 || /[\s\u0000-\u001f\u007f]/.test(secret)) {
-    throw new TypeError(`open-data-gate: an imported ${field} must be 16 to 512 characters without spaces or control characters`)
-  }
-  assertStorable(`an imported ${field}`, secret)
-  return secret
-}
-
-function checkLimit(limit: unknown): number | null {
-  if (limit === null) return null
-  positiveInteger('limit', limit)
-  return limit
 }

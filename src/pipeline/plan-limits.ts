@@ -17,7 +17,7 @@ import { retryAfterSeconds, StoreError, ThrottledError } from '../errors.js'
 import type { Emit } from '../events.js'
 import type { ResolvedLimit, ResolvedPlan } from '../config/plans.js'
 import { periodBounds, type PeriodBounds } from '../limits/calendar-period.js'
-import type { LimitResult, LimitStep } from '../limits/limit-steps.js'
+import type { LimitRead, LimitResult, LimitStep } from '../limits/limit-steps.js'
 import { applicationRateKey, limitRateKey } from '../limits/rate-keys.js'
 import { addressKey, type ClientInfo } from '../http/proxy.js'
 import { MemoryStore } from '../store/memory/store.js'
@@ -86,6 +86,28 @@ export class PlanLimits {
       shadow.push(limit.shadow && (limit.enforceFrom === null || now < limit.enforceFrom))
     }
     return { plan, application, limits: plan.limits, steps, shadow }
+  }
+
+  /**
+   * The steps that read an application's limits under `plan` now, without consuming
+   * (cost 0): each limit counted per application; a limit per client address, one budget
+   * per address, is left out.
+   */
+  reads(plan: ResolvedPlan, appToken: string, now: number): LimitRead[] {
+    const keys = this.#keysOf(plan, appToken)
+    const reads: LimitRead[] = []
+    for (let i = 0; i < plan.limits.length; i++) {
+      const limit = plan.limits[i] as ResolvedLimit
+      if (limit.per === 'address') continue
+      const key = keys[i] as string
+      const shadow = limit.shadow && (limit.enforceFrom === null || now < limit.enforceFrom)
+      if (limit.windowMs !== null) reads.push({ name: limit.name, shadow, step: { kind: 'rate', key, limit: limit.limit, windowMs: limit.windowMs, cost: 0 } })
+      else {
+        const { start, end } = this.#period(limit, now)
+        reads.push({ name: limit.name, shadow, step: { kind: 'quota', key, limit: limit.limit, periodStart: start, periodEnd: end, cost: 0 } })
+      }
+    }
+    return reads
   }
 
   /** An application's keys of a plan's limits, made once per application rather than per request. */

@@ -20,7 +20,7 @@ import { anonymousRateKey, applicationRateKey } from '../limits/rate-keys.js'
 import { MemoryStore } from '../store/memory/store.js'
 import { PlanLimits, type PlannedLimits, type ShadowTarget } from './plan-limits.js'
 import type { ResolvedLimit, ResolvedPlan } from '../config/plans.js'
-import type { LimitResult, LimitStep } from '../limits/limit-steps.js'
+import type { LimitRead, LimitResult, LimitStep } from '../limits/limit-steps.js'
 import { DEFAULT_ANONYMOUS_IPV6_SUBNET } from '../config/defaults.js'
 import type { ApplicationRecord, Awaitable, RateStore } from '../store/store.js'
 
@@ -101,14 +101,14 @@ export class Throttle {
    * (`plan`), else the default one of several limits; `undefined`: the single-limit path
    * with `throttle.application`. A plan the configuration no longer names is the default.
    */
-  #planOf(application: ApplicationRecord): ResolvedPlan | undefined {
+  #planOf(application: Pick<ApplicationRecord, 'plan'>): ResolvedPlan | undefined {
     const name = application.plan
     const plan = name === null || name === undefined ? this.#config.defaultPlan : (this.#config.plans.get(name) ?? this.#config.defaultPlan)
     return plan === null ? undefined : plan
   }
 
   /** The budget of an application on a plan of one rolling limit: that limit, or the application's own. */
-  #singleLimit(plan: ResolvedPlan, application: ApplicationRecord): { policy: ResolvedPolicy; key: string; limit: number } {
+  #singleLimit(plan: ResolvedPlan, application: Pick<ApplicationRecord, 'appToken' | 'limit'>): { policy: ResolvedPolicy; key: string; limit: number } {
     const only = plan.limits[0] as ResolvedLimit
     let policy: ResolvedPolicy | undefined = this.#singlePolicies.get(plan)
     if (policy === undefined) {
@@ -116,6 +116,20 @@ export class Throttle {
       this.#singlePolicies.set(plan, policy)
     }
     return { policy, key: this.#applicationKey(application.appToken), limit: application.limit ?? only.limit }
+  }
+
+  /**
+   * The limits `application` is counted against, each with the step that reads it without
+   * consuming (cost 0), as its owner is shown them; a limit per client address is left
+   * out, and none when no policy applies to applications.
+   */
+  limitReads(application: Pick<ApplicationRecord, 'appToken' | 'plan' | 'limit'>, now = Date.now()): LimitRead[] {
+    const plan = application.plan != null || this.#config.defaultPlan !== null ? this.#planOf(application) : undefined
+    if (plan !== undefined && !isSingleLimit(plan)) return this.#plans.reads(plan, application.appToken, now)
+    const single = plan === undefined ? this.#config.application : this.#singleLimit(plan, application).policy
+    if (single === null) return []
+    const key = this.#applicationKey(application.appToken)
+    return [{ name: single.name, shadow: false, step: { kind: 'rate', key, limit: application.limit ?? single.limit, windowMs: single.windowMs, cost: 0 } }]
   }
 
   /**

@@ -16,7 +16,7 @@ import { isPlausibleAppToken } from '../../rules/credential-shapes.js'
 import { RefusedError } from '../cli-errors.js'
 
 /** The kinds a key may start with, as the refusal lists them. */
-const FORMS = 'app:APP_TOKEN, anon, anon:ADDRESS, login:USERNAME, login-ip:ADDRESS, login-ip-last:ADDRESS, oauth:ADDRESS, oauth-client:APP_TOKEN, client:APP_TOKEN:ADDRESS, registrations:USER_ID, self-service:USER_ID, near-limit:APP_TOKEN:PERCENT:WINDOW'
+const FORMS = 'app:APP_TOKEN, anon, anon:ADDRESS, login:USERNAME, login-ip:ADDRESS, login-ip-last:ADDRESS, oauth:ADDRESS, oauth-client:APP_TOKEN, client:APP_TOKEN:ADDRESS, registrations:USER_ID, self-service:USER_ID, near-limit:APP_TOKEN:PERCENT:WINDOW, {app:APP_TOKEN}:LIMIT, {app:APP_TOKEN}:LIMIT@ADDRESS'
 const KINDS = ['app', 'anon', 'login', 'login-ip', 'login-ip-last', 'oauth', 'oauth-client', 'client', 'registrations', 'self-service', 'near-limit']
 
 /**
@@ -26,6 +26,7 @@ const KINDS = ['app', 'anon', 'login', 'login-ip', 'login-ip-last', 'oauth', 'oa
 export async function checkRateKey(gate: Gate, key: string): Promise<RateKey> {
   const parsed = parseRateKey(key)
   if (parsed === undefined) throw new RefusedError(`${JSON.stringify(key)} is not a rate key of the gate${await guess(gate, key)}; a key is one of ${FORMS}`)
+  if (parsed.kind === 'limit') return checkLimitKey(gate, key, parsed)
   if (key !== 'anon' && Object.values(parsed).some((part) => part === '')) throw new RefusedError(`rate key ${JSON.stringify(key)} lacks what follows ${key.slice(0, key.indexOf(':') + 1)}; a key is one of ${FORMS}`)
   switch (parsed.kind) {
     case 'application':
@@ -60,6 +61,23 @@ export async function checkRateKey(gate: Gate, key: string): Promise<RateKey> {
 }
 
 /**
+ * A limit of a plan, `{app:APP_TOKEN}:NAME`, or one counted per client address,
+ * `{app:APP_TOKEN}:NAME@ADDRESS`: only an application's, registered, and an address as
+ * {@link addressKey} writes it (IPv6 cut to `throttle.anonymous.ipv6Subnet`, as `anon:`).
+ */
+async function checkLimitKey(gate: Gate, key: string, parsed: Extract<RateKey, { kind: 'limit' }>): Promise<RateKey> {
+  const subject = parsed.subject
+  if (subject.kind !== 'application') throw new RefusedError(`rate key ${key} is never written: the gate keeps named limits for applications only, {app:APP_TOKEN}:LIMIT or {app:APP_TOKEN}:LIMIT@ADDRESS`)
+  if (!isPlausibleAppToken(subject.appToken) || (await gate.applications.find(subject.appToken)) === undefined) throw new RefusedError(`no application with app token ${subject.appToken}, so rate key ${key} is never written`)
+  const address = parsed.address
+  if (address === undefined) return parsed
+  const ip = address.includes('/') ? address.slice(0, address.lastIndexOf('/')) : address
+  if (isIP(ip) === 0) throw new RefusedError(`rate key ${key} is never written: what follows @ is the client address the limit counts (an IPv4 address, or an IPv6 prefix such as 2001:db8:0:0:0:0:0:0/56), got ${JSON.stringify(address)}`)
+  checkAddress(key, address, null)
+  return parsed
+}
+
+/**
  * An IPv6 address in a key is its prefix as {@link addressKey} writes it (`2001:db8:0:0:0:0:0:0/56`):
  * a whole address, or a prefix written another way, names a key the gate never writes.
  * @param bits the prefix the gate cuts to, or `null` for `anon:` (the serving gate's `ipv6Subnet`)
@@ -79,6 +97,8 @@ function checkAddress(key: string, address: string, bits: number | null): void {
 
 /** "; did you mean …" for a key of no known kind, or nothing. */
 async function guess(gate: Gate, key: string): Promise<string> {
+  const limit = /^(\{app:[^}]+\}:[a-z0-9_-]{1,40})[:/](.+)$/.exec(key)
+  if (limit !== null && isIP((limit[2] as string).replace(/\/\d+$/, '')) !== 0) return `; did you mean ${limit[1] as string}@${limit[2] as string}? (a limit per client address is keyed NAME@ADDRESS)`
   const colon = key.indexOf(':')
   if (colon === -1) {
     if (isIP(key) !== 0) return `; did you mean anon:${isIP(key) === 6 ? addressKey(key, DEFAULT_ANONYMOUS_IPV6_SUBNET) : key}?`

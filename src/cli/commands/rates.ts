@@ -5,7 +5,10 @@
 import type { Gate } from '../../gate.js'
 import { parseRateKey } from '../../limits/rate-keys.js'
 import { UnreachableError, UsageError } from '../cli-errors.js'
-import { integer, type Command, type Values } from '../command.js'
+import { integer, type Command, type Output, type Values } from '../command.js'
+import { periodBounds, type PeriodBounds } from '../../limits/calendar-period.js'
+import type { LimitResult, LimitStep } from '../../limits/limit-steps.js'
+import type { RateStore } from '../../store/store.js'
 import { fields } from '../output.js'
 import { COMMAND_TIMEOUT_MS } from '../store-url.js'
 import { findApplication } from './applications.js'
@@ -13,13 +16,16 @@ import { checkRateKey } from './rate-key-check.js'
 
 export const RATE_COMMANDS: Record<string, Command> = {
   'rate show': {
-    usage: 'rate show KEY --limit N --window-ms MS',
-    summary: 'show what is left of a rate key (app:APP_TOKEN, anon, anon:ADDRESS) under the policy the serving gate uses, without consuming any of it (--limit may be left out for an application with its own limit)',
+    usage: 'rate show KEY --limit N (--window-ms MS | --period day|month [--time-zone ZONE])',
+    summary:
+      "show what is left of a rate key (app:APP_TOKEN, anon, anon:ADDRESS, a plan's limit {app:APP_TOKEN}:NAME or one per address {app:APP_TOKEN}:NAME@ADDRESS) under the policy the serving gate uses, without consuming any of it (--limit may be left out for an application with its own limit; --period for a plan's calendar quota)",
     args: ['KEY'],
-    options: ['limit', 'window-ms'],
+    options: ['limit', 'window-ms', 'period', 'time-zone'],
     async run({ gate, rates, args, values }) {
       const key = args[0] as string
-      await checkRateKey(gate, key)
+      const parsed = await checkRateKey(gate, key)
+      if (parsed.kind === 'limit') return showLimit(rates, key, values)
+      if (values.period !== undefined || values['time-zone'] !== undefined) throw new UsageError(`rate show ${key}: --period and --time-zone are for a plan's calendar quota ({app:APP_TOKEN}:NAME); this key is a rolling window, read with --window-ms`)
       const policy = await ratePolicy(gate, key, values)
       // A step of cost 0 reads the state without consuming: the store's own arithmetic.
       const result = await withTimeout(rates.consumeRate(key, policy.limit, policy.windowMs, 0), 'consumeRate')
@@ -48,6 +54,53 @@ export const RATE_COMMANDS: Record<string, Command> = {
       return { json: { key, reset: true }, human: `reset rate key ${key}\n` }
     },
   },
+}
+
+/**
+ * `rate show` of a plan's limit (`{app:APP_TOKEN}:NAME`, or `…@ADDRESS` per client
+ * address): read as the gate decides it, with `consumeLimits` and a step of cost 0, a
+ * rolling window (`--window-ms`) or a calendar quota (`--period`, `--time-zone`) as the
+ * serving gate's plan says; neither is in the store, so both are told, never guessed.
+ */
+async function showLimit(rates: RateStore, key: string, values: Values): Promise<Output> {
+  if (values.limit === undefined || (values['window-ms'] === undefined) === (values.period === undefined)) {
+    throw new UsageError(`rate show ${key} needs --limit and either --window-ms (a rolling limit) or --period day|month (a calendar quota): the plan ${cannotKnow('throttle.plans')}`)
+  }
+  const limit = integer('--limit', values.limit)
+  let step: LimitStep
+  let policy: string
+  if (values.period === undefined) {
+    if (values['time-zone'] !== undefined) throw new UsageError(`rate show ${key}: --time-zone is for a calendar quota (--period)`)
+    const windowMs = integer('--window-ms', values['window-ms'] as string)
+    step = { kind: 'rate', key, limit, windowMs, cost: 0 }
+    policy = `${limit} per ${windowMs} ms`
+  } else {
+    const period = values.period
+    if (period !== 'day' && period !== 'month') throw new UsageError(`--period must be day or month, not ${JSON.stringify(period)}`)
+    const timeZone = values['time-zone'] ?? 'UTC'
+    let bounds: PeriodBounds
+    try {
+      bounds = periodBounds(period, timeZone, Date.now())
+    } catch {
+      throw new UsageError(`--time-zone must be an IANA time zone such as Europe/Paris, not ${JSON.stringify(timeZone)}`)
+    }
+    step = { kind: 'quota', key, limit, periodStart: bounds.start, periodEnd: bounds.end, cost: 0 }
+    policy = `${limit} per ${period} (${timeZone}), this one from ${new Date(bounds.start).toISOString()} to ${new Date(bounds.end).toISOString()}`
+  }
+  if (typeof rates.consumeLimits !== 'function') throw new UsageError(`rate show ${key}: this rate store has no consumeLimits, so it keeps no plan's limits`)
+  const [result] = await withTimeout(rates.consumeLimits([step]), 'consumeLimits')
+  const { remaining, resetMs, retryAfterMs } = result as LimitResult
+  const out = step.kind === 'rate' ? { key, limit, windowMs: step.windowMs, remaining, resetMs, retryAfterMs } : { key, limit, period: values.period, timeZone: values['time-zone'] ?? 'UTC', periodStart: step.periodStart, periodEnd: step.periodEnd, remaining, resetMs, retryAfterMs }
+  return {
+    json: out,
+    human: fields([
+      ['key', key],
+      ['policy', policy],
+      ['remaining', String(remaining)],
+      ['full again in', `${Math.ceil(resetMs / 1000)} s`],
+      ['next request in', `${Math.ceil(retryAfterMs / 1000)} s`],
+    ]),
+  }
 }
 
 /**
