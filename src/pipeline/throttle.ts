@@ -11,7 +11,8 @@
  */
 import { LRUCache } from 'lru-cache'
 import { isPromiseLike } from '../util/awaitable.js'
-import { retryAfterSeconds, ThrottledError, StoreError } from '../errors.js'
+import { StoreError } from '../errors.js'
+import { legacyHeaders, throttledError } from './throttled-answer.js'
 import type { Emit } from '../events.js'
 import type { RateResult } from '../limits/gcra.js'
 import type { ResolvedConfig, ResolvedPolicy } from '../config/options.js'
@@ -353,25 +354,4 @@ export class Throttle {
     if (this.#config.legacyHeaders) legacyHeaders(headers, limit, result)
     return headers
   }
-}
-
-/** `X-RateLimit-Reset` is epoch seconds when the whole budget is back, as GitHub sends it. */
-function legacyHeaders(headers: Record<string, string>, limit: number, result: RateResult): void {
-  headers['x-ratelimit-limit'] = String(limit)
-  headers['x-ratelimit-remaining'] = String(result.remaining)
-  headers['x-ratelimit-reset'] = String(Math.ceil((Date.now() + result.resetMs) / 1000))
-}
-
-/** The 429's message says which budget is spent: the application's, everyone's, or this address's. */
-function throttledError(budget: 'application' | 'shared' | 'address', limit: number, windowMs: number, result: RateResult, headers: Record<string, string>): ThrottledError {
-  const retryAfter = retryAfterSeconds(result.retryAfterMs)
-  const windowS = Math.round(windowMs / 1000)
-  const register = 'or register an application and send its token in X-App-Token'
-  const message =
-    budget === 'application'
-      ? `Too many requests: this application's limit of ${limit} requests per ${windowS} seconds is used up; retry in ${retryAfter} seconds`
-      : budget === 'shared'
-        ? `Too many requests: requests without an app token share a limit of ${limit} per ${windowS} seconds; retry in ${retryAfter} seconds, ${register}`
-        : `Too many requests: requests without an app token are limited to ${limit} per ${windowS} seconds from each address; retry in ${retryAfter} seconds, ${register}`
-  return new ThrottledError(message, result.retryAfterMs, headers)
 }
