@@ -26,10 +26,10 @@ import { optionNames, optionsObject, positiveInteger } from '../util/validate.js
 export interface LocalCountingOptions {
   /**
    * L, the most units (requests) one lease holds. An instance starts with a lease of 1 and
-   * doubles it each time it spends one before it expires, up to L; a lease that expires
-   * with units left makes the next one the size of what was spent. Capped at the
-   * application's limit. A store command per lease: L = 20 is at most 0.05 command per
-   * request under a flood.
+   * doubles it each time a request finds it spent before it expired, up to L; a lease that
+   * expires with units left makes the next one the size of what was spent. Capped at the
+   * application's limit. A store command per lease: an application that spends a whole
+   * lease within `ttlMs` on each instance costs about one command per L requests.
    */
   units: number
   /** T, how long a lease may be spent, in ms from when it was asked for. Default 1000. */
