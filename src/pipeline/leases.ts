@@ -6,14 +6,16 @@
  * the next request takes another, and requests that come meanwhile wait for that one.
  *
  * The size adapts to what this process spends: 1 at first (a request costs the store what
- * it costs without a lease), doubled each time a request finds a lease spent before it
- * expired, up to `units`; a lease that expires with units left makes the next one the size
- * of what was spent. A cold application thus costs the store a command per request and
- * wastes nothing; a hot one a command per `units` requests.
+ * it costs without a lease), doubled each time a lease is spent within half its time, up
+ * to `units`; a lease that expires with units left makes the next one the size of what was
+ * spent. A cold application thus costs the store a command per request and wastes nothing;
+ * a hot one a command per `units` requests.
  *
- * A lease the store refuses (fewer units left than asked for) refuses this process's
- * requests for that key until it would fit (`retryAfterMs`): a flood past the limit costs
- * the store a command per instance per refusal, not per request.
+ * A lease the store refuses (fewer units left than asked for) is asked for again at once
+ * with the units the refusal says are left, if any; refused again (or none left), this
+ * process's requests for that key are refused until the lease would fit (`retryAfterMs`):
+ * a flood past the limit costs the store at most two commands per instance per refusal,
+ * not one per request.
  *
  * Why at most min(N × L, ⌈T / I⌉) more than without leases, in any interval (N instances,
  * L = `units`, T = `ttlMs`, I = windowMs / limit): a unit is spent only between its lease's
@@ -24,7 +26,7 @@
  * docs/guides/throttling.md "Local-first counting" says it in full.
  */
 import { LRUCache } from 'lru-cache'
-import type { RateResult } from '../limits/gcra.js'
+import { emissionInterval, type RateResult } from '../limits/gcra.js'
 import type { Awaitable } from '../store/store.js'
 import { isPromiseLike } from '../util/awaitable.js'
 
@@ -125,21 +127,32 @@ export class Leases {
     if (now < lease.refusedUntil) return this.#refused(lease, now)
     const pending = lease.pending
     if (pending !== undefined) return pending.then(() => this.#spend(lease, key))
-    // Spent before it expired: twice the size. Expired with units left: what was spent.
-    if (now < lease.expiresAt) lease.next = 2 * lease.next
-    else if (lease.left > 0) lease.next = Math.max(1, lease.spent)
+    // Spent within half its time: twice the size (it would have lasted); spent later: the
+    // same; expired with units left: what was spent.
+    if (now < lease.expiresAt - this.#ttlMs / 2) lease.next = 2 * lease.next
+    else if (now >= lease.expiresAt && lease.left > 0) lease.next = Math.max(1, lease.spent)
     lease.left = 0
     lease.expiresAt = 0
     const size = (lease.next = Math.min(lease.next, this.#cap(lease)))
+    return this.#lease(lease, key, size, now, true)
+  }
+
+  /**
+   * Takes a lease of `size`, then spends from it. Refused, and `fit`: once more with the
+   * units the refusal says are left, when there are some (a second command, so that a
+   * budget is not left unused for want of a whole lease).
+   */
+  #lease(lease: Lease, key: string, size: number, askedAt: number, fit: boolean): Awaitable<LeasedRate> {
     const taken = this.#take(key, lease.limit, lease.windowMs, size)
     if (!isPromiseLike(taken)) {
-      this.#took(lease, size, now, taken)
-      return this.#spend(lease, key)
+      const smaller = this.#took(lease, size, askedAt, taken, fit)
+      return smaller === 0 ? this.#spend(lease, key) : this.#lease(lease, key, smaller, this.#now(), false)
     }
+    let smaller = 0
     const promise = Promise.resolve(taken).then(
       (result) => {
-        lease.pending = undefined
-        this.#took(lease, size, now, result)
+        smaller = this.#took(lease, size, askedAt, result, fit)
+        if (smaller === 0) lease.pending = undefined
       },
       (error: unknown) => {
         lease.pending = undefined
@@ -147,7 +160,11 @@ export class Leases {
       },
     )
     lease.pending = promise
-    return promise.then(() => this.#spend(lease, key))
+    return promise.then(() => {
+      if (smaller === 0) return this.#spend(lease, key)
+      lease.pending = undefined
+      return this.#lease(lease, key, smaller, this.#now(), false)
+    })
   }
 
   /** A lease is at most L, and at most the limit (a larger step never fits). */
@@ -155,8 +172,11 @@ export class Leases {
     return Math.min(this.#units, lease.limit)
   }
 
-  /** The store's answer to a lease asked for at `askedAt`. */
-  #took(lease: Lease, size: number, askedAt: number, result: RateResult): void {
+  /**
+   * The store's answer to a lease asked for at `askedAt`.
+   * @returns the size of a smaller lease to ask for at once (refused, `fit`, and some units left), or 0
+   */
+  #took(lease: Lease, size: number, askedAt: number, result: RateResult, fit: boolean): number {
     const now = this.#now()
     if (result.allowed) {
       lease.left = size
@@ -165,12 +185,15 @@ export class Leases {
       lease.granted = result
       lease.grantedAt = now
       lease.refusedUntil = 0
-      return
+      return 0
     }
+    const left = fit ? unitsLeft(result, lease.limit, lease.windowMs) : 0
+    if (left >= 1 && left < size) return left
     lease.left = 0
     lease.refusedUntil = now + Math.max(1, result.retryAfterMs)
     lease.refusal = result
     lease.refusedAt = now
+    return 0
   }
 
   /**
@@ -189,4 +212,13 @@ export class Leases {
     const elapsed = now - lease.refusedAt
     return { allowed: false, remaining: 0, resetMs: Math.max(0, Math.ceil(refusal.resetMs - elapsed)), retryAfterMs: Math.max(1, Math.ceil(lease.refusedUntil - now)), leased: true }
   }
+}
+
+/**
+ * The units a refused step says are left, at least: the budget less the time its arrival
+ * time is ahead (`resetMs`, rounded up to a ms, so this never counts a unit that is not there).
+ */
+function unitsLeft(refusal: RateResult, limit: number, windowMs: number): number {
+  const interval = emissionInterval(limit, windowMs)
+  return Math.max(0, Math.floor((interval * limit - refusal.resetMs * 1000) / interval))
 }
