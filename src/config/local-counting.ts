@@ -18,15 +18,16 @@ import { optionNames, optionsObject, positiveInteger } from '../util/validate.js
  * `limit` per `windowMs` (one request per I = windowMs / limit): in any interval, the
  * application gets at most E = min(N × L, ⌈T / I⌉) requests more than the gate without
  * leases lets through (at most `limit` + ⌊t / I⌋ in any interval of length t). Below its
- * limit, it may be refused while up to L − 1 units are left in the store (a lease is whole
- * or refused), and while other instances hold units unspent (at most L each); a lease lost
- * with a killed process costs at most L units, which the store gives back within L × I.
+ * limit, it may be refused while up to L − 1 units are left in the store (an instance
+ * refused a lease waits until it fits), while other instances hold units unspent (at most
+ * L each), and after a lease expired unspent (its units count as spent); a lease lost with
+ * a killed process costs at most L units, which the store gives back within L × I.
  * docs/guides/throttling.md "Local-first counting" derives it.
  */
 export interface LocalCountingOptions {
   /**
    * L, the most units (requests) one lease holds. An instance starts with a lease of 1 and
-   * doubles it each time a request finds it spent before it expired, up to L; a lease that
+   * doubles it each time it is spent within half of `ttlMs`, up to L; a lease that
    * expires with units left makes the next one the size of what was spent. Capped at the
    * application's limit. A store command per lease: an application that spends a whole
    * lease within `ttlMs` on each instance costs about one command per L requests.
