@@ -205,7 +205,7 @@ export class Gate extends TypedEmitter<GateEvents> {
     state.settle(answer, error)
     this.usage.count(state)
     const pass = state.pass
-    if (this.#nearLimit !== null && state.status === null && pass !== null && pass.info.policy === 'application' && pass.info.source === 'store') this.#nearLimit.seen(state.appToken as string, pass.info, state.requestId)
+    if (this.#nearLimit !== null && state.status === null && pass !== null && pass.info.policy === 'application' && pass.info.source !== 'local') this.#nearLimit.seen(state.appToken as string, pass.info, state.requestId)
     watch?.decided(state, late)
     const ids = this.#requestIds
     const requestId = state.requestId

@@ -10,6 +10,7 @@
 export { createGate, Gate, type GateContext, type GateOutcome } from './gate.js'
 export type { GateOptions, RatePolicyOptions, AnonymousPolicyOptions, ThrottleOptions, StoreFailureMode } from './config/options.js'
 export type { LimitOptions } from './config/plans.js'
+export type { LocalCountingOptions } from './config/local-counting.js'
 export type { Application, RegisterApplication, UpdateApplication, RegisteredApplication, Applications } from './management/applications.js'
 export type { RotateSecretOptions } from './management/secret-rotation.js'
 export type { SuspendApplicationOptions, ApplicationSuspension } from './management/application-suspension.js'

@@ -19,6 +19,7 @@ import type { MeterProviderLike, MetricsOptions } from '../telemetry/metrics.js'
 import type { ApiKeyEndpointOptions, SelfServiceBudgetOption } from './self-service-options.js'
 import type { RatePolicyOptions } from './rate-policy-options.js'
 import type { ResolvedPlan } from './plans.js'
+import type { ResolvedLocalCounting } from './local-counting.js'
 import type { StoreFailureMode, ThrottleOptions } from './throttle-options.js'
 
 export type { ApiKeyEndpointOptions, SelfServiceBudgetOption } from './self-service-options.js'
@@ -291,6 +292,8 @@ export interface ResolvedConfig {
   readonly defaultPlan: ResolvedPlan | null
   /** `throttle.plans`, by name. */
   readonly plans: ReadonlyMap<string, ResolvedPlan>
+  /** `throttle.local`: the plans and applications that count locally from leases, or `null` (off). */
+  readonly local: ResolvedLocalCounting | null
   readonly anonymous: (ResolvedPolicy & { readonly scope: 'shared' | 'ip'; readonly ipv6Subnet: number }) | null
   readonly legacyHeaders: boolean
   readonly onStoreError: StoreFailureMode

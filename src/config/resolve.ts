@@ -70,6 +70,7 @@ import type { GateStore, RateStore } from '../store/store.js'
 import { booleanOption, optionNames, optionsObject, paths, positiveInteger, rejectUnknownKeys, secretGrace, singlePath } from '../util/validate.js'
 import { budget, resolvePolicy } from './rate-policy.js'
 import { DEFAULT_PLAN, resolvePlan, resolvePlans } from './plans.js'
+import { resolveLocalCounting } from './local-counting.js'
 import type { RatePolicyOptions } from './rate-policy-options.js'
 
 /** Every top-level option of `createGate`. */
@@ -79,7 +80,7 @@ export const GATE_OPTION_NAMES = optionNames<GateOptions>({
   metrics: true, logger: true, requestId: true,
 })
 const REQUEST_ID_OPTION_NAMES = optionNames<RequestIdOptions>({ header: true, trustIncoming: true })
-const THROTTLE_OPTION_NAMES = optionNames<ThrottleOptions>({ application: true, anonymous: true, legacyHeaders: true, onStoreError: true, oauthTokenBudget: true, plans: true })
+const THROTTLE_OPTION_NAMES = optionNames<ThrottleOptions>({ application: true, anonymous: true, legacyHeaders: true, onStoreError: true, oauthTokenBudget: true, plans: true, local: true })
 const BASIC_OPTION_NAMES = optionNames<BasicOptions>({ requireAppToken: true, challenge: true, cacheTtlMs: true, failures: true, addressFailures: true, hashing: true, scrypt: true })
 const OAUTH_OPTION_NAMES = optionNames<OAuthOptions>({
   acceptBearer: true, accessTokenTtlMs: true, codeTtlMs: true, requirePkce: true, issuer: true, paths: true, sessionTtlMs: true, maxSessionsPerUser: true,
@@ -95,6 +96,8 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   const proxies = resolveProxies(options)
   const storeTimeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS
   positiveInteger('storeTimeoutMs', storeTimeoutMs)
+  // A lease answered within the store's timeout is never expired when it comes (src/pipeline/leases.ts).
+  if (throttle.local !== null && throttle.local.ttlMs < storeTimeoutMs) throw new TypeError(`open-data-gate: throttle.local.ttlMs (${throttle.local.ttlMs}) must be at least storeTimeoutMs (${storeTimeoutMs})`)
   const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS
   positiveInteger('bodyTimeoutMs', bodyTimeoutMs)
   const { store, rateStore } = resolveStores(options, log)
@@ -121,6 +124,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
     oauthTokenBudget: throttle.oauthTokenBudget,
     plans: throttle.plans,
     defaultPlan: throttle.defaultPlan,
+    local: throttle.local,
     trust: proxies.trust,
     trustsAnyProxy: proxies.trustsAnyProxy,
     trustsEveryProxy: proxies.trustsEveryProxy,
@@ -146,7 +150,7 @@ export function resolveOptions(options: GateOptions = {}): ResolvedConfig {
   }
 }
 
-type ResolvedThrottle = Pick<ResolvedConfig, 'application' | 'anonymous' | 'legacyHeaders' | 'onStoreError' | 'oauthTokenBudget' | 'plans' | 'defaultPlan'>
+type ResolvedThrottle = Pick<ResolvedConfig, 'application' | 'anonymous' | 'legacyHeaders' | 'onStoreError' | 'oauthTokenBudget' | 'plans' | 'defaultPlan' | 'local'>
 
 /** `throttle`: the application and anonymous budgets, and what the throttle does around them. */
 function resolveThrottle(input: GateOptions['throttle']): ResolvedThrottle {
@@ -178,7 +182,8 @@ function resolveThrottle(input: GateOptions['throttle']): ResolvedThrottle {
   if (oauthTokenBudget !== 'application' && oauthTokenBudget !== 'anonymous') {
     throw new TypeError(`open-data-gate: throttle.oauthTokenBudget must be 'application' or 'anonymous', got ${JSON.stringify(oauthTokenBudget)}`)
   }
-  return { application, anonymous, legacyHeaders: booleanOption('throttle.legacyHeaders', throttle.legacyHeaders, false), onStoreError, oauthTokenBudget, plans, defaultPlan }
+  const local = resolveLocalCounting(throttle.local, plans, defaultPlan, application !== null || defaultPlan !== null)
+  return { application, anonymous, legacyHeaders: booleanOption('throttle.legacyHeaders', throttle.legacyHeaders, false), onStoreError, oauthTokenBudget, plans, defaultPlan, local }
 }
 
 /** `trustProxy` and `proxyHeaders`: which peers may speak for the client, and in which headers. */

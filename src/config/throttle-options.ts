@@ -3,6 +3,7 @@
  * plans, and what the throttle does when the store fails.
  * @see docs/guides/throttling.md, docs/guides/plans.md
  */
+import type { LocalCountingOptions } from './local-counting.js'
 import type { LimitOptions } from './plans.js'
 import type { RatePolicyOptions } from './rate-policy-options.js'
 
@@ -51,4 +52,14 @@ export interface ThrottleOptions {
    * (no application token, no application).
    */
   oauthTokenBudget?: 'application' | 'anonymous'
+  /**
+   * Local-first counting for hot applications: an instance takes a share of an application's
+   * budget from the store as a lease and decides its requests in memory until the lease is
+   * spent or expires, one store command per lease rather than per request. Off by default
+   * (`false`); on for the plans and applications it names. With L = `units`, T = `ttlMs`
+   * and N instances, an application gets at most min(N × L, ⌈T × limit / windowMs⌉)
+   * requests more than without it in any interval: {@link LocalCountingOptions},
+   * docs/guides/throttling.md "Local-first counting".
+   */
+  local?: LocalCountingOptions | false
 }

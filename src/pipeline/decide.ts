@@ -23,6 +23,7 @@ import { clientStep } from './steps/client.js'
 import { credentialsStep, type CredentialsStepConfig } from './steps/credentials.js'
 import { ownEndpointStep } from './steps/own-endpoints.js'
 import { budgetSuspensionStep, tokenSuspensionStep } from './steps/suspension.js'
+import { leaseStep } from './steps/lease.js'
 import { throttleStep, type LookupRequest } from './steps/throttle.js'
 import { TokenBudgets } from './steps/token-budget.js'
 import { verificationStep } from './steps/verification.js'
@@ -62,6 +63,7 @@ export class Pipeline {
       credentialsStep(config),
       tokens.step,
       budgetSuspensionStep,
+      ...(services.throttle.leases === null ? [] : [leaseStep(services.throttle, services.throttle.leases, tokens)]),
       throttleStep(services.throttle, services.lookupRequest, services.auth, tokens),
       verificationStep(services.auth),
       tokenSuspensionStep(services.applications),

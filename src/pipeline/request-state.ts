@@ -45,6 +45,8 @@ export class RequestState implements Decision {
   read: TokenLookup | undefined = undefined
   /** An access token travelled in clear, and the gate revoked what was live of it. */
   revokedInsecureToken = false
+  /** The rate step was decided from this process's lease (`throttle.local`): the throttle step takes none. */
+  leased = false
   /** The throttle's verdict on a request it let through. */
   pass: ThrottlePass | null = null
   authentication: Authentication | null = null

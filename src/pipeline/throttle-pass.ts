@@ -19,13 +19,15 @@ export interface ThrottleInfo {
   /**
    * `'store'` normally; `'local'` while the store is failing and `onStoreError: 'memory'`
    * counts in this process alone (then no `RateLimit` headers are sent: this process's
-   * count is not the shared budget).
+   * count is not the shared budget); `'lease'` when this process decided it from its lease
+   * of the application's budget (`throttle.local`), the headers then telling the store's
+   * count when the lease was taken plus the units of the lease not spent yet.
    */
-  readonly source: 'store' | 'local'
+  readonly source: 'store' | 'local' | 'lease'
 }
 
 /** A rate step's result, marked when this process's fallback counted it instead of the store. */
-export type CountedRate = RateResult & { readonly local?: true }
+export type CountedRate = RateResult & { readonly local?: true; readonly leased?: true }
 
 /** A passed request's throttle verdict and the headers that announce it. */
 export interface ThrottlePass {

@@ -11,7 +11,8 @@
  */
 import { LRUCache } from 'lru-cache'
 import { isPromiseLike } from '../util/awaitable.js'
-import { retryAfterSeconds, ThrottledError, StoreError } from '../errors.js'
+import { StoreError } from '../errors.js'
+import { legacyHeaders, throttledError } from './throttled-answer.js'
 import type { Emit } from '../events.js'
 import type { RateResult } from '../limits/gcra.js'
 import type { ResolvedConfig, ResolvedPolicy } from '../config/options.js'
@@ -22,6 +23,8 @@ import { PlanLimits, type PlannedLimits, type ShadowTarget } from './plan-limits
 import type { ResolvedLimit, ResolvedPlan } from '../config/plans.js'
 import type { LimitRead, LimitResult, LimitStep } from '../limits/limit-steps.js'
 import { DEFAULT_ANONYMOUS_IPV6_SUBNET } from '../config/defaults.js'
+import { DEFAULT_PLAN } from '../config/plans.js'
+import { Leases, type LeasedRate } from './leases.js'
 import type { ApplicationRecord, Awaitable, RateStore } from '../store/store.js'
 
 export type { CountedRate, ThrottleInfo, ThrottlePass } from './throttle-pass.js'
@@ -58,7 +61,7 @@ export interface ThrottlePlan {
 }
 
 /** The options the throttle reads: the resolved `throttle` section. */
-export type ThrottleConfig = Pick<ResolvedConfig, 'application' | 'anonymous' | 'legacyHeaders' | 'onStoreError' | 'plans' | 'defaultPlan'>
+export type ThrottleConfig = Pick<ResolvedConfig, 'application' | 'anonymous' | 'legacyHeaders' | 'onStoreError' | 'plans' | 'defaultPlan'> & Partial<Pick<ResolvedConfig, 'local'>>
 
 /** What the throttle is made of. */
 export interface ThrottleParts {
@@ -84,11 +87,15 @@ export class Throttle {
   /** Rate keys by app token, and by client address: see {@link #applicationKey}. */
   readonly #keys = new Map<string, string>()
   readonly #addressKeys = new Map<string, string>()
+  /** This process's leases of the budgets that count locally (`throttle.local`), or `null`: off. */
+  readonly leases: Leases | null
 
   constructor(parts: ThrottleParts) {
     this.#config = parts.config
     this.#store = parts.store
     this.#emit = parts.emit
+    const local = parts.config.local ?? null
+    this.leases = local === null ? null : new Leases({ units: local.units, ttlMs: local.ttlMs, take: (key, limit, windowMs, units) => this.#store.consumeRate(key, limit, windowMs, units) })
     this.#plans = new PlanLimits({ onStoreError: parts.config.onStoreError, ipv6Subnet: parts.config.anonymous?.ipv6Subnet ?? DEFAULT_ANONYMOUS_IPV6_SUBNET }, parts.store, parts.emit)
     const several = [...(parts.config.defaultPlan === null ? [] : [parts.config.defaultPlan]), ...parts.config.plans.values()].find((plan) => !isSingleLimit(plan))
     if (several !== undefined && typeof parts.store.consumeLimits !== 'function') {
@@ -201,6 +208,27 @@ export class Throttle {
     return { key, cost: 1, limit, windowMs: policy.windowMs, policy, application }
   }
 
+  /**
+   * The step of an application that counts locally (`throttle.local`: its plan or itself is
+   * named there, and its plan is one rolling limit), to spend from this process's lease
+   * (./steps/lease.ts); `undefined`: the store decides each of its requests.
+   */
+  leased(application: ApplicationRecord, client: ClientInfo): ThrottlePlan | undefined {
+    const local = this.#config.local
+    if (local === null || local === undefined) return undefined
+    const plan = this.#planOf(application)
+    if (!local.applications.has(application.appToken) && !local.plans.has(plan?.name ?? DEFAULT_PLAN)) return undefined
+    if (plan !== undefined && !isSingleLimit(plan)) return undefined
+    const budget = this.#budget(application, client)
+    if (budget === undefined) return undefined
+    return { key: budget.key, cost: 1, limit: budget.limit, windowMs: budget.policy.windowMs, policy: budget.policy, application }
+  }
+
+  /** The verdict on a request decided from a lease (as {@link check} gives it, its source `'lease'`). */
+  leaseVerdict(plan: ThrottlePlan, client: ClientInfo, result: LeasedRate): ThrottlePass {
+    return this.#verdict(result, plan.policy, plan.limit, plan.application, client) as ThrottlePass
+  }
+
   /** The policy, rate key and limit a request counts against; `undefined` when no policy applies. */
   #budget(application: ApplicationRecord | null, client: ClientInfo): { policy: ResolvedPolicy; key: string; limit: number } | undefined {
     if (application !== null) {
@@ -271,7 +299,7 @@ export class Throttle {
         windowMs: policy.windowMs,
         remaining: result.remaining,
         resetMs: result.resetMs,
-        source: result.local === true ? 'local' : 'store',
+        source: result.local === true ? 'local' : result.leased === true ? 'lease' : 'store',
       },
       headers,
     }
@@ -338,6 +366,7 @@ export class Throttle {
   /** Forgets a key everywhere: in the store and in the local block list. */
   async reset(key: string): Promise<void> {
     this.#blockedUntil.delete(key)
+    this.leases?.forget(key)
     this.#fallback?.resetRate(key)
     await this.#store.resetRate(key)
   }
@@ -367,25 +396,4 @@ export class Throttle {
     if (this.#config.legacyHeaders) legacyHeaders(headers, limit, result)
     return headers
   }
-}
-
-/** `X-RateLimit-Reset` is epoch seconds when the whole budget is back, as GitHub sends it. */
-function legacyHeaders(headers: Record<string, string>, limit: number, result: RateResult): void {
-  headers['x-ratelimit-limit'] = String(limit)
-  headers['x-ratelimit-remaining'] = String(result.remaining)
-  headers['x-ratelimit-reset'] = String(Math.ceil((Date.now() + result.resetMs) / 1000))
-}
-
-/** The 429's message says which budget is spent: the application's, everyone's, or this address's. */
-function throttledError(budget: 'application' | 'shared' | 'address', limit: number, windowMs: number, result: RateResult, headers: Record<string, string>): ThrottledError {
-  const retryAfter = retryAfterSeconds(result.retryAfterMs)
-  const windowS = Math.round(windowMs / 1000)
-  const register = 'or register an application and send its token in X-App-Token'
-  const message =
-    budget === 'application'
-      ? `Too many requests: this application's limit of ${limit} requests per ${windowS} seconds is used up; retry in ${retryAfter} seconds`
-      : budget === 'shared'
-        ? `Too many requests: requests without an app token share a limit of ${limit} per ${windowS} seconds; retry in ${retryAfter} seconds, ${register}`
-        : `Too many requests: requests without an app token are limited to ${limit} per ${windowS} seconds from each address; retry in ${retryAfter} seconds, ${register}`
-  return new ThrottledError(message, result.retryAfterMs, headers)
 }

@@ -74,6 +74,8 @@ export function throttleStep(throttle: Throttle, lookupRequest: LookupRequest, a
   }
 
   const step: Step = (state) => {
+    // Decided from a lease (./lease.ts): verification reads the credential's records itself.
+    if (state.leased) return undefined
     const credential = credentialOf(state)
     if (credential === undefined && !state.budgetFromToken) return check(state)
     const client = state.client
