@@ -27,6 +27,7 @@ export type { OAuthPages, LoginView, ConsentView, ErrorView, RegisteredBy } from
 export type { ScryptParams } from './secrets/passwords.js'
 export type { HashQueueLimits } from './secrets/hash-queue.js'
 export type { ThrottleInfo } from './pipeline/throttle.js'
+export type { DecisionLimit } from './rules/decision.js'
 export type { TrustProxyOption, ProxyHeadersOption } from './http/proxy.js'
 export type { RequestIdOptions } from './http/request-id.js'
 export type { GateLogger, GateLogFields } from './log/logger.js'

@@ -14,7 +14,7 @@ import { Redis } from 'ioredis'
 import { Webhook } from 'standardwebhooks'
 import { TestReader } from './support/metric-reader.js'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { createGate, MemoryStore, type Gate, type GateOptions, type NearLimitEvent } from '../src/index.js'
+import { createGate, limitRateKey, MemoryStore, periodBounds, type Gate, type GateOptions, type NearLimitEvent } from '../src/index.js'
 import { RedisStore } from '../src/store/redis/store.js'
 import { deletePrefix, randomPrefix, REDIS_URL, sharedRedisAvailable } from './redis/servers.js'
 import { coreRequest } from './support/requests.js'
@@ -80,6 +80,38 @@ describe('near-limit alerts', () => {
       { threshold: 1, remaining: 0 },
     ])
     expect(events[0]).toMatchObject({ appToken, limit: LIMIT, windowMs: HOUR_MS, requestId: expect.any(String) })
+  })
+
+  it('watches each limit of a plan on its own: a daily quota at 80% is told while the hour has fewer requests left, shadow limits never', async () => {
+    const store = new MemoryStore()
+    const { gate, appToken, events } = await gateWithApp({
+      store,
+      throttle: {
+        application: [
+          { name: 'hour', limit: 5, windowMs: HOUR_MS },
+          { name: 'day', limit: 100, period: 'day' },
+          { name: 'trial', limit: 2, windowMs: HOUR_MS, shadow: true },
+        ],
+      },
+    })
+    closing.push(() => gate.close())
+    // 85 of the day's 100 already spent (as earlier requests would have): the gate's own key and period.
+    const { start, end } = periodBounds('day', 'UTC', Date.now())
+    store.consumeLimits([{ kind: 'quota', key: limitRateKey(`app:${appToken}`, 'day'), limit: 100, periodStart: start, periodEnd: end, cost: 85 }])
+    expect(await send(gate, appToken)).toBe(200)
+    await waitFor(() => events.length, (n) => n >= 1)
+    // The hour has 4 left (20% used), the day 14 (86%): only the day is near.
+    expect(events).toEqual([expect.objectContaining({ appToken, name: 'day', threshold: 0.8, limit: 100, remaining: 14, windowMs: end - start })])
+    await send(gate, appToken)
+    await send(gate, appToken)
+    await sleep(50)
+    // The shadow trial limit (2 a minute) is past 100% and says nothing; the day is past 80% still, told once.
+    expect(events.map((event) => `${event.name} ${event.threshold}`)).toEqual(['day 0.8'])
+    await send(gate, appToken)
+    await send(gate, appToken)
+    await waitFor(() => events.length, (n) => n >= 3)
+    // The fourth request is 80% of the hour, the fifth all of it; the fifth is 90% of the day.
+    expect([...new Set(events.map((event) => `${event.name} ${event.threshold}`))].sort()).toEqual(['day 0.8', 'day 0.9', 'hour 0.8', 'hour 0.9', 'hour 1'])
   })
 
   it('takes the thresholds it is given, and none with nearLimit: false', async () => {

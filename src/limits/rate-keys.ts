@@ -16,7 +16,7 @@
  * | `oauth-client:<app token>` | posts to the token and revocation endpoints per authenticated client | `oauth.throttle` |
  * | `client:<app token>:<address>` | failed client authentications per client and address | `oauth.clientFailures` |
  * | `self-service:<user id>` | one user's requests to the self-service endpoints (a usage read weighs more) | `selfServiceBudget` |
- * | `near-limit:<app token>:<percent>:<window>` | one unit: whether an instance reported the application near a threshold of its limit in that window | `nearLimit` |
+ * | `near-limit:<app token>:<limit>:<percent>:<window>` | one unit: whether an instance reported the application near a threshold of that limit (its name in the plan, `app` for a limit of its own) in that window (a quota's: its period's start) | `nearLimit` |
  * | `{<key>}:<name>` | one named limit of a plan (a rate or a calendar quota) of the subject `<key>`, one of the keys above | plans of several limits |
  * | `{<key>}:<name>@<address>` | a limit counted per client address (`per: 'address'`): one per application and address, IPv6 by `throttle.anonymous.ipv6Subnet` | plans of several limits |
  *
@@ -83,9 +83,9 @@ export function selfServiceRateKey(userId: string): string {
   return `self-service:${userId}`
 }
 
-/** `near-limit:<app token>:<percent>:<window>`: taken by the one instance that reports the application near that share of its limit in that window (`nearLimit`). */
-export function nearLimitRateKey(appToken: string, threshold: number, window: number): string {
-  return `near-limit:${appToken}:${Math.round(threshold * 100)}:${window}`
+/** `near-limit:<app token>:<limit>:<percent>:<window>`: taken by the one instance that reports the application near that share of that limit in that window (`nearLimit`). */
+export function nearLimitRateKey(appToken: string, limitName: string, threshold: number, window: number): string {
+  return `near-limit:${appToken}:${limitName}:${Math.round(threshold * 100)}:${window}`
 }
 
 /** A limit's name in a plan: lower-case letters, digits, `_` and `-`, 1 to 40 of them. */

@@ -18,6 +18,7 @@ import type { Emit } from '../events.js'
 import type { ResolvedLimit, ResolvedPlan } from '../config/plans.js'
 import { periodBounds, type PeriodBounds } from '../limits/calendar-period.js'
 import type { LimitRead, LimitResult, LimitStep } from '../limits/limit-steps.js'
+import type { DecisionLimit } from '../rules/decision.js'
 import { applicationRateKey, limitRateKey } from '../limits/rate-keys.js'
 import { addressKey, type ClientInfo } from '../http/proxy.js'
 import { MemoryStore } from '../store/memory/store.js'
@@ -208,7 +209,13 @@ export class PlanLimits {
     const limit = planned.limits[closest] as ResolvedLimit | undefined
     const result = results[closest] as LimitResult | undefined
     if (limit === undefined || result === undefined) return { info: { policy: 'application', limit: 0, windowMs: 0, remaining: 0, resetMs: 0, source: local ? 'local' : 'store' }, headers: {} }
-    const info: ThrottleInfo = { policy: 'application', limit: limit.limit, windowMs: windowMsOf(planned, closest), remaining: result.remaining, resetMs: result.resetMs, source: local ? 'local' : 'store' }
+    const limits: DecisionLimit[] = []
+    for (let i = 0; i < results.length; i++) {
+      if (planned.shadow[i] === true) continue
+      const step = planned.steps[i] as LimitStep
+      limits.push({ name: (planned.limits[i] as ResolvedLimit).name, limit: step.limit, remaining: (results[i] as LimitResult).remaining, windowMs: windowMsOf(planned, i), periodStart: step.kind === 'quota' ? step.periodStart : null })
+    }
+    const info: ThrottleInfo = { policy: 'application', limit: limit.limit, windowMs: windowMsOf(planned, closest), remaining: result.remaining, resetMs: result.resetMs, source: local ? 'local' : 'store', limits }
     if (local) return { info, headers: {} }
     const waitMs = result.remaining > 0 ? result.resetMs : result.retryAfterMs
     return { info, headers: { 'ratelimit-policy': this.#policyHeader(planned), ratelimit: `"${limit.name}";r=${result.remaining};t=${Math.ceil(waitMs / 1000)}` } }

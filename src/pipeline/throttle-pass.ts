@@ -4,6 +4,7 @@
  * both name it without importing each other.
  */
 import type { RateResult } from '../limits/gcra.js'
+import type { DecisionLimit } from '../rules/decision.js'
 
 /** The throttle's verdict on a request that passed, as `req.gate.throttle` shows it. */
 export interface ThrottleInfo {
@@ -24,6 +25,8 @@ export interface ThrottleInfo {
    * count when the lease was taken plus the units of the lease not spent yet.
    */
   readonly source: 'store' | 'local' | 'lease'
+  /** Under a plan, each of its enforced limits as the request left it (see `DecisionThrottle`). */
+  readonly limits?: readonly DecisionLimit[]
 }
 
 /** A rate step's result, marked when this process's fallback counted it instead of the store. */

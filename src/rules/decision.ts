@@ -19,9 +19,27 @@ export type DecisionPolicy = 'application' | 'anonymous'
 /** The throttle's verdict on a request let through, as a decision carries it. */
 export interface DecisionThrottle {
   readonly policy: 'application' | 'anonymous'
+  /** The limit closest to refusing (the one `RateLimit` names). */
   readonly limit: number
   readonly windowMs: number
   readonly remaining: number
+  /**
+   * Under a plan, each of its enforced limits as the request left it (what the near-limit
+   * alerts read, limit by limit); `undefined` for one limit of its own (named `app`).
+   */
+  readonly limits?: readonly DecisionLimit[]
+}
+
+/** One enforced limit of a plan, as a request it let through left it. */
+export interface DecisionLimit {
+  /** The limit's name in the plan. */
+  readonly name: string
+  readonly limit: number
+  readonly remaining: number
+  /** The rolling window in ms; for a quota, its current period's length. */
+  readonly windowMs: number
+  /** A quota's current period's start (epoch ms); `null` for a rolling window. */
+  readonly periodStart: number | null
 }
 
 /** One decided request. */

@@ -4,12 +4,15 @@
  */
 
 /**
- * An application crossed a share of its limit (`nearLimit.thresholds`: 80%, 90% and 100% by
- * default): told once per threshold per window, by one instance of all those sharing the
+ * An application crossed a share of one of its limits (`nearLimit.thresholds`: 80%, 90% and
+ * 100% by default; each limit and quota of its plan on its own): told once per limit and
+ * threshold per window, by one instance of all those sharing the
  * store, so an operator can warn its developer before the 429s start.
  */
 export interface NearLimitEvent {
   readonly appToken: string
+  /** The limit crossed: its name in the application's plan, or `app` for a limit of its own. */
+  readonly name: string
   /** The share of the limit crossed: 0.8 for 80%, 1 when the budget is used up. */
   readonly threshold: number
   /** The application's limit per window. */

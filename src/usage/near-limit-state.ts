@@ -9,12 +9,13 @@
  * every store, and the state is exact now: a budget that came back is no longer shown.
  * When the limit was reported near that threshold in the current window (its alert, once
  * across instances), when that was is read from the one unit the reporting instance took
- * of `near-limit:<app token>:<percent>:<window>`: a key of limit 1 for the window, taken
+ * of `near-limit:<app token>:<limit>:<percent>:<window>`: a key of limit 1 for the window, taken
  * at that moment, so its state tells when.
  * @see docs/guides/plans.md "What the owner sees"
  */
 import type { LimitRead, LimitResult } from '../limits/limit-steps.js'
 import { nearLimitRateKey } from '../limits/rate-keys.js'
+import { alertWindow } from './near-limit.js'
 import type { ApplicationRecord, RateStore } from '../store/store.js'
 
 /** One limit an application is near: what `gate.applications.nearLimit` gives. Times are epoch ms. */
@@ -34,10 +35,10 @@ export interface NearLimit {
   /** A shadow limit: it would refuse, but only counts (until its `enforceFrom`). */
   readonly shadow: boolean
   /**
-   * When the gate reported the application at this threshold in the current window (its
-   * `nearLimit` alert), or `null` when it has not: the limit reached it in an earlier
-   * window and no request has been counted since, or another of the plan's limits, closer
-   * to refusing, was the one reported.
+   * When the gate reported the application at this threshold of this limit in the current
+   * window (its `nearLimit` alert), or `null` when it has not: the limit reached it in an
+   * earlier window and no request has been counted since, or it is a shadow limit (never
+   * reported).
    */
   readonly since: number | null
 }
@@ -82,7 +83,7 @@ export class NearLimitReader {
       near.push({ name, threshold, limit: step.limit, remaining, windowMs, period: quota ? { start: step.periodStart, end: step.periodEnd } : null, shadow })
     }
     near.sort((a, b) => (b.limit - b.remaining) / b.limit - (a.limit - a.remaining) / a.limit)
-    return Promise.all(near.map(async (limit) => ({ ...limit, since: await this.#reported(application.appToken, limit.threshold, limit.windowMs, now) })))
+    return Promise.all(near.map(async (limit) => ({ ...limit, since: limit.shadow ? null : await this.#reported(application.appToken, limit, now) })))
   }
 
   /** The highest threshold `used` of `limit` has reached, as the alerts count it; `undefined` below the lowest. */
@@ -105,9 +106,9 @@ export class NearLimitReader {
   }
 
   /** When the alert of `threshold` in the current window was taken, or `null`: the claim key read without taking it. */
-  async #reported(appToken: string, threshold: number, windowMs: number, now: number): Promise<number | null> {
-    const window = Math.floor(now / windowMs)
-    const claim = await this.#rates.consumeRate(nearLimitRateKey(appToken, threshold, window), 1, windowMs, 0)
+  async #reported(appToken: string, { name, threshold, windowMs, period }: Omit<NearLimit, 'since'>, now: number): Promise<number | null> {
+    const window = alertWindow(windowMs, period === null ? null : period.start, now)
+    const claim = await this.#rates.consumeRate(nearLimitRateKey(appToken, name, threshold, window), 1, windowMs, 0)
     // Taken: the key's one unit comes back a window after it was taken.
     return claim.remaining === 0 ? now + claim.resetMs - windowMs : null
   }

@@ -1,25 +1,25 @@
 /**
- * Near-limit alerts: when an application's requests cross a share of its limit (80%, 90%
- * and 100% by default), the gate says so once per threshold per window, across all its
- * instances: the `nearLimit` event, the `open_data_gate.near_limit` counter, and, when the
+ * Near-limit alerts: when an application's requests cross a share of any of its limits (80%,
+ * 90% and 100% by default; each limit and quota of its plan on its own), the gate says so
+ * once per limit and threshold per window, across all its instances: the `nearLimit` event, the `open_data_gate.near_limit` counter, and, when the
  * operator configured one, a signed webhook (./webhook.ts).
  *
  * Which instance reports is decided by the rate store: the first to take the one unit of
- * `near-limit:<app token>:<percent>:<window>` (a GCRA key of limit 1 for the window) reports;
+ * `near-limit:<app token>:<limit>:<percent>:<window>` (a GCRA key of limit 1 for the window) reports;
  * the others are refused and stay quiet. Each process also remembers what it reported, so a
  * busy application costs the store one call per threshold per window per process, not one
  * per request. While the store fails, a process reports on its own count (an alert twice is
  * better than none at 100%).
  *
- * A window is the limit's `windowMs`, counted from the epoch: an application that stays
- * near its limit is told again in the next window.
+ * A window is the limit's `windowMs`, counted from the epoch, or a quota's period: an
+ * application that stays near its limit is told again in the next window ({@link alertWindow}).
  * @see docs/guides/usage.md "Near-limit alerts"
  */
 import type { Emit } from '../events.js'
 import type { NearLimitEvent } from './events.js'
 import type { GateLog } from '../log/logger.js'
 import { nearLimitRateKey } from '../limits/rate-keys.js'
-import type { DecisionThrottle } from '../rules/decision.js'
+import type { DecisionLimit, DecisionThrottle } from '../rules/decision.js'
 import type { RateStore } from '../store/store.js'
 import { isPromiseLike } from '../util/awaitable.js'
 import { optionsObject } from '../util/validate.js'
@@ -59,6 +59,14 @@ export function resolveNearLimit(input: NearLimitOptions | false | undefined): R
   return { thresholds: sorted, webhook: options.webhook === undefined ? null : resolveWebhook('nearLimit.webhook', options.webhook) }
 }
 
+/**
+ * Which window an alert is told once in: a rolling limit's `windowMs` counted from the
+ * epoch; a quota's period, by its start. The owner's view reads the same key.
+ */
+export function alertWindow(windowMs: number, periodStart: number | null, now: number): number {
+  return periodStart ?? Math.floor(now / windowMs)
+}
+
 /** Reports applications near their limits. */
 export class NearLimitAlerts {
   readonly #thresholds: readonly number[]
@@ -67,7 +75,7 @@ export class NearLimitAlerts {
   readonly #claims: Pick<RateStore, 'consumeRate'>
   readonly #emit: Emit
   readonly #webhook: WebhookSender | null
-  /** The window each (application, threshold) was last reported in, by this process. */
+  /** The window each (application, limit, threshold) was last reported in, by this process. */
   readonly #reported = new Map<string, number>()
 
   /** @param claims the guarded rate store, which decides which instance reports */
@@ -81,17 +89,27 @@ export class NearLimitAlerts {
 
   /** A request let through against `appToken`'s budget, with the throttle's verdict. */
   seen(appToken: string, throttle: DecisionThrottle, requestId: string | undefined): void {
-    const limit = throttle.limit
-    const used = limit - throttle.remaining
+    const limits = throttle.limits
+    if (limits !== undefined) {
+      for (const limit of limits) this.#seenLimit(appToken, limit, requestId)
+      return
+    }
+    // One limit of its own: the cheap comparison first, the limit's record only past it.
+    if (throttle.limit - throttle.remaining < throttle.limit * this.#lowest) return
+    this.#seenLimit(appToken, { name: 'app', limit: throttle.limit, remaining: throttle.remaining, windowMs: throttle.windowMs, periodStart: null }, requestId)
+  }
+
+  #seenLimit(appToken: string, { name, limit, remaining, windowMs, periodStart }: DecisionLimit, requestId: string | undefined): void {
+    const used = limit - remaining
     if (used < limit * this.#lowest) return
-    const window = Math.floor(Date.now() / throttle.windowMs)
+    const window = alertWindow(windowMs, periodStart, Date.now())
     for (const threshold of this.#thresholds) {
       if (used < limit * threshold) break
-      const key = `${appToken}\u0000${threshold}`
+      const key = `${appToken}\u0000${name}\u0000${threshold}`
       if (this.#reported.get(key) === window) continue
       if (this.#reported.size >= MAX_REMEMBERED) this.#reported.clear()
       this.#reported.set(key, window)
-      this.#claim({ appToken, threshold, limit, remaining: throttle.remaining, windowMs: throttle.windowMs, requestId }, window)
+      this.#claim({ appToken, name, threshold, limit, remaining, windowMs, requestId }, window)
     }
   }
 
@@ -99,7 +117,7 @@ export class NearLimitAlerts {
   #claim(alert: NearLimitEvent, window: number): void {
     let claimed: ReturnType<RateStore['consumeRate']>
     try {
-      claimed = this.#claims.consumeRate(nearLimitRateKey(alert.appToken, alert.threshold, window), 1, alert.windowMs, 1)
+      claimed = this.#claims.consumeRate(nearLimitRateKey(alert.appToken, alert.name, alert.threshold, window), 1, alert.windowMs, 1)
     } catch {
       this.#report(alert)
       return
