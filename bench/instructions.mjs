@@ -2,7 +2,8 @@
 // neighbour on the machine can disturb, for the costs of a few hundred nanoseconds that the
 // req/s of bench/run.mjs (10-15% noise on a 2-core machine) cannot show.
 //
-//   npm run build && node bench/instructions.mjs node-bare node-gate hono-gate
+//   npm run build && INSTR_NODE_FLAGS='--predictable --hash-seed=1 --random-seed=1' \
+//     node bench/instructions.mjs node-bare node-gate hono-gate
 //   INSTR_N=4000 INSTR_WARMUP=6000 INSTR_CONNECTIONS=10 node bench/instructions.mjs node-gate
 //   node bench/instructions.mjs --dir ../other-checkout node-gate    # another build's bench/
 //
@@ -15,6 +16,13 @@
 // valgrind the server is some 50 times slower than the client: every connection's next
 // request is waiting whenever it reads, so the counts compare the servers' work per
 // request at a steady load, not the batching a real load would give them.
+//
+// INSTR_NODE_FLAGS are given to the server's node. With V8's --predictable (no concurrent
+// compiling or marking) and fixed seeds, a variant's count repeats within 0.2% from one
+// process to the next (node-bare: 156,226, 156,027, 156,187); without, it moved by 10%.
+// Between variants, though, a different shape of code can still move the JIT's and the
+// garbage collector's work by several thousand instructions: compare differences of tens
+// of thousands, or the same variant on two builds.
 import { spawn, spawnSync } from 'node:child_process'
 import { readFile, rm } from 'node:fs/promises'
 import http from 'node:http'
@@ -69,7 +77,16 @@ async function send(port, urlPath, headers, n) {
   const worker = async () => {
     while (next < n) {
       next++
-      await one()
+      // A keep-alive connection the server closed as the request left (its timeout, on a
+      // server this slow) resets: sent again on a new one, the server having done nothing.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await one()
+          break
+        } catch (error) {
+          if (attempt === 3 || error?.code !== 'ECONNRESET') throw error
+        }
+      }
     }
   }
   await Promise.all(Array.from({ length: CONNECTIONS }, worker))
