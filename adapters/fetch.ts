@@ -162,7 +162,7 @@ export function runFetchGate(gate: Gate, request: Request, client: FetchClient):
     if (peer === undefined) throw new TypeError(`open-data-gate: the client address of ${request.method} ${originForm(request.url)} is unknown, and the gate will not guess it (clientAddress gave ${String(address)})`)
     if (typeof client.https !== 'boolean') throw new TypeError(NO_HTTPS)
   }
-  const outcome = gate.handle(new FetchGateRequest(request, peer, client.https === true))
+  const outcome = gate.handle(new FetchGateRequest(request, peer, client.https === true, (client as { [NODE_INCOMING]?: NodeIncomingLike })[NODE_INCOMING]))
   return isPromiseLike(outcome) ? Promise.resolve(outcome).then(toFetchOutcome) : toFetchOutcome(outcome)
 }
 
@@ -220,25 +220,49 @@ export function toResponse(response: GateResponse): Response {
   return new Response(response.body === '' ? null : response.body, { status: response.status, headers })
 }
 
+/**
+ * Where the Hono adapter puts, on a {@link FetchClient}, the Node request a `Request` of
+ * `@hono/node-server` was made from (`c.env.incoming`): its headers are parsed already, and
+ * reading them there spares copying every header out of the `Request` (which makes that
+ * server build a `Headers` it otherwise never needs). A registered symbol, the same in
+ * adapters/hono.ts, so that it is no export of the package.
+ */
+const NODE_INCOMING: unique symbol = Symbol.for('open-data-gate.fetch.nodeIncoming') as never
+
+/** What of a Node `IncomingMessage` the translation reads (no Node types here). */
+interface NodeIncomingLike {
+  readonly headers: Readonly<Record<string, HeaderValue>>
+  readonly rawHeaders: readonly string[]
+}
+
 /** A `Request` as the core's plain object. A class: `readBody` is a method, not a closure made per request. */
 class FetchGateRequest implements GateRequest {
   readonly method: string
   readonly url: string
   readonly headers: Readonly<Record<string, HeaderValue>>
+  readonly authorization: readonly string[] | undefined
   readonly peerAddress: string | undefined
   readonly tls: boolean
   readonly #request: Request
 
-  constructor(request: Request, peerAddress: string | undefined, tls: boolean) {
+  constructor(request: Request, peerAddress: string | undefined, tls: boolean, incoming: NodeIncomingLike | undefined) {
     this.method = request.method
     this.url = originForm(request.url)
-    // Fetch joins repeated headers with ", ", Authorization included: the core then sees
-    // two sets of credentials as one malformed header, and refuses them as it would two.
-    const headers: Record<string, string> = Object.create(null) as Record<string, string>
-    request.headers.forEach((value, name) => {
-      headers[name] = value
-    })
-    this.headers = headers
+    if (incoming !== undefined) {
+      // As the node:http adapter reads them: Node keeps only the first Authorization
+      // header in `headers`, and the gate must see them all.
+      this.headers = incoming.headers
+      this.authorization = incoming.headers.authorization === undefined ? undefined : authorizationHeaders(incoming.rawHeaders)
+    } else {
+      // Fetch joins repeated headers with ", ", Authorization included: the core then sees
+      // two sets of credentials as one malformed header, and refuses them as it would two.
+      const headers: Record<string, string> = Object.create(null) as Record<string, string>
+      request.headers.forEach((value, name) => {
+        headers[name] = value
+      })
+      this.headers = headers
+      this.authorization = undefined
+    }
     this.peerAddress = peerAddress
     this.tls = tls
     this.#request = request
@@ -247,6 +271,16 @@ class FetchGateRequest implements GateRequest {
   readBody(limit: number, signal?: AbortSignal): Promise<RequestBody> {
     return readBody(this.#request, limit, signal)
   }
+}
+
+/** Every Authorization header line, from a Node request's raw list. */
+function authorizationHeaders(raw: readonly string[]): string[] {
+  const found: string[] = []
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string
+    if (name.length === 13 && name.toLowerCase() === 'authorization') found.push(raw[i + 1] as string)
+  }
+  return found
 }
 
 /** `https://host/path?query` → `/path?query`: the origin-form target the core reads. */

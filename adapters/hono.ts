@@ -51,11 +51,14 @@ export function honoGate(gate: Gate, options?: HonoGateOptions): MiddlewareHandl
   const client = fetchClient(gate, options)
   return async (c, next) => {
     const request = c.req.raw
+    const node = nodeBindings(c.env)
     let outcome
     try {
+      const facts = client(request, c)
+      if (node !== undefined) (facts as { [NODE_INCOMING]?: unknown })[NODE_INCOMING] = node.incoming
       // Awaited only when the gate answers asynchronously: a sync answer (the in-memory
       // store) goes on without a turn of the microtask queue.
-      const result = runFetchGate(gate, request, client(request, c))
+      const result = runFetchGate(gate, request, facts)
       outcome = isPromiseLike(result) ? await result : result
     } catch (error) {
       // The gate's own failures are answered by the gate, as in every adapter, not by Hono.
@@ -65,10 +68,39 @@ export function honoGate(gate: Gate, options?: HonoGateOptions): MiddlewareHandl
     c.set('gate', outcome.context)
     await next()
     if (gate.usage.counting) gate.usage.responded(outcome.context, c.res.status)
-    const response = withGateHeaders(c.res, outcome.headers)
+    const headers = outcome.headers
+    if (node !== undefined) {
+      // On @hono/node-server, on the Node response it is about to write: its writeHead puts
+      // the Response's own headers over them, so a header of the same name the app set
+      // wins, as withGateHeaders has it, and the Response's headers are never copied into
+      // a `Headers` of their own (which costs more than the rest of the gate). Already
+      // sent (the app wrote to the Node response itself): nothing to add, as below.
+      if (!node.outgoing.headersSent) for (const name in headers) node.outgoing.setHeader(name, headers[name] as string)
+      return undefined
+    }
+    const response = withGateHeaders(c.res, headers)
     if (response !== c.res) c.res = response
     return undefined
   }
+}
+
+/** The registered symbol adapters/fetch.ts reads a client's Node request under. */
+const NODE_INCOMING = Symbol.for('open-data-gate.fetch.nodeIncoming')
+
+/** What of @hono/node-server's bindings (`c.env.incoming`, `c.env.outgoing`) the adapter uses; no Node types here. */
+interface NodeBindings {
+  readonly incoming: { readonly headers: object; readonly rawHeaders: readonly string[] }
+  readonly outgoing: { readonly headersSent: boolean; setHeader(name: string, value: string): unknown }
+}
+
+/** @hono/node-server's Node request and response, when the app runs on it over HTTP/1; `undefined` on any other runtime. */
+function nodeBindings(env: unknown): NodeBindings | undefined {
+  if (typeof env !== 'object' || env === null) return undefined
+  const { incoming, outgoing } = env as Partial<Record<'incoming' | 'outgoing', Record<string, unknown> | null | undefined>>
+  // HTTP/1 only: an HTTP/2 request's headers hold its pseudo-headers (`:path`), which the Fetch translation leaves out.
+  if (typeof incoming !== 'object' || incoming === null || incoming.httpVersionMajor !== 1 || typeof incoming.headers !== 'object' || !Array.isArray(incoming.rawHeaders)) return undefined
+  if (typeof outgoing !== 'object' || outgoing === null || typeof outgoing.setHeader !== 'function' || typeof outgoing.headersSent !== 'boolean') return undefined
+  return env as NodeBindings
 }
 
 /**

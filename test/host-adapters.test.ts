@@ -4,8 +4,11 @@
  * client's address comes from on a host that has no socket, and how the gate's headers and
  * answers meet the host's own response machinery.
  */
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
 import { Hono } from 'hono'
+import { getRequestListener } from '@hono/node-server'
 import { describe, expect, it } from 'vitest'
 import { fastifyGate, fastifyGuard } from '../adapters/fastify.js'
 import { fetchGate, runFetchGate, withGateHeaders } from '../adapters/fetch.js'
@@ -155,6 +158,55 @@ describe('Hono adapter', () => {
     expect(moved.headers.get('ratelimit')).toMatch(/^"app";r=3/)
     const refused = await hono.request('https://data.example.org/resource/x', { headers: { 'x-app-token': 'not-registered' } })
     expect(refused.status).toBe(403)
+  })
+})
+
+describe('Hono adapter on @hono/node-server', () => {
+  /** One request to a Hono app served by @hono/node-server on a real socket; raw header lines, so two of a name can be sent. */
+  async function served(hono: Hono, rawHeaders: string[]): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+    const listener = getRequestListener(hono.fetch)
+    const server = http.createServer((req, res) => void listener(req, res))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    try {
+      const { port } = server.address() as AddressInfo
+      return await new Promise((resolve, reject) => {
+        const req = http.request({ host: '127.0.0.1', port, path: '/resource/x', headers: ['Host', `127.0.0.1:${port}`, ...rawHeaders], agent: false }, (res) => {
+          let body = ''
+          res.setEncoding('utf8')
+          res.on('data', (chunk: string) => (body += chunk))
+          res.on('end', () => resolve({ status: res.statusCode as number, headers: res.headers, body }))
+        })
+        req.on('error', reject)
+        req.end()
+      })
+    } finally {
+      await new Promise((resolve) => server.close(resolve))
+    }
+  }
+
+  it('reads the Node request’s headers and writes the gate’s on the Node response, under the app-s own of the same name', async () => {
+    const { gate, app } = await gateWithApp()
+    const hono = new Hono()
+    hono.use(honoGate(gate, { clientAddress: () => '203.0.113.9', https: true }))
+    hono.get('/resource/:id', (c) => c.json({ app: c.get('gate').application?.name ?? null, user: c.get('gate').user?.username ?? null }))
+    const res = await served(hono, ['X-App-Token', app.appToken])
+    expect(res.status).toBe(200)
+    expect(JSON.parse(res.body)).toEqual({ app: 'Transit dashboard', user: null })
+    expect(res.headers.ratelimit).toMatch(/^"app";r=4/)
+    expect(res.headers['ratelimit-policy']).toBe('"app";q=5;w=60')
+    expect(res.headers['x-request-id']).toMatch(/^[\w-]+-\w+$/)
+    expect(res.headers['content-type']).toBe('application/json')
+
+    const own = new Hono()
+    own.use(honoGate(gate, { clientAddress: () => '203.0.113.9', https: true }))
+    own.get('/resource/:id', (c) => c.json({ ok: true }, 200, { RateLimit: 'the app-s own' }))
+    const ownRes = await served(own, ['X-App-Token', app.appToken])
+    expect(ownRes.headers.ratelimit).toBe('the app-s own')
+    expect(ownRes.headers['ratelimit-policy']).toBe('"app";q=5;w=60')
+
+    // Two Authorization headers are two sets of credentials, seen as the node:http adapter sees them.
+    const twice = await served(hono, ['X-App-Token', app.appToken, 'Authorization', 'Basic YWRhOnBhc3N3b3Jk', 'Authorization', 'Basic Ym9iOnBhc3N3b3Jk'])
+    expect(twice.status).toBe(400)
   })
 })
 
