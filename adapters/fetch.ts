@@ -34,7 +34,7 @@
  * @see docs/guides/hosts.md for Bun, Deno, Node, Next.js and proxies
  * @module open-data-gate/fetch
  */
-import { assertGate, type Gate, type GateContext, type GateOutcome, type GateRequest, type GateResponse, type GuardRule, type HeaderValue, type RequestBody } from '../src/index.js'
+import { assertGate, authorizationLines, type Gate, type GateContext, type GateOutcome, type GateRequest, type GateResponse, type GuardRule, type HeaderValue, type RequestBody } from '../src/index.js'
 
 /** Your handler, called for every request the gate lets through, with what the gate found. */
 export type FetchGatedHandler<Host = unknown> = (request: Request, gate: GateContext, host: Host) => Response | PromiseLike<Response>
@@ -252,7 +252,7 @@ class FetchGateRequest implements GateRequest {
       // As the node:http adapter reads them: Node keeps only the first Authorization
       // header in `headers`, and the gate must see them all.
       this.headers = incoming.headers
-      this.authorization = incoming.headers.authorization === undefined ? undefined : authorizationHeaders(incoming.rawHeaders)
+      this.authorization = incoming.headers.authorization === undefined ? undefined : authorizationLines(incoming.rawHeaders)
     } else {
       // Fetch joins repeated headers with ", ", Authorization included: the core then sees
       // two sets of credentials as one malformed header, and refuses them as it would two.
@@ -271,16 +271,6 @@ class FetchGateRequest implements GateRequest {
   readBody(limit: number, signal?: AbortSignal): Promise<RequestBody> {
     return readBody(this.#request, limit, signal)
   }
-}
-
-/** Every Authorization header line, from a Node request's raw list. */
-function authorizationHeaders(raw: readonly string[]): string[] {
-  const found: string[] = []
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string
-    if (name.length === 13 && name.toLowerCase() === 'authorization') found.push(raw[i + 1] as string)
-  }
-  return found
 }
 
 /** `https://host/path?query` → `/path?query`: the origin-form target the core reads. */

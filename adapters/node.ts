@@ -17,7 +17,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { TLSSocket } from 'node:tls'
-import { assertGate } from '../src/index.js'
+import { assertGate, authorizationLines } from '../src/index.js'
 import type { Gate, GateContext, GateOutcome, GateRequest, GateResponse, GuardRule, RequestBody } from '../src/index.js'
 
 /** A request the gate let through: `req.gate` tells what it found. */
@@ -141,7 +141,7 @@ class NodeGateRequest implements GateRequest {
     this.url = req.url ?? '/'
     this.headers = req.headers
     // Node keeps only the first Authorization header in `headers`; the gate must see them all.
-    this.authorization = req.headers.authorization === undefined ? undefined : authorizationHeaders(req.rawHeaders)
+    this.authorization = req.headers.authorization === undefined ? undefined : authorizationLines(req.rawHeaders)
     this.peerAddress = req.socket.remoteAddress
     this.tls = (req.socket as Partial<TLSSocket>).encrypted === true
     this.#req = req
@@ -155,16 +155,6 @@ class NodeGateRequest implements GateRequest {
   parsedBody(): unknown {
     return typeof this.#parsedBody === 'function' ? (this.#parsedBody as () => unknown)() : this.#parsedBody
   }
-}
-
-/** Every Authorization header line, from the raw list (cheaper than `headersDistinct`, which copies them all). */
-function authorizationHeaders(raw: readonly string[]): string[] {
-  const found: string[] = []
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string
-    if (name.length === 13 && name.toLowerCase() === 'authorization') found.push(raw[i + 1] as string)
-  }
-  return found
 }
 
 /** Writes a gate response, unless the response is already under way. */

@@ -76,3 +76,17 @@ export function pathOf(url: string): string {
 export function encodeUnprintable(text: string): string {
   return text.replace(/[^\x21-\x7e]/gu, (c) => (c.length === 1 && c >= '\ud800' && c <= '\udfff' ? '%EF%BF%BD' : encodeURIComponent(c)))
 }
+
+/**
+ * Every `Authorization` header line of a raw header list (Node's `rawHeaders`: name,
+ * value, name, value, …), in order: what {@link GateRequest.authorization} holds. Cheaper
+ * than Node's `headersDistinct`, which copies every header.
+ */
+export function authorizationLines(rawHeaders: readonly string[]): string[] {
+  const found: string[] = []
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] as string
+    if (name.length === 13 && name.toLowerCase() === 'authorization') found.push(rawHeaders[i + 1] as string)
+  }
+  return found
+}

@@ -16,7 +16,8 @@
  */
 import type { RequestState } from '../request-state.js'
 import type { Step } from '../run-steps.js'
-import type { Throttle, ThrottlePass } from '../throttle.js'
+import type { Throttle } from '../throttle.js'
+import { passed } from './throttle.js'
 import type { TokenBudgets } from './token-budget.js'
 import type { Leases, LeasedRate } from '../leases.js'
 import type { Awaitable } from '../../store/store.js'
@@ -58,15 +59,4 @@ export function leaseStep(throttle: Throttle, leases: Leases, tokens: TokenBudge
     if (!isPromiseLike(read)) return decide(state)
     return Promise.resolve(read).then(() => decide(state))
   }
-}
-
-function passed(state: RequestState, pass: Awaitable<ThrottlePass | null>): Awaitable<undefined> {
-  if (!isPromiseLike(pass)) {
-    state.pass = pass
-    return undefined
-  }
-  return Promise.resolve(pass).then((settled) => {
-    state.pass = settled
-    return undefined
-  })
 }

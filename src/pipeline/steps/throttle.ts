@@ -46,18 +46,6 @@ export function throttleStep(throttle: Throttle, lookupRequest: LookupRequest, a
     return passed(state, throttle.check(state.application, state.client, state))
   }
 
-  /** Keeps the throttle's verdict on the state; a promise only when the verdict is one. */
-  const passed = (state: RequestState, pass: Awaitable<ThrottlePass | null>): Awaitable<undefined> => {
-    if (!isPromiseLike(pass)) {
-      state.pass = pass
-      return undefined
-    }
-    return Promise.resolve(pass).then((settled) => {
-      state.pass = settled
-      return undefined
-    })
-  }
-
   /** The records the credential needs beside the step, or `undefined`: none to read ahead. */
   const credentialOf = (state: RequestState): CredentialLookup | undefined => {
     const credentials = state.credentials
@@ -148,4 +136,16 @@ function limitsOf(plan: ThrottlePlan): readonly LimitStep[] {
 function after<S>(first: Awaitable<undefined>, next: () => S): S | Promise<Awaited<S>> {
   if (!isPromiseLike(first)) return next()
   return Promise.resolve(first).then(next) as Promise<Awaited<S>>
+}
+
+/** Keeps the throttle's verdict on the state; a promise only when the verdict is one (the lease step's too). */
+export function passed(state: RequestState, pass: Awaitable<ThrottlePass | null>): Awaitable<undefined> {
+  if (!isPromiseLike(pass)) {
+    state.pass = pass
+    return undefined
+  }
+  return Promise.resolve(pass).then((settled) => {
+    state.pass = settled
+    return undefined
+  })
 }
