@@ -34,6 +34,16 @@ describe.skipIf(!available)('PostgresStore', () => {
     await dropSchema(schema)
   })
 
+  /** The schema `q` (quoted) exactly as a release with migrations 1 to `version` left it. */
+  async function schemaAtVersion(q: string, version: number): Promise<void> {
+    const { MIGRATIONS } = await import('../src/store/postgres/migrations/index.js')
+    await pool.query(`CREATE SCHEMA ${q}; CREATE TABLE ${q}.schema_version (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
+    for (const m of MIGRATIONS.slice(0, version)) {
+      await pool.query(m.sql(q))
+      await pool.query(`INSERT INTO ${q}.schema_version (version, description) VALUES ($1, 'old')`, [m.version])
+    }
+  }
+
   // The conformance kit, on the shared pool (never ended by the store) in this run's schema.
   describeStore('PostgresStore', () => new PostgresStore({ pool, schema, sweepIntervalMs: 0 }), {
     describe,
@@ -87,10 +97,7 @@ describe.skipIf(!available)('PostgresStore', () => {
       const q = pg.escapeIdentifier(old)
       try {
         // Version 1 exactly as a release with only migration 1 left it.
-        const { MIGRATIONS } = await import('../src/store/postgres/migrations/index.js')
-        await pool.query(`CREATE SCHEMA ${q}; CREATE TABLE ${q}.schema_version (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
-        await pool.query((MIGRATIONS[0] as { sql: (s: string) => string }).sql(q))
-        await pool.query(`INSERT INTO ${q}.schema_version (version, description) VALUES (1, 'v1')`)
+        await schemaAtVersion(q, 1)
         await pool.query(`INSERT INTO ${q}.sessions VALUES ('s1', 'u1', 'stamp', 1, ${Date.now() + 60_000})`)
         const store = new PostgresStore({ pool, schema: old, sweepIntervalMs: 0 })
         expect(await store.migrate()).toEqual({ from: 1, to: 10, applied: [2, 3, 4, 5, 6, 7, 8, 9, 10] })
@@ -108,12 +115,7 @@ describe.skipIf(!available)('PostgresStore', () => {
       const q = pg.escapeIdentifier(old)
       try {
         // Version 3 exactly as a release with migrations 1 to 3 left it, with two users of that time.
-        const { MIGRATIONS } = await import('../src/store/postgres/migrations/index.js')
-        await pool.query(`CREATE SCHEMA ${q}; CREATE TABLE ${q}.schema_version (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
-        for (const m of MIGRATIONS.slice(0, 3)) {
-          await pool.query(m.sql(q))
-          await pool.query(`INSERT INTO ${q}.schema_version (version, description) VALUES ($1, 'old')`, [m.version])
-        }
+        await schemaAtVersion(q, 3)
         const scrypt = { logN: 10, blockSize: 8, parallelization: 1 }
         const hash = await hashPassword('correct horse battery', scrypt)
         for (const [id, username] of [['aaaa-0001', 'ada'], ['aaaa-0002', 'ada\u200b']]) {
@@ -143,12 +145,7 @@ describe.skipIf(!available)('PostgresStore', () => {
       const old = freshSchema('v6')
       const q = pg.escapeIdentifier(old)
       try {
-        const { MIGRATIONS } = await import('../src/store/postgres/migrations/index.js')
-        await pool.query(`CREATE SCHEMA ${q}; CREATE TABLE ${q}.schema_version (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
-        for (const m of MIGRATIONS.slice(0, 6)) {
-          await pool.query(m.sql(q))
-          await pool.query(`INSERT INTO ${q}.schema_version (version, description) VALUES ($1, 'old')`, [m.version])
-        }
+        await schemaAtVersion(q, 6)
         await pool.query(`INSERT INTO ${q}.applications (app_token, name, secret_hash, created_at, updated_at) VALUES ('old-app', 'Old', 'h', 1, 1)`)
         const store = new PostgresStore({ pool, schema: old, sweepIntervalMs: 0 })
         expect(await store.migrate()).toEqual({ from: 6, to: 10, applied: [7, 8, 9, 10] })
@@ -167,12 +164,7 @@ describe.skipIf(!available)('PostgresStore', () => {
       const old = freshSchema('v7')
       const q = pg.escapeIdentifier(old)
       try {
-        const { MIGRATIONS } = await import('../src/store/postgres/migrations/index.js')
-        await pool.query(`CREATE SCHEMA ${q}; CREATE TABLE ${q}.schema_version (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
-        for (const m of MIGRATIONS.slice(0, 7)) {
-          await pool.query(m.sql(q))
-          await pool.query(`INSERT INTO ${q}.schema_version (version, description) VALUES ($1, 'old')`, [m.version])
-        }
+        await schemaAtVersion(q, 7)
         await pool.query(`INSERT INTO ${q}.applications (app_token, name, secret_hash, rate_limit, created_at, updated_at) VALUES ('old-app', 'Old', 'h', 40, 1, 1)`)
         const store = new PostgresStore({ pool, schema: old, sweepIntervalMs: 0 })
         expect(await store.migrate()).toEqual({ from: 7, to: 10, applied: [8, 9, 10] })
