@@ -22,6 +22,18 @@ describe('GCRA', () => {
     }
   })
 
+  it('allows a fresh key its one request in a three-century window at any microsecond (arrival times past 2^53)', () => {
+    // 10^13 ms: now + interval is rounded to an even µs, so taking the window back off must
+    // not put the first request's earliest time a µs after now, on one instant in two.
+    const windowMs = 10_000_000_000_000
+    for (let nowUs = 1_780_000_000_000_000; nowUs < 1_780_000_000_000_008; nowUs++) {
+      const first = gcraStep(undefined, nowUs, 1, windowMs)
+      expect(first).toMatchObject({ allowed: true, remaining: 0 })
+      expect(gcraStep(first.tat, nowUs, 1, windowMs).allowed).toBe(false)
+      expect(gcraStep(undefined, nowUs, 3, windowMs)).toMatchObject({ allowed: true, remaining: 2 })
+    }
+  })
+
   it('counts remaining down from limit - 1', () => {
     expect(burst(4, 4, 1000).out.map((s) => s.remaining)).toEqual([3, 2, 1, 0])
   })

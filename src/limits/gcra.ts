@@ -51,10 +51,13 @@ export function emissionInterval(limit: number, windowMs: number): number {
  */
 export function gcraStep(storedTat: number | undefined, nowUs: number, limit: number, windowMs: number, cost = 1): GcraOutcome {
   const interval = emissionInterval(limit, windowMs)
-  const tolerance = interval * limit
   const tat = storedTat === undefined || storedTat < nowUs ? nowUs : storedTat
   const newTat = tat + cost * interval
-  const allowAt = newTat - tolerance
+  // Not `newTat - limit * interval`: past 2^53 µs (a window of centuries) newTat is rounded,
+  // and taking the tolerance back off could land a µs after `tat`, refusing a fresh key.
+  // `(cost - limit) * interval` is never positive when cost ≤ limit, and rounding keeps
+  // order, so a fresh key's allowAt is never later than now.
+  const allowAt = tat + (cost - limit) * interval
   if (nowUs < allowAt) {
     return {
       allowed: false,

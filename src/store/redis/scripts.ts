@@ -51,7 +51,7 @@ local function gcra(stored, limitArg, windowArg, costArg)
     if s and s > now then tat = s end
   end
   local newTat = tat + cost * interval
-  local allowAt = newTat - interval * limit
+  local allowAt = tat + (cost - limit) * interval
   if now < allowAt then return 0, 0, ms(tat - now), ms(allowAt - now) end
   local remaining = math.floor((now - allowAt) / interval)
   local retry = 0
