@@ -25,7 +25,7 @@ import { Redis } from 'ioredis'
 import { MemoryStore, limitRateKey, type LimitStep } from '../src/index.js'
 import { RedisStore } from '../src/store/redis/store.js'
 import { OwnRedisServer } from '../test/redis/servers.js'
-import { user } from '../src/testing/fixtures.js'
+import { accessToken, apiKey, user } from '../src/testing/fixtures.js'
 
 const CALLS = 20_000
 const APPS = 500
@@ -95,6 +95,10 @@ const store = new RedisStore({ url: server.url, prefix: 'bench:', ...(CALLGRIND 
 const admin = new Redis(server.url)
 try {
   await store.insertUser(user('bench-user'))
+  const tokenHash = 'e'.repeat(64)
+  await store.insertAccessToken(accessToken(tokenHash, { userId: 'bench-user', appToken: 'bench-app', expiresAt: Date.now() + 24 * HOUR }))
+  await store.insertApiKey(apiKey('benchkey00000000000000000', 'bench-user'))
+  const token = () => ({ kind: 'accessToken' as const, tokenHash, now: Date.now() })
   const start = Date.now() - HOUR
   const plan = (i: number): LimitStep[] => [
     { kind: 'rate', key: limitRateKey(`app:a${i}`, 'minute'), limit: 1e9, windowMs: 60_000, cost: 1 },
@@ -107,10 +111,15 @@ try {
     ['consumeLimits, 3 limits', (i) => store.consumeLimits(plan(i))],
     ['lookupRequest (user), 1 rate step', (i) => store.lookupRequest!({ credential: { kind: 'user', userId: 'bench-user' }, budget: 'fixed', rate: { key: `app:a${i}`, limit: 1e9, windowMs: 60_000, cost: 1 } })],
     ['lookupRequest (user), 3 limits', (i) => store.lookupRequest!({ credential: { kind: 'user', userId: 'bench-user' }, budget: 'fixed', limits: plan(i) })],
+    ['lookupRequest (token), 1 rate step', (i) => store.lookupRequest!({ credential: token(), budget: 'fixed', rate: { key: `app:a${i}`, limit: 1e9, windowMs: 60_000, cost: 1 } })],
+    ['lookupRequest (token), 3 limits', (i) => store.lookupRequest!({ credential: token(), budget: 'fixed', limits: plan(i) })],
+    ['lookupRequest (API key), 1 rate step', (i) => store.lookupRequest!({ credential: { kind: 'apiKey', keyId: 'benchkey00000000000000000' }, budget: 'fixed', rate: { key: `app:a${i}`, limit: 1e9, windowMs: 60_000, cost: 1 } })],
   ]
   const rows: Array<[string, number, number]> = []
   for (const [name, call] of cases) {
     for (let i = 0; i < APPS; i++) await call(i) // every key made, the script cached
+    const sample = (await call(0)) as { user?: unknown; stepped?: unknown }
+    if (name.startsWith('lookup') && (sample.stepped !== 'rate' || sample.user === undefined)) throw new Error(`${name}: no user read`)
     if (server instanceof CallgrindRedis) {
       const calls = CALLS / 10
       server.count('on')

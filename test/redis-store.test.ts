@@ -5,6 +5,7 @@ import { nodeGate } from '../adapters/node.js'
 import { createGate, limitRateKey, type ApiKeyRecord } from '../src/index.js'
 import { describeStore } from '../src/testing/index.js'
 import { RedisStore, redisClientDefaults } from '../src/store/redis/store.js'
+import { RECORD_COPIES, RecordCopies } from '../src/store/redis/record-copies.js'
 import { listen } from './adapters/servers.js'
 import { pagesOf, userWithManyKeys } from './redis/key-pages.js'
 import { monitorCommands } from './redis/monitor.js'
@@ -388,6 +389,120 @@ describe.skipIf(!available)('RedisStore', () => {
         await client.quit()
       }
     }
+  })
+
+  it('keeps the records its lookups read, yet never answers with one that changed since, on this instance or another', async () => {
+    const own = randomPrefix('copies')
+    const a = new RedisStore({ url: REDIS_URL, prefix: own })
+    const b = new RedisStore({ url: REDIS_URL, prefix: own })
+    try {
+      const now = Date.now()
+      const userId = `copied-${now}`
+      await a.insertUser({ id: userId, username: userId, usernameSkeleton: null, screenName: 'C', displayName: 'Before', email: 'c@example.org', rights: ['read'], passwordHash: 'h1', createdAt: now, updatedAt: now })
+      const token = { tokenHash: `copied-${now}`, userId, appToken: 'appA', codeHash: 'code', createdAt: now, expiresAt: now + 60_000, revokedAt: null }
+      await a.insertAccessToken(token)
+      const keyId = `c${String(now).padStart(24, '0')}`.slice(0, 25)
+      await a.insertApiKey({ keyId, userId, name: 'k', secretHash: 's1', createdAt: now, lastUsedAt: null, revokedAt: null })
+      let step = 0
+      const rate = () => ({ key: `copies-${now}-${step++}`, limit: 10, windowMs: 60_000, cost: 1 })
+      const byToken = (store: RedisStore) => store.lookupRequest!({ credential: { kind: 'accessToken', tokenHash: token.tokenHash, now: Date.now() }, budget: 'fixed', rate: rate() })
+      const byKey = (store: RedisStore) => store.lookupRequest!({ credential: { kind: 'apiKey', keyId }, budget: 'fixed', rate: rate() })
+      const byUser = (store: RedisStore) => store.lookupRequest!({ credential: { kind: 'user', userId }, budget: 'fixed', rate: rate() })
+      /** Every lookup of both instances answers what the getters answer now. */
+      const same = async () => {
+        const [user, key, found] = [await b.getUser(userId), await b.getApiKey(keyId), await b.getAccessToken(token.tokenHash)]
+        for (const store of [a, b]) {
+          const [t, k, u] = [await byToken(store), await byKey(store), await byUser(store)]
+          expect(t.accessToken).toEqual(found)
+          expect(t.user).toEqual(found !== undefined && found.revokedAt === null ? user : undefined)
+          expect(k.apiKey).toEqual(key)
+          expect(k.user).toEqual(key !== undefined && key.revokedAt === null ? user : undefined)
+          expect(u.user).toEqual(user)
+          expect('user' in t).toBe(found !== undefined && found.revokedAt === null)
+        }
+      }
+      await same()
+      // The copies are used: the same objects again, the record not sent.
+      const [first, second] = [await byToken(a), await byToken(a)]
+      expect(second.user).toBe(first.user)
+      expect(second.accessToken).toBe(first.accessToken)
+
+      await b.updateUser(userId, { displayName: 'After', updatedAt: now + 1 })
+      await same()
+      expect((await byToken(a)).user).toMatchObject({ displayName: 'After' })
+      await a.updateUser(userId, { rights: ['read', 'write'] })
+      await same()
+      await b.updateUser(userId, { passwordHash: 'h2' })
+      expect((await byUser(a)).user).toMatchObject({ passwordHash: 'h2' })
+      await b.updateApiKey(keyId, { secretHash: 's2' })
+      expect((await byKey(a)).apiKey).toMatchObject({ secretHash: 's2' })
+      await same()
+      // A change by a writer that knows nothing of versions (an older release): its updatedAt, or the key's secret, tells.
+      await new Redis(REDIS_URL).pipeline().hset(`${own}{users}:user:${userId}`, 'displayName', 'Older', 'updatedAt', String(now + 5)).hset(`${own}{u:${userId}}:key:${keyId}`, 'secretHash', 's3').quit().exec()
+      expect((await byToken(a)).user).toMatchObject({ displayName: 'Older' })
+      expect((await byKey(a)).apiKey).toMatchObject({ secretHash: 's3' })
+      await same()
+
+      await b.revokeAccessToken(token.tokenHash, now + 2)
+      expect(await byToken(a)).toMatchObject({ accessToken: { revokedAt: now + 2 } })
+      await same()
+      await b.revokeApiKey(keyId, now + 3, now + 60_000)
+      expect((await byKey(a)).apiKey).toMatchObject({ revokedAt: now + 3 })
+      await same()
+      await b.deleteUser(userId)
+      expect((await byUser(a)).user).toBeUndefined()
+      await same()
+      // Made again under the same id: never the copy of the one deleted.
+      await b.insertUser({ id: userId, username: userId, usernameSkeleton: null, screenName: 'C', displayName: 'Again', email: 'c@example.org', rights: [], passwordHash: null, createdAt: now, updatedAt: now })
+      expect((await byUser(a)).user).toMatchObject({ displayName: 'Again' })
+      await same()
+    } finally {
+      await a.close()
+      await b.close()
+      await deletePrefix(admin, own)
+    }
+  })
+
+  it('reads a user saved before versions whole on every lookup, and keeps no copy of it until it is written again', async () => {
+    const own = randomPrefix('unversioned')
+    const store = new RedisStore({ url: REDIS_URL, prefix: own })
+    try {
+      const id = `old-${Date.now()}`
+      const key = `${own}{users}:user:${id}`
+      await admin.hset(key, { id, username: id, screenName: 'O', displayName: 'Old', email: 'o@example.org', rights: '[]', createdAt: '1', updatedAt: '1' })
+      const byUser = () => store.lookupRequest!({ credential: { kind: 'user', userId: id }, budget: 'fixed', rate: { key: `${own}-r`, limit: 1e6, windowMs: 60_000, cost: 1 } })
+      expect((await byUser()).user).toMatchObject({ displayName: 'Old' })
+      // Changed in place, its updatedAt too: the same as before would be read in a copy.
+      await admin.hset(key, 'displayName', 'Changed')
+      expect((await byUser()).user).toMatchObject({ displayName: 'Changed' })
+      await store.updateUser(id, { displayName: 'Written' })
+      expect(await admin.hexists(key, 'v')).toBe(1)
+      const [x, y] = [await byUser(), await byUser()]
+      expect(y.user).toBe(x.user)
+      expect(y.user).toEqual(await store.getUser(id))
+    } finally {
+      await store.close()
+      await deletePrefix(admin, own)
+    }
+  })
+
+  it('keeps at most RECORD_COPIES copies of each kind, and none of a credential that does not exist', async () => {
+    const copies = new RecordCopies()
+    const now = Date.now()
+    for (let i = 0; i < RECORD_COPIES + 50; i++) {
+      const hash = `h${i}`
+      copies.token(hash, '+', undefined, '-', ['tokenHash', hash, 'userId', 'u', 'appToken', 'a', 'createdAt', String(now), 'expiresAt', String(now + 1)])
+      copies.user(`u${i}`, '+', undefined, ['id', `u${i}`, 'username', 'x', 'updatedAt', '1', 'v', 'v1'])
+      copies.apiKey(`k${i}`, '+', undefined, ['keyId', `k${i}`, 'userId', 'u', 'secretHash', 's', 'v', 'v1'])
+    }
+    expect(copies.sizes).toEqual({ tokens: RECORD_COPIES, keys: RECORD_COPIES, users: RECORD_COPIES })
+    const empty = new RecordCopies()
+    for (let i = 0; i < 100; i++) {
+      empty.token(`made-up-${i}`, '-', undefined, '-', undefined)
+      empty.apiKey(`made-up-${i}`, '-', undefined, undefined)
+      empty.user(`made-up-${i}`, '-', undefined, undefined)
+    }
+    expect(empty.sizes).toEqual({ tokens: 0, keys: 0, users: 0 })
   })
 
   it('returns a request lookup\'s records exactly as stored, whatever characters they hold (the script answers in one JSON string)', async () => {

@@ -353,7 +353,8 @@ return out`,
 /**
  * Saves a user, its username and the skeleton of its username, unless the id or the
  * username exists. KEYS[1] the user, KEYS[2] the username → id hash, KEYS[3] the skeleton
- * → id hash; ARGV username, id, skeleton ('' for none), then the field pairs. Returns 1,
+ * → id hash; ARGV username, id, skeleton ('' for none), then the field pairs (with the
+ * version `v`, see {@link LOOKUP_REQUEST}). Returns 1,
  * 0 when the id exists, -1 when the username does. (A skeleton two users share, which
  * only users saved before skeletons existed can, names the first of them.)
  */
@@ -369,13 +370,13 @@ return 1`,
 
 /**
  * Gives a user saved before skeletons existed its skeleton, and indexes it. KEYS[1] the
- * user, KEYS[2] the skeleton → id hash; ARGV skeleton, id. Returns 1, or 0 when the user
- * is gone.
+ * user, KEYS[2] the skeleton → id hash; ARGV skeleton, id, the user's new version `v` (see
+ * {@link LOOKUP_REQUEST}). Returns 1, or 0 when the user is gone.
  */
 export const INDEX_SKELETON = script(
   2,
   `if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if not redis.call('HGET', KEYS[1], 'usernameSkeleton') then redis.call('HSET', KEYS[1], 'usernameSkeleton', ARGV[1]) end
+if not redis.call('HGET', KEYS[1], 'usernameSkeleton') then redis.call('HSET', KEYS[1], 'usernameSkeleton', ARGV[1], 'v', ARGV[3]) end
 redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2])
 return 1`,
 )
@@ -544,7 +545,7 @@ function apiKeyScript(lua: string): RedisScript {
  * Saves a new key, and with limits refuses it atomically when an active key of the user
  * has its name or a cap is reached; purges up to 100 keys past their purge time first.
  * KEYS[1] the user's `keys:c`; ARGV P, now, maxActive ('' for no limits), maxTotal, keyId,
- * then field, value pairs (with lname and nkey).
+ * then field, value pairs (with lname, nkey and the version `v`, see {@link LOOKUP_REQUEST}).
  * Returns 'created', 'exists', 'name-taken', 'active-limit' or 'total-limit'.
  */
 export const CREATE_API_KEY = apiKeyScript(
@@ -567,7 +568,8 @@ return 'created'`,
 /**
  * Applies a patch to a key and moves it in the user's sorted sets to match.
  * KEYS[1] the user's `keys:c`; ARGV P, keyId, number of pairs to set, the pairs, then the
- * fields to delete. Returns the new hash as a flat array, or nil when there is no such key.
+ * fields to delete (the pairs carry a new version `v`, see {@link LOOKUP_REQUEST}). Returns
+ * the new hash as a flat array, or nil when there is no such key.
  */
 export const PATCH_API_KEY = apiKeyScript(
   `local id = ARGV[2]
@@ -585,7 +587,8 @@ return raw`,
 /**
  * Revokes a key if it is not revoked yet (a compare-and-set), to be purged at purgeAt; the
  * hash expires by itself a day later, should the user never come back.
- * KEYS[1] the user's `keys:c`; ARGV P, keyId, at, purgeAt, expireAtMs.
+ * KEYS[1] the user's `keys:c`; ARGV P, keyId, at, purgeAt, expireAtMs, the key's new
+ * version `v` (see {@link LOOKUP_REQUEST}).
  * Returns the new hash as a flat array, or nil when unknown or revoked already.
  */
 export const REVOKE_API_KEY = apiKeyScript(
@@ -593,7 +596,7 @@ export const REVOKE_API_KEY = apiKeyScript(
 local h = load(id)
 if not h or h.revokedAt then return false end
 unindex(id, h)
-redis.call('HSET', rec(id), 'revokedAt', ARGV[3], 'purgeAt', ARGV[4])
+redis.call('HSET', rec(id), 'revokedAt', ARGV[3], 'purgeAt', ARGV[4], 'v', ARGV[6])
 redis.call('PEXPIREAT', rec(id), ARGV[5])
 local after, raw = load(id)
 index(id, after)
@@ -682,75 +685,133 @@ return 1`,
  * from what it read, which Cluster may keep on another node (there `./cluster-lookup.ts`
  * sends the same work as concurrent commands).
  *
+ * The client keeps the records it has seen (`./record-copies.ts`) and says which copy it
+ * holds; the script reads on every request what decides the request, and sends a record
+ * whole only when the client's copy is not the record as it is now:
+ * - a token: `HMGET revokedAt expiresAt userId` (and appToken with the token's budget), on
+ *   which liveness and the app token are decided as before. Nothing of a token but
+ *   revokedAt changes after its insert (`CREATE`; `SET_ONCE` sets revokedAt), and its hash
+ *   expires at its expiresAt (a token of the same hash, the same secret, inserted later
+ *   would expire later): a hash with the copy's expiresAt is the record the copy was made of,
+ *   but for revokedAt, which the reply carries.
+ * - an API key: `HMGET v revokedAt userId secretHash`. Every write of the key's hash by
+ *   this release sets a new random version `v` in the same script; the secret is compared
+ *   too, so a secret changed by a release that knows nothing of `v` is never missed.
+ * - a user: `HMGET v updatedAt`. Every write of the user's hash sets a new `v` in the same
+ *   script; `updatedAt` (which every change through the gate's management sets) is compared
+ *   too, for writes by a release that knows nothing of `v`.
+ * A hash without `v` (written before it existed) is always sent whole: no migration.
+ * Reading a hash whole (`HGETALL`, some 24,000 instructions) and cjson of it (34,000) were
+ * most of what a request cost the server; a few fields are a fraction of that.
+ *
+ * What a script pays is mostly per argument (about 1,000 instructions each), per command
+ * (a field of `HMGET` some 2,000) and per `tonumber` (2,000): so the arguments are few, a
+ * token's expiry is compared as a string when the client's copy has it (the client decided
+ * on the same number), and the closures and tables are few.
+ *
  * KEYS[1] the credential's key (`token:{hash}`, `keyowner:{keyId}` or the user's hash);
- * then, for one rate step, KEYS[2] its rate key and KEYS[3] the rate key of a token that is
- * not live (or KEYS[2] again); for limits, the step's limits' keys, then those of a token
- * that is not live.
- * ARGV kind ('t' token, 'k' API key, 'u' user), budget ('token' | 'fixed'), the key prefix,
- * now (ms, the gate's clock: a token's expiry is the gate's decision), the app token a live
- * token must have ('' for any), the key id; then for one rate step limit, windowMs, cost of
- * the step and of the other step ('' for none); for limits 'L', how many limits the step
- * has, how many the other step has ('' for none), and five arguments per limit
- * ({@link LIMITS_LUA}).
- * Returns, as one JSON string (cjson; an empty table is `{}`), [stepped 0|1|2, the step as
- * {@link GCRA} (or {@link LIMITS}) answers it or {}, record read 0|1, the record's flat
- * hash, user read 0|1, the user's flat hash]. One string rather than the nested array:
- * ioredis 6 decodes a reply element by element, at a few thousand instructions each, and a
- * token with its user is some forty elements.
+ * then, for one rate step, KEYS[2] its rate key and, with the token's budget and a step for
+ * a token that is not live, KEYS[3] that step's rate key; for limits, the step's limits'
+ * keys, then those of a token that is not live.
+ * ARGV mode ('t' a token with a fixed budget, 'T' with the token's budget, 'k' an API key,
+ * 'u' a user), the key prefix, now (ms, the gate's clock: a token's expiry is the gate's
+ * decision; for a key, the key id), the app token a live token must have (mode 'T', '' for
+ * any; for a key, the copy's secretHash), the client's copy of the record (a token's
+ * expiresAt when the copy is live at now by it; a key's v; '' for none), of the user (v,
+ * updatedAt; '' for none); then for one rate step limit, windowMs, cost of the step and of
+ * the other step (none for none); for limits 'L', how many limits the step has, how many
+ * the other step has ('' for none), and five arguments per limit ({@link LIMITS_LUA}).
+ *
+ * Returns one string: three flags, the step taken ('0' none, '1' the step, '2' the other
+ * step), the record and the user each '0' not read, '-' there is none, '=' the client's copy
+ * is it, '+' sent whole; a space, a token's revokedAt ('-' for none; for a copy the client
+ * holds); a space, the step's reply as {@link GCRA} (or {@link LIMITS}) gives it ('' for
+ * none); then, when something is sent whole, a newline and the JSON (cjson) array of the
+ * flat hashes sent, record first. One string rather than nested arrays: ioredis 6 decodes a
+ * reply element by element, at a few thousand instructions each.
  */
-export const LOOKUP_REQUEST = script(
-  VARIADIC,
-  `${GCRA_STEP_LUA}${LIMITS_LUA}local P = ARGV[3]
-local function field(raw, name)
-  for i = 1, #raw, 2 do if raw[i] == name then return raw[i + 1] end end
-  return nil
+export const LOOKUP_REQUEST = lookupScript(false)
+
+/** {@link LOOKUP_REQUEST} with several limits (`limits`): the same, with {@link LIMITS_LUA}'s step. */
+export const LOOKUP_REQUEST_LIMITS = lookupScript(true)
+
+function lookupScript(several: boolean): RedisScript {
+  const take = several
+    ? `local function take(other)
+  local n = tonumber(ARGV[9])
+  local reply, taken
+  if other then reply, taken = limits(2 + n, tonumber(ARGV[10]), 10 + n * 5) else reply, taken = limits(2, n, 10) end
+  return taken, reply
 end
-local function user(id) return redis.call('HGETALL', P .. '{users}:user:' .. id) end
-local function liveToken(raw)
-  return #raw > 0 and not field(raw, 'revokedAt') and tonumber(field(raw, 'expiresAt')) > tonumber(ARGV[4])
+local hasOther = ARGV[10] ~= ''
+`
+    : `local function take(other)
+  if other then return step(KEYS[3], ARGV[11], ARGV[12], ARGV[13]) end
+  return step(KEYS[2], ARGV[8], ARGV[9], ARGV[10])
 end
-local several = ARGV[7] == 'L'
-local hasOther
-if several then hasOther = ARGV[9] ~= '' else hasOther = ARGV[10] ~= '' end
--- Takes the step (1) or the other step (2): whether it was allowed, and its reply.
-local function take(which)
-  if several then
-    local n = tonumber(ARGV[8])
-    local reply, taken
-    if which == 1 then reply, taken = limits(2, n, 9) else reply, taken = limits(2 + n, tonumber(ARGV[9]), 9 + n * 5) end
-    return taken == 1, reply
+local hasOther = ARGV[11] ~= nil
+`
+  return script(
+    VARIADIC,
+    `${GCRA_STEP_LUA}${several ? LIMITS_LUA : ''}${take}local mode, P = ARGV[1], ARGV[2]
+local whole
+-- Sends a hash whole: its flag.
+local function send(key)
+  local raw = redis.call('HGETALL', key)
+  if #raw == 0 then return '-' end
+  if whole then whole[#whole + 1] = raw else whole = {raw} end
+  return '+'
+end
+local function user(key)
+  local r = redis.call('HMGET', key, 'v', 'updatedAt')
+  if r[1] and r[1] == ARGV[6] and r[2] == ARGV[7] then return '=' end
+  return send(key)
+end
+local function reply(stepped, stepReply, record, usr, revokedAt)
+  local head = stepped .. record .. usr .. ' ' .. (revokedAt or '-') .. ' ' .. stepReply
+  if whole then return head .. '\\n' .. cjson.encode(whole) end
+  return head
+end
+-- A token: its flag, whether it is live, its userId, its appToken (mode 'T'), its revokedAt.
+-- A token's hash never changes after its insert but for revokedAt, and lives until its
+-- expiresAt: a hash of that name with the copy's expiresAt is the record the copy was made of.
+local function token()
+  local r
+  if mode == 'T' then r = redis.call('HMGET', KEYS[1], 'revokedAt', 'expiresAt', 'userId', 'appToken')
+  else r = redis.call('HMGET', KEYS[1], 'revokedAt', 'expiresAt', 'userId') end
+  if not r[3] then return '-', false end
+  if r[2] == ARGV[5] then return '=', not r[1], r[3], r[4], r[1] end
+  return send(KEYS[1]), not r[1] and tonumber(r[2]) > tonumber(ARGV[3]), r[3], r[4], r[1]
+end
+if mode == 'T' then
+  local flag, live, id, app, revokedAt = token()
+  if live then
+    if ARGV[4] ~= '' and app ~= ARGV[4] then return reply('0', '', flag, '0', revokedAt) end
+    local allowed, s = take(false)
+    if allowed == 0 then return reply('1', s, flag, '0', revokedAt) end
+    return reply('1', s, flag, user(P .. '{users}:user:' .. id), revokedAt)
   end
-  local allowed, reply
-  if which == 1 then allowed, reply = step(KEYS[2], ARGV[7], ARGV[8], ARGV[9]) else allowed, reply = step(KEYS[3], ARGV[10], ARGV[11], ARGV[12]) end
-  return allowed == 1, reply
+  if not hasOther then return reply('0', '', flag, '0', revokedAt) end
+  local _, s = take(true)
+  return reply('2', s, flag, '0', revokedAt)
 end
-local function lookup()
-  local kind = ARGV[1]
-  if ARGV[2] == 'token' then
-    local raw = redis.call('HGETALL', KEYS[1])
-    if liveToken(raw) then
-      if ARGV[5] ~= '' and field(raw, 'appToken') ~= ARGV[5] then return {0, {}, 1, raw, 0, {}} end
-      local allowed, r = take(1)
-      if not allowed then return {1, r, 1, raw, 0, {}} end
-      return {1, r, 1, raw, 1, user(field(raw, 'userId'))}
-    end
-    if not hasOther then return {0, {}, 1, raw, 0, {}} end
-    local _, r = take(2)
-    return {2, r, 1, raw, 0, {}}
-  end
-  local allowed, r = take(1)
-  if not allowed then return {1, r, 0, {}, 0, {}} end
-  if kind == 'u' then return {1, r, 0, {}, 1, redis.call('HGETALL', KEYS[1])} end
-  if kind == 't' then
-    local raw = redis.call('HGETALL', KEYS[1])
-    if liveToken(raw) then return {1, r, 1, raw, 1, user(field(raw, 'userId'))} end
-    return {1, r, 1, raw, 0, {}}
-  end
-  local owner = redis.call('GET', KEYS[1])
-  if not owner then return {1, r, 1, {}, 0, {}} end
-  local raw = redis.call('HGETALL', P .. '{u:' .. owner .. '}:key:' .. ARGV[6])
-  if #raw > 0 and not field(raw, 'revokedAt') then return {1, r, 1, raw, 1, user(field(raw, 'userId'))} end
-  return {1, r, 1, raw, 0, {}}
+local allowed, s = take(false)
+if allowed == 0 then return reply('1', s, '0', '0') end
+if mode == 'u' then return reply('1', s, '0', user(KEYS[1])) end
+if mode == 't' then
+  local flag, live, id, _, revokedAt = token()
+  if live then return reply('1', s, flag, user(P .. '{users}:user:' .. id), revokedAt) end
+  return reply('1', s, flag, '0', revokedAt)
 end
-return cjson.encode(lookup())`,
-)
+-- An API key: every write of its hash sets a new version v; its secret is compared too (see above).
+local owner = redis.call('GET', KEYS[1])
+if not owner then return reply('1', s, '-', '0') end
+local key = P .. '{u:' .. owner .. '}:key:' .. ARGV[3]
+local k = redis.call('HMGET', key, 'v', 'revokedAt', 'userId', 'secretHash')
+if not k[3] then return reply('1', s, '-', '0') end
+local flag = '='
+if not k[1] or k[1] ~= ARGV[5] or k[4] ~= ARGV[4] then flag = send(key) end
+if k[2] then return reply('1', s, flag, '0') end
+return reply('1', s, flag, user(P .. '{users}:user:' .. k[3]))`,
+  )
+}

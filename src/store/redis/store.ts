@@ -8,8 +8,11 @@
  * has seen the credential: the rate step, the token or key and its user are commands to
  * their own nodes, sent at once (an OAuth token or an API key 3 commands, a password
  * verified earlier 2, an app token 1); a credential's first sight costs one more round trip
- * (see `./cluster-lookup.ts`). Records are read on every request on both, so a revocation is
- * seen by every instance on its next request.
+ * (see `./cluster-lookup.ts`). What decides a request is read on every request on both, so
+ * a revocation, a changed password or a deleted user is seen by every instance on its next
+ * request. On a single server the script sends a token, key or user whole only when the
+ * store's copy (`./record-copies.ts`) is not the record as it is now: every write of a
+ * user's or an API key's hash sets a new random version `v`, which the script compares.
  *
  * - Records are hashes; tokens, codes and sessions carry a TTL so Redis drops them itself.
  *   They are read through scripts that answer in one string (JSON of the flat hash, see
@@ -58,6 +61,7 @@ import {
   INDEX_SKELETON,
   LIST_INDEXED,
   LOOKUP_REQUEST,
+  LOOKUP_REQUEST_LIMITS,
   PATCH,
   PATCH_API_KEY,
   READ_HASH,
@@ -71,7 +75,7 @@ import {
 } from './scripts.js'
 import { usernameSkeleton } from '../../rules/usernames.js'
 import { duplicate, quit, readerConnection, redisClientDefaults, scriptSender, type RedisClient, type ScriptSender } from './client.js'
-import { ACCESS_TOKEN, API_KEY, APPLICATION, CODE, decode, decodeJsonHash, encode, encodePatch, grant, searchFields, SESSION, USER, type RawHash, type Schema } from './codec.js'
+import { ACCESS_TOKEN, API_KEY, APPLICATION, CODE, decode, decodeJsonHash, encode, encodePatch, grant, searchFields, SESSION, USER, type Schema } from './codec.js'
 import type {
   AccessTokenFilter,
   AccessTokenRecord,
@@ -99,6 +103,7 @@ import type { UsageBatch, UsageBucket, UsageGranularity, UsageStore, UsageTopQue
 import { RedisUsage } from './usage.js'
 import { CLAIM, DELETE_APPLICATION, ownerAppsKey, STALE_CLAIM_MS } from './owned-applications.js'
 import { ClusterLookup } from './cluster-lookup.js'
+import { newVersion, RecordCopies, type HeldCopies } from './record-copies.js'
 
 export { redisClientDefaults, type RedisClient } from './client.js'
 
@@ -183,6 +188,8 @@ export class RedisStore implements GateStore, UsageStore {
   readonly lookupRequest?: (lookup: RequestLookup) => Promise<RequestLookupResult>
   /** On Cluster: what never changes about the tokens and keys this store read (see `./cluster-lookup.ts`). */
   readonly #cluster: ClusterLookup | undefined
+  /** On a single server: the records the lookups read, so that the script sends only what changed (`./record-copies.ts`). */
+  #copies: RecordCopies | undefined
 
   constructor(options: RedisStoreOptions) {
     if (options === null || typeof options !== 'object') throw new TypeError('open-data-gate: RedisStore needs { url } or { client }')
@@ -417,7 +424,7 @@ export class RedisStore implements GateStore, UsageStore {
 
   async insertUser(record: UserRecord): Promise<void> {
     const keys = [this.#userKey(record.id), `${this.#p}{users}:names`, `${this.#p}{users}:skeletons`]
-    const created = await this.#run(CREATE_USER, keys, [record.username, record.id, record.usernameSkeleton ?? '', ...encode(USER, record)])
+    const created = await this.#run(CREATE_USER, keys, [record.username, record.id, record.usernameSkeleton ?? '', 'v', newVersion(), ...encode(USER, record)])
     if (created === 0) throw new Error('a user with this id exists')
     if (created !== 1) throw new Error('a user with this username exists')
   }
@@ -450,7 +457,7 @@ export class RedisStore implements GateStore, UsageStore {
     if ((await this.#call((c) => c.exists(done))) === 1) return
     for (const user of await this.listUsers()) {
       if (typeof user.usernameSkeleton === 'string') continue
-      await this.#run(INDEX_SKELETON, [this.#userKey(user.id), `${this.#p}{users}:skeletons`], [await usernameSkeleton(user.username), user.id])
+      await this.#run(INDEX_SKELETON, [this.#userKey(user.id), `${this.#p}{users}:skeletons`], [await usernameSkeleton(user.username), user.id, newVersion()])
     }
     await this.#call((c) => c.set(done, '1'))
   }
@@ -462,8 +469,12 @@ export class RedisStore implements GateStore, UsageStore {
     return found.filter((u): u is UserRecord => u !== undefined).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1))
   }
 
+  /** With a new version `v` in the same script: the request lookups' copies of the user are then not it (`./record-copies.ts`). */
   async updateUser(id: string, patch: UserPatch): Promise<UserRecord | undefined> {
-    return decode(USER, (await this.#run(PATCH, [this.#userKey(id)], encodePatch(USER, patch))) as string[] | null)
+    const [count, ...rest] = encodePatch(USER, patch)
+    const n = Number(count) * 2
+    const args = [String(n / 2 + 1), ...rest.slice(0, n), 'v', newVersion(), ...rest.slice(n)]
+    return decode(USER, (await this.#run(PATCH, [this.#userKey(id)], args)) as string[] | null)
   }
 
   async deleteUser(id: string): Promise<boolean> {
@@ -492,7 +503,7 @@ export class RedisStore implements GateStore, UsageStore {
     try {
       const P = this.#userKeys(record.userId)
       const caps = limits === undefined ? ['', ''] : [limits.maxActive, limits.maxTotal]
-      result = await this.#run(CREATE_API_KEY, [`${P}keys:c`], [this.#argKey(P), Date.now(), ...caps, record.keyId, ...encode(API_KEY, record), ...searchFields(record.name)])
+      result = await this.#run(CREATE_API_KEY, [`${P}keys:c`], [this.#argKey(P), Date.now(), ...caps, record.keyId, ...encode(API_KEY, record), ...searchFields(record.name), 'v', newVersion()])
     } catch (error) {
       await this.#call((c) => c.del(owner)).catch(() => {})
       throw error
@@ -537,6 +548,8 @@ export class RedisStore implements GateStore, UsageStore {
     if (patch.name !== undefined) set.push(...searchFields(patch.name))
     // A key made active again is no longer to be purged.
     if (patch.revokedAt === null) unset.push('purgeAt')
+    // A new version with every write: the request lookups' copies of the key are then not it (`./record-copies.ts`).
+    set.push('v', newVersion())
     return decode(API_KEY, (await this.#run(PATCH_API_KEY, [`${P}keys:c`], [this.#argKey(P), keyId, set.length / 2, ...set, ...unset])) as string[] | null)
   }
 
@@ -550,7 +563,7 @@ export class RedisStore implements GateStore, UsageStore {
     if (userId === null) return undefined
     const P = this.#userKeys(userId)
     const expireAt = purgeAt + PURGED_KEY_EXPIRY_MS
-    const revoked = decode<ApiKeyRecord>(API_KEY, (await this.#run(REVOKE_API_KEY, [`${P}keys:c`], [this.#argKey(P), keyId, at, purgeAt, expireAt])) as string[] | null)
+    const revoked = decode<ApiKeyRecord>(API_KEY, (await this.#run(REVOKE_API_KEY, [`${P}keys:c`], [this.#argKey(P), keyId, at, purgeAt, expireAt, newVersion()])) as string[] | null)
     if (revoked !== undefined) await this.#call((c) => c.pexpireat(owner, expireAt)).catch(() => {})
     return revoked
   }
@@ -709,40 +722,52 @@ export class RedisStore implements GateStore, UsageStore {
 
   #lookupRequest(lookup: RequestLookup): Promise<RequestLookupResult> {
     const { credential } = lookup
-    let kind: string
+    const copies = (this.#copies ??= new RecordCopies())
+    const held: HeldCopies = {}
+    let kind: 't' | 'k' | 'u'
+    let id: string
     let recordKey: string
-    let now: number | string = ''
-    let keyId = ''
+    // The script's arguments: see LOOKUP_REQUEST (few, as each costs the server).
+    let args: Array<string | number>
     if (credential.kind === 'accessToken') {
       kind = 't'
-      recordKey = this.#tokenKey(credential.tokenHash)
-      now = credential.now
+      id = credential.tokenHash
+      recordKey = this.#tokenKey(id)
+      const [, copy, userV, userAt] = copies.hold(kind, id, credential.now, held)
+      args = [lookup.budget === 'token' ? 'T' : 't', this.#argKey(this.#p), credential.now, lookup.budget === 'token' ? (lookup.appToken ?? '') : '', copy, userV, userAt]
     } else if (credential.kind === 'apiKey') {
       kind = 'k'
-      recordKey = this.#keyOwner(credential.keyId)
-      keyId = credential.keyId
+      id = credential.keyId
+      recordKey = this.#keyOwner(id)
+      const [secret, copy, userV, userAt] = copies.hold(kind, id, 0, held)
+      args = ['k', this.#argKey(this.#p), id, secret, copy, userV, userAt]
     } else {
       kind = 'u'
-      recordKey = this.#userKey(credential.userId)
+      id = credential.userId
+      recordKey = this.#userKey(id)
+      const [, , userV, userAt] = copies.hold(kind, id, 0, held)
+      args = ['u', '', '', '', '', userV, userAt]
     }
-    const args: Array<string | number> = [kind, lookup.budget, this.#argKey(this.#p), now, lookup.appToken ?? '', keyId]
+    // The step `otherwise` is taken only for a token with the token's budget.
+    const byToken = lookup.budget === 'token' && kind === 't'
     if (lookup.limits !== undefined) {
-      const other = lookup.otherwiseLimits ?? null
+      const other = byToken ? (lookup.otherwiseLimits ?? null) : null
       const steps = other === null ? lookup.limits : [...lookup.limits, ...other]
       const invalid = invalidLimitSteps(lookup.limits) ?? (other === null ? undefined : invalidLimitSteps(other))
       if (invalid !== undefined) return Promise.reject(new TypeError(`open-data-gate: lookupRequest: ${invalid}`))
       args.push('L', lookup.limits.length, other === null ? '' : other.length, ...limitArgs(steps))
       const keys = [recordKey, ...steps.map((step) => this.#rateKey(step.key))]
-      return this.#run(LOOKUP_REQUEST, keys, args).then((reply) => lookedUp(kind, JSON.parse(reply as string) as LookupReply, true))
+      return this.#run(LOOKUP_REQUEST_LIMITS, keys, args).then((reply) => lookedUp(copies, kind, id, held, reply as string, true))
     }
     const { rate } = lookup
-    const other = lookup.otherwise ?? null
-    const rateKey = this.#rateKey(rate.key)
-    const keys = [recordKey, rateKey, other === null ? rateKey : this.#rateKey(other.key)]
+    const other = byToken ? (lookup.otherwise ?? null) : null
+    const keys = [recordKey, this.#rateKey(rate.key)]
     args.push(rate.limit, rate.windowMs, rate.cost)
-    if (other === null) args.push('', '', '')
-    else args.push(other.limit, other.windowMs, other.cost)
-    return this.#run(LOOKUP_REQUEST, keys, args).then((reply) => lookedUp(kind, JSON.parse(reply as string) as LookupReply, false))
+    if (other !== null) {
+      keys.push(this.#rateKey(other.key))
+      args.push(other.limit, other.windowMs, other.cost)
+    }
+    return this.#run(LOOKUP_REQUEST, keys, args).then((reply) => lookedUp(copies, kind, id, held, reply as string, false))
   }
 
   async resetRate(key: string): Promise<void> {
@@ -780,12 +805,6 @@ export class RedisStore implements GateStore, UsageStore {
   }
 }
 
-/**
- * What {@link LOOKUP_REQUEST} answers, parsed: stepped, the step, record read, the record, user
- * read, the user. cjson writes an empty table (no step, no record) as `{}`.
- */
-type LookupReply = [number, string | Record<string, never>, number, RawHash, number, RawHash]
-
 /** The {@link GCRA} script's reply, 'allowed remaining resetMs retryAfterMs', as a result. */
 function gcraResult(reply: unknown): RateResult {
   const step = (reply as string).split(' ')
@@ -821,22 +840,38 @@ function hashTag(key: string): string {
   return close > open + 1 ? key.slice(open + 1, close) : key
 }
 
-/** @param several whether the step was several limits ({@link LIMITS}'s reply) rather than one rate step ({@link GCRA}'s) */
-function lookedUp(kind: string, [stepped, step, recordRead, record, userRead, user]: LookupReply, several: boolean): RequestLookupResult {
+/**
+ * {@link LOOKUP_REQUEST}'s reply as a result: flags, a token's revokedAt, the step's reply,
+ * and after a newline the JSON of the hashes sent whole; a record the script did not send
+ * is the client's copy `held`.
+ * @param several whether the step was several limits ({@link LIMITS}'s reply) rather than one rate step ({@link GCRA}'s)
+ */
+function lookedUp(copies: RecordCopies, kind: 't' | 'k' | 'u', id: string, held: HeldCopies, reply: string, several: boolean): RequestLookupResult {
+  const stepped = reply.charCodeAt(0) - 48
+  const recordFlag = reply[1]!
+  const userFlag = reply[2]!
+  const space = reply.indexOf(' ', 4)
+  const newline = reply.indexOf('\n', space)
+  const revokedAt = reply.slice(4, space)
+  const step = reply.slice(space + 1, newline === -1 ? undefined : newline)
+  const whole = newline === -1 ? undefined : (JSON.parse(reply.slice(newline + 1)) as string[][])
+  let sent = 0
   const out: { -readonly [K in keyof RequestLookupResult]: RequestLookupResult[K] } = { stepped: stepped === 0 ? null : stepped === 1 ? 'rate' : 'otherwise', result: null }
   if (stepped !== 0) {
     if (!several) out.result = gcraResult(step)
     else {
-      const results = limitResults(step as string)
+      const results = limitResults(step)
       out.result = summaryResult(results)
       out.results = results
     }
   }
-  if (recordRead === 1) {
-    if (kind === 't') out.accessToken = decode(ACCESS_TOKEN, record)
-    else out.apiKey = decode(API_KEY, record)
-  }
-  if (userRead === 1) out.user = decode(USER, user)
+  let userId: string | undefined
+  if (recordFlag !== '0') {
+    const record = recordFlag === '+' ? whole![sent++] : undefined
+    if (kind === 't') userId = (out.accessToken = copies.token(id, recordFlag, held.token, revokedAt, record))?.userId
+    else userId = (out.apiKey = copies.apiKey(id, recordFlag, held.key, record))?.userId
+  } else if (kind === 'u') userId = id
+  if (userFlag !== '0') out.user = copies.user(userId, userFlag, held.user, userFlag === '+' ? whole![sent] : undefined)
   return out
 }
 
