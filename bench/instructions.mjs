@@ -11,7 +11,14 @@
 // instrumentation off; this process sends it INSTR_WARMUP requests (startup, JIT tiering
 // and the first garbage collections left out), turns counting on (callgrind_control -i on),
 // sends INSTR_N requests on INSTR_CONNECTIONS keep-alive connections, turns it off and
-// divides the total by INSTR_N. The count covers every thread of the server (the JIT's
+// divides the total by INSTR_N. The warm-up's first half runs on a set of connections that
+// it then closes, its second half on the connections the counted requests use: the first
+// connections to close, and the first new ones after them, make V8 deoptimize and then
+// recompile Node's own socket and stream code (tens of functions, for a few thousand
+// requests). When the count began on new connections after a warm-up on one set, that
+// recompiling fell inside it: some 100,000 instructions per request of compiler work, which
+// moved by 10,000 at a time with the shape of the code under test, more than most of what
+// was being compared. The count covers every thread of the server (the JIT's
 // and the garbage collector's included), so allocation is paid for where it happens. Under
 // valgrind the server is some 50 times slower than the client: every connection's next
 // request is waiting whenever it reads, so the counts compare the servers' work per
@@ -64,8 +71,7 @@ function startServer(name, outFile) {
 }
 
 /** `n` GET requests, `CONNECTIONS` at a time on keep-alive connections; every answer must be a 200. */
-async function send(port, urlPath, headers, n) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS })
+async function send(port, urlPath, headers, n, agent) {
   let next = 0
   const one = () => new Promise((resolve, reject) => {
     const req = http.get({ host: '127.0.0.1', port, path: urlPath, headers, agent }, (res) => {
@@ -90,8 +96,9 @@ async function send(port, urlPath, headers, n) {
     }
   }
   await Promise.all(Array.from({ length: CONNECTIONS }, worker))
-  agent.destroy()
 }
+
+const newAgent = () => new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS })
 
 function instrument(onOff, pid) {
   const r = spawnSync('callgrind_control', ['-i', onOff, String(pid)], { encoding: 'utf8' })
@@ -106,10 +113,16 @@ for (const name of names) {
   const outFile = path.join(os.tmpdir(), `odg-instructions-${process.pid}-${name}.out`)
   const server = await startServer(name, outFile)
   try {
-    await send(server.port, variant.path, server.headers, WARMUP)
+    // Half of it on one set of connections, closed, the rest and the count on a second (see the header).
+    const first = newAgent()
+    await send(server.port, variant.path, server.headers, WARMUP - Math.floor(WARMUP / 2), first)
+    first.destroy()
+    const second = newAgent()
+    await send(server.port, variant.path, server.headers, Math.floor(WARMUP / 2), second)
     instrument('on', server.child.pid)
-    await send(server.port, variant.path, server.headers, N)
+    await send(server.port, variant.path, server.headers, N, second)
     instrument('off', server.child.pid)
+    second.destroy()
   } finally {
     server.child.kill('SIGINT')
     await new Promise((resolve) => server.child.once('exit', resolve))
