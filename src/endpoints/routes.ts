@@ -20,7 +20,7 @@ export function registerCurrentUser(table: RouteTable, paths: ResolvedConfig['cu
 export function registerSelfService(table: RouteTable, selfService: SelfService): void {
   const routeOf = (target: SelfServiceRoute): Route => ({ stage: 'user', endpoint: { answer: (request, context) => selfService.handle(target, request, context) } })
   for (const [path, target] of selfService.collections()) table.add(path, routeOf(target))
-  table.addMatcher((path) => {
+  table.addMatcher(selfService.itemPrefixes(), (path) => {
     const target = selfService.match(path)
     return target === undefined ? undefined : routeOf(target)
   })

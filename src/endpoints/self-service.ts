@@ -129,6 +129,11 @@ export class SelfService {
     return routes
   }
 
+  /** The prefixes of the item paths: {@link match} finds nothing under any other. */
+  itemPrefixes(): string[] {
+    return this.#prefixes.map(([prefix]) => prefix)
+  }
+
   /** An item path (`/api/api_keys/<keyId>`, `/api/oauth/grants/<appToken>`, `/api/applications/<appToken>[/secret|/usage]`), or `undefined`. */
   match(path: string): SelfServiceRoute | undefined {
     for (const [prefix, kind] of this.#prefixes) {

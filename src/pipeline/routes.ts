@@ -37,20 +37,45 @@ export type Route =
 export class RouteTable {
   readonly #routes = new Map<string, Route>()
   readonly #matchers: Array<(path: string) => Route | undefined> = []
+  /**
+   * The second characters (ASCII) of every path and prefix added: a path whose second
+   * character is none of them is the host's without a lookup. Most requests are for the
+   * host's paths, and hashing each request's path for the map cost more than the rest of
+   * the lookup. `#unfiltered`: a path or prefix of fewer than two characters, or with a
+   * non-ASCII second one, was added, and every path is looked up.
+   */
+  readonly #seconds = new Uint8Array(128)
+  #unfiltered = false
 
   /** @throws {TypeError} when two endpoints are configured at one path */
   add(path: string, route: Route): void {
     if (this.#routes.has(path)) throw new TypeError(`open-data-gate: the path ${path} is configured for two endpoints`)
     this.#routes.set(path, route)
+    this.#see(path)
   }
 
-  /** Paths under a prefix (`/api/api_keys/<keyId>`): asked when no exact path matched, in the order added. */
-  addMatcher(match: (path: string) => Route | undefined): void {
+  /**
+   * Paths under a prefix (`/api/api_keys/<keyId>`): asked when no exact path matched, in the
+   * order added. `match` must find nothing for a path that starts with none of `prefixes`.
+   */
+  addMatcher(prefixes: readonly string[], match: (path: string) => Route | undefined): void {
+    for (const prefix of prefixes) this.#see(prefix)
     this.#matchers.push(match)
+  }
+
+  #see(path: string): void {
+    const c = path.charCodeAt(1)
+    if (c < 128) this.#seconds[c] = 1
+    else this.#unfiltered = true // NaN (under two characters) too
   }
 
   /** The endpoint at a path, or `undefined`: the host's. */
   find(path: string): Route | undefined {
+    if (!this.#unfiltered) {
+      const c = path.charCodeAt(1)
+      // NaN (a path under two characters) and non-ASCII fall through to the lookup.
+      if (c < 128 && this.#seconds[c] === 0) return undefined
+    }
     const route = this.#routes.get(path)
     if (route !== undefined || this.#matchers.length === 0) return route
     for (const match of this.#matchers) {
