@@ -81,10 +81,14 @@ export function encode(schema: Schema, record: object): string[] {
   return out
 }
 
-/** The pairs to set and the fields to delete for a patch, as PATCH takes them. */
-export function encodePatch(schema: Schema, patch: object): string[] {
-  const set: string[] = []
-  const unset: string[] = []
+/**
+ * The pairs to set and the fields to delete for a patch, as PATCH takes them (how many
+ * pairs, the pairs, the fields), with `alsoSet` pairs and `alsoUnset` fields the store adds
+ * (a new version, search fields).
+ */
+export function encodePatch(schema: Schema, patch: object, alsoSet: readonly string[] = [], alsoUnset: readonly string[] = []): string[] {
+  const set: string[] = [...alsoSet]
+  const unset: string[] = [...alsoUnset]
   for (const [field, value] of Object.entries(patch)) {
     const kind = schema[field]
     if (kind === undefined || value === undefined) continue

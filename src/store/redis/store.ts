@@ -471,10 +471,7 @@ export class RedisStore implements GateStore, UsageStore {
 
   /** With a new version `v` in the same script: the request lookups' copies of the user are then not it (`./record-copies.ts`). */
   async updateUser(id: string, patch: UserPatch): Promise<UserRecord | undefined> {
-    const [count, ...rest] = encodePatch(USER, patch)
-    const n = Number(count) * 2
-    const args = [String(n / 2 + 1), ...rest.slice(0, n), 'v', newVersion(), ...rest.slice(n)]
-    return decode(USER, (await this.#run(PATCH, [this.#userKey(id)], args)) as string[] | null)
+    return decode(USER, (await this.#run(PATCH, [this.#userKey(id)], encodePatch(USER, patch, ['v', newVersion()]))) as string[] | null)
   }
 
   async deleteUser(id: string): Promise<boolean> {
@@ -542,15 +539,11 @@ export class RedisStore implements GateStore, UsageStore {
     const userId = await this.#call((c) => c.get(this.#keyOwner(keyId)))
     if (userId === null) return undefined
     const P = this.#userKeys(userId)
-    const [count, ...rest] = encodePatch(API_KEY, patch)
-    const set = rest.slice(0, Number(count) * 2)
-    const unset = rest.slice(Number(count) * 2)
-    if (patch.name !== undefined) set.push(...searchFields(patch.name))
-    // A key made active again is no longer to be purged.
-    if (patch.revokedAt === null) unset.push('purgeAt')
-    // A new version with every write: the request lookups' copies of the key are then not it (`./record-copies.ts`).
-    set.push('v', newVersion())
-    return decode(API_KEY, (await this.#run(PATCH_API_KEY, [`${P}keys:c`], [this.#argKey(P), keyId, set.length / 2, ...set, ...unset])) as string[] | null)
+    // A new version with every write: the request lookups' copies of the key are then not it
+    // (`./record-copies.ts`). A key made active again is no longer to be purged.
+    const set = patch.name === undefined ? ['v', newVersion()] : [...searchFields(patch.name), 'v', newVersion()]
+    const encoded = encodePatch(API_KEY, patch, set, patch.revokedAt === null ? ['purgeAt'] : [])
+    return decode(API_KEY, (await this.#run(PATCH_API_KEY, [`${P}keys:c`], [this.#argKey(P), keyId, ...encoded])) as string[] | null)
   }
 
   /**
