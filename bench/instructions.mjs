@@ -24,6 +24,9 @@
 // request is waiting whenever it reads, so the counts compare the servers' work per
 // request at a steady load, not the batching a real load would give them.
 //
+// The servers flush usage once an hour here (BENCH_USAGE_FLUSH_MS, bench/variants.mjs): at
+// valgrind's pace the default 10 s flush fell inside some counts and not others.
+//
 // INSTR_NODE_FLAGS are given to the server's node. With V8's --predictable (no concurrent
 // compiling or marking) and fixed seeds, a variant's count repeats within 0.2% from one
 // process to the next (node-bare: 156,226, 156,027, 156,187); without, it moved by 10%.
@@ -54,7 +57,7 @@ if (names.length === 0) {
 function startServer(name, outFile) {
   const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${outFile}`, process.execPath, ...NODE_FLAGS, path.join(benchDir, 'server.mjs'), name], {
     // A server under valgrind is slow enough for the store's default timeouts to fire.
-    env: { ...process.env, BENCH_STORE_TIMEOUT_MS: '60000' },
+    env: { ...process.env, BENCH_STORE_TIMEOUT_MS: '60000', BENCH_USAGE_FLUSH_MS: process.env.BENCH_USAGE_FLUSH_MS ?? '3600000' },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stderr = ''

@@ -115,6 +115,13 @@ function countRoundTrips(client) {
 // defaults would time its store calls out and measure the fallback instead.
 const STORE_TIMEOUT_MS = process.env.BENCH_STORE_TIMEOUT_MS ? Number(process.env.BENCH_STORE_TIMEOUT_MS) : undefined
 const storeTimeout = STORE_TIMEOUT_MS === undefined ? {} : { storeTimeoutMs: STORE_TIMEOUT_MS }
+// Usage is flushed every 10 s of the clock. At full speed that is one flush in some
+// 300,000 requests; under valgrind, 50 times slower, in a few thousand, and whether one
+// lands in the counted window moved a count by 5,000 instructions per request. So
+// bench/instructions.mjs sets this to an hour: its counts leave out periodic work, as
+// full speed nearly does.
+const USAGE_FLUSH_MS = process.env.BENCH_USAGE_FLUSH_MS ? Number(process.env.BENCH_USAGE_FLUSH_MS) : undefined
+const usageFlush = USAGE_FLUSH_MS === undefined ? {} : { usage: { flushIntervalMs: USAGE_FLUSH_MS } }
 
 /** The gate's store: in memory, or a RedisStore on the bench's own redis-server (run.mjs starts it). */
 async function benchStore(redis, redisOptions = {}) {
@@ -194,7 +201,7 @@ export async function cleanup() {
 async function gateWithApp(layout = 'memory', extra = {}) {
   const { createGate } = await import('../dist/index.js')
   const { options, queries } = await storeLayout(layout)
-  const gate = createGate({ ...options, throttle: { application: HUGE, anonymous: HUGE }, ...storeTimeout, ...extra })
+  const gate = createGate({ ...options, throttle: { application: HUGE, anonymous: HUGE }, ...storeTimeout, ...usageFlush, ...extra })
   const { appToken } = await gate.applications.register({ name: 'bench' })
   return { gate, headers: { 'x-app-token': appToken }, queries }
 }
@@ -211,7 +218,7 @@ const basicHeader = (user, password) => `Basic ${Buffer.from(`${user}:${password
 async function gateWithCredentials(kind, layout = 'memory', application = HUGE) {
   const { createGate } = await import('../dist/index.js')
   const { options, queries } = await storeLayout(layout)
-  const gate = createGate({ ...options, throttle: { application, anonymous: HUGE }, trustProxy: 'loopback', ...storeTimeout })
+  const gate = createGate({ ...options, throttle: { application, anonymous: HUGE }, trustProxy: 'loopback', ...storeTimeout, ...usageFlush })
   const { appToken } = await gate.applications.register({ name: 'bench' })
   const user = await gate.users.create({ username: 'ada', password: PASSWORD, displayName: 'Ada', email: 'ada@example.org' })
   const headers = { 'x-app-token': appToken, 'x-forwarded-proto': 'https' }
