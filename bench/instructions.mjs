@@ -6,6 +6,12 @@
 //     node bench/instructions.mjs node-bare node-gate hono-gate
 //   INSTR_N=4000 INSTR_WARMUP=6000 INSTR_CONNECTIONS=10 node bench/instructions.mjs node-gate
 //   node bench/instructions.mjs --dir ../other-checkout node-gate    # another build's bench/
+//   BENCH_REDIS_URL=redis://127.0.0.1:6379 INSTR_CONNECTIONS=1 node bench/instructions.mjs express-gate-redis-oauth
+//
+// A variant on Redis (`redis: true` in bench/variants.mjs) runs on the Redis server at
+// BENCH_REDIS_URL, which this script neither starts nor flushes: it drops the keys the
+// server made (under its process id, as bench/variants.mjs names them) once it is done.
+// Only the server's own instructions are counted, not Redis's.
 //
 // Each variant's server (bench/server.mjs) runs under valgrind --tool=callgrind with
 // instrumentation off; this process sends it INSTR_WARMUP requests (startup, JIT tiering
@@ -40,6 +46,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+import { Redis } from 'ioredis'
 
 const { values: opts, positionals: names } = parseArgs({ allowPositionals: true, options: { dir: { type: 'string' } } })
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -108,11 +115,24 @@ function instrument(onOff, pid) {
   if (r.status !== 0) throw new Error(`callgrind_control -i ${onOff}: ${r.stderr || r.stdout}`)
 }
 
+/** The keys a Redis variant's server made (valgrind runs node in its own process: the same pid). */
+async function dropKeys(pid) {
+  const client = new Redis(process.env.BENCH_REDIS_URL)
+  try {
+    for (const pattern of [`bench:${pid}:*`, `rlflx:${pid}:*`, `rlflx-tokens:${pid}:*`]) {
+      for await (const keys of client.scanStream({ match: pattern, count: 1000 })) if (keys.length > 0) await client.del(...keys)
+    }
+  } finally {
+    client.disconnect()
+  }
+}
+
 const { variants } = await import(path.join(benchDir, 'variants.mjs'))
 for (const name of names) {
   const variant = variants.find((v) => v.name === name)
   if (!variant) throw new Error(`unknown variant ${name}`)
-  if (variant.redis) throw new Error(`${name} needs Redis: this tool counts the in-process variants only`)
+  if (variant.redis === 'cluster') throw new Error(`${name} needs Redis Cluster: this tool counts the single-server variants only`)
+  if (variant.redis && !process.env.BENCH_REDIS_URL) throw new Error(`${name} needs Redis: set BENCH_REDIS_URL`)
   const outFile = path.join(os.tmpdir(), `odg-instructions-${process.pid}-${name}.out`)
   const server = await startServer(name, outFile)
   try {
@@ -129,6 +149,7 @@ for (const name of names) {
   } finally {
     server.child.kill('SIGINT')
     await new Promise((resolve) => server.child.once('exit', resolve))
+    if (variant.redis) await dropKeys(server.child.pid)
   }
   // One file for all threads (callgrind's default), or one per thread: sum their totals.
   const files = (await import('node:fs')).readdirSync(os.tmpdir()).filter((f) => f.startsWith(path.basename(outFile)))

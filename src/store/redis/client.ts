@@ -38,8 +38,12 @@ export function redisClientDefaults(commandTimeoutMs = 500): Omit<RedisOptions, 
   }
 }
 
-/** Runs a script with its keys and arguments: `EVALSHA`, and `EVAL` when the server does not know it. */
-export type ScriptSender = (script: RedisScript, keys: readonly string[], args: ReadonlyArray<string | number>) => Promise<unknown>
+/**
+ * Runs a script with its keys and arguments: `EVALSHA`, and `EVAL` when the server does not
+ * know it. `decode`, when given, makes the reply the caller's result in the same step (one
+ * promise less than a `.then` of the caller's: the request lookup's path counts them).
+ */
+export type ScriptSender = <T = unknown>(script: RedisScript, keys: readonly string[], args: ReadonlyArray<string | number>, decode?: (reply: unknown) => T) => Promise<T>
 
 /** Whether the server had no script of that SHA-1 (a restart, a flush, another cluster node): send it with EVAL. */
 function isNoScript(error: unknown): boolean {
@@ -74,11 +78,12 @@ const EARLY_FLUSH = 16
 export function scriptSender(client: RedisClient): ScriptSender {
   if ('isCluster' in client && client.isCluster) {
     const cluster = client as Cluster
-    return (script, keys, args) =>
-      cluster.evalsha(script.sha, numKeys(script, keys), ...keys, ...args).catch((error: unknown) => {
+    return <T>(script: RedisScript, keys: readonly string[], args: ReadonlyArray<string | number>, decode?: (reply: unknown) => T) =>
+      cluster.evalsha(script.sha, numKeys(script, keys), ...keys, ...args).then(decode, (error: unknown) => {
         if (!isNoScript(error)) throw error
-        return cluster.eval(script.lua, numKeys(script, keys), ...keys, ...args)
-      })
+        const retried = cluster.eval(script.lua, numKeys(script, keys), ...keys, ...args)
+        return decode === undefined ? retried : retried.then(decode)
+      }) as Promise<T>
   }
   const redis = client as Redis
   let corked: Redis['stream'] | undefined
@@ -91,7 +96,7 @@ export function scriptSender(client: RedisClient): ScriptSender {
     held = 0
     stream.uncork()
   }
-  const send = (name: 'evalsha' | 'eval', argv: Array<string | number>): Promise<unknown> => {
+  const send = (name: 'evalsha' | 'eval', argv: string[]): Promise<unknown> => {
     // Corked only while connected: a socket being replaced drops what it holds, and ioredis
     // fails the commands that were waiting on it (none is ever sent again).
     if (corked === undefined && redis.status === 'ready') {
@@ -102,9 +107,23 @@ export function scriptSender(client: RedisClient): ScriptSender {
     // What ioredis's own `evalsha` passes: the client's key prefix, and the caller's stack if asked.
     const { keyPrefix, showFriendlyErrorStack } = redis.options
     const options: CommandOptions = { replyEncoding: 'utf8' }
-    if (keyPrefix !== undefined) options.keyPrefix = keyPrefix
     if (showFriendlyErrorStack === true) options.errorStack = new Error()
-    const sent = redis.sendCommand(new Command(name, argv, options)) as Promise<unknown>
+    let command: Command
+    // ioredis prefixes keys for a `keyPrefix` it finds truthy (its default is '').
+    if (!keyPrefix) {
+      // The arguments given after the Command is made: its constructor copies them with
+      // `args.flat()`, which V8 runs element by element through a runtime call (some 24,000
+      // instructions for a request lookup's 18 arguments, under callgrind; 1.7 µs against
+      // 0.1 µs for the rest of the constructor). `argv` is flat already, and all strings, as
+      // ioredis's own conversion (String(n)) would have made them.
+      command = new Command(name, NO_ARGUMENTS, options)
+      command.args = argv
+    } else {
+      // ioredis prefixes the keys as it makes the Command, from the arguments it is given.
+      options.keyPrefix = keyPrefix
+      command = new Command(name, argv, options)
+    }
+    const sent = redis.sendCommand(command) as Promise<unknown>
     // Redis idle while a long turn goes on: let the first commands go now, so that Redis works
     // on them while the loop builds the rest (the turn's remaining commands still leave together).
     if (corked !== undefined && ++held === EARLY_FLUSH && inFlight.commandQueue?.length === held) {
@@ -113,15 +132,27 @@ export function scriptSender(client: RedisClient): ScriptSender {
     }
     return sent
   }
-  return (script, keys, args) => {
-    const argv: Array<string | number> = [script.sha, numKeys(script, keys), ...keys, ...args]
-    return send('evalsha', argv).catch((error: unknown) => {
+  return <T>(script: RedisScript, keys: readonly string[], args: ReadonlyArray<string | number>, decode?: (reply: unknown) => T) => {
+    const argv = [script.sha, String(numKeys(script, keys))]
+    for (let i = 0; i < keys.length; i++) argv.push(keys[i] as string)
+    // Numbers as ioredis writes them (String(n)): its Command never sees them.
+    for (let i = 0; i < args.length; i++) {
+      const arg = args[i] as string | number
+      argv.push(typeof arg === 'string' ? arg : String(arg))
+    }
+    return send('evalsha', argv).then(decode, (error: unknown) => {
       if (!isNoScript(error)) throw error
-      argv[0] = script.lua
-      return send('eval', argv)
-    })
+      // A copy: the EVALSHA's Command holds `argv` as its arguments.
+      const again = argv.slice()
+      again[0] = script.lua
+      const retried = send('eval', again)
+      return decode === undefined ? retried : retried.then(decode)
+    }) as Promise<T>
   }
 }
+
+/** The arguments a Command is made with before its own are set (see `scriptSender`): flattening none costs nothing. */
+const NO_ARGUMENTS: never[] = []
 
 /** `EVALSHA`'s numkeys: the script's own count, or the call's for a script that takes any number. */
 function numKeys(script: RedisScript, keys: readonly string[]): number {

@@ -266,15 +266,15 @@ export class RedisStore implements GateStore, UsageStore {
     return this.#firstReady
   }
 
-  /** `EVALSHA`, and `EVAL` when the server does not know the script. */
-  #run(script: RedisScript, keys: string[], args: Array<string | number>): Promise<unknown> {
-    if (!this.#everReady) return this.#whenReady().then(() => this.#send(script, keys, args))
-    return this.#send(script, keys, args)
+  /** `EVALSHA`, and `EVAL` when the server does not know the script; the reply through `decode`, when given. */
+  #run<T = unknown>(script: RedisScript, keys: string[], args: Array<string | number>, decode?: (reply: unknown) => T): Promise<T> {
+    if (!this.#everReady) return this.#whenReady().then(() => this.#send(script, keys, args, decode))
+    return this.#send(script, keys, args, decode)
   }
 
   /** A record's hash, through {@link READ_HASH}: one string for the client to decode. */
   #readHash<T>(schema: Schema, key: string): Promise<T | undefined> {
-    return this.#run(READ_HASH, [key], []).then((reply) => decodeJsonHash<T>(schema, reply))
+    return this.#run(READ_HASH, [key], [], (reply) => decodeJsonHash<T>(schema, reply))
   }
 
   /** A key, or the start of keys, that a script is given as an argument: as ioredis prefixes the keys it is given. */
@@ -684,7 +684,7 @@ export class RedisStore implements GateStore, UsageStore {
   // ---- rate steps ----
 
   consumeRate(key: string, limit: number, windowMs: number, cost: number): Promise<RateResult> {
-    return this.#run(GCRA, [this.#rateKey(key)], [limit, windowMs, cost]).then(gcraResult)
+    return this.#run(GCRA, [this.#rateKey(key)], [limit, windowMs, cost], gcraResult)
   }
 
   /**
@@ -700,7 +700,7 @@ export class RedisStore implements GateStore, UsageStore {
     if (this.#cluster !== undefined && keys.some((key) => hashTag(key) !== hashTag(keys[0]!))) {
       return Promise.reject(new TypeError(`open-data-gate: consumeLimits on Redis Cluster needs every key in one hash slot (keys of one subject, made by limitRateKey), got ${steps.map((step) => JSON.stringify(step.key)).join(', ')}`))
     }
-    return this.#run(LIMITS, keys, limitArgs(steps)).then((reply) => limitResults(reply as string))
+    return this.#run(LIMITS, keys, limitArgs(steps), (reply) => limitResults(reply as string))
   }
 
   /**
@@ -750,7 +750,7 @@ export class RedisStore implements GateStore, UsageStore {
       if (invalid !== undefined) return Promise.reject(new TypeError(`open-data-gate: lookupRequest: ${invalid}`))
       args.push('L', lookup.limits.length, other === null ? '' : other.length, ...limitArgs(steps))
       const keys = [recordKey, ...steps.map((step) => this.#rateKey(step.key))]
-      return this.#run(LOOKUP_REQUEST_LIMITS, keys, args).then((reply) => lookedUp(copies, kind, id, held, reply as string, true))
+      return this.#run(LOOKUP_REQUEST_LIMITS, keys, args, (reply) => lookedUp(copies, kind, id, held, reply as string, true))
     }
     const { rate } = lookup
     const other = byToken ? (lookup.otherwise ?? null) : null
@@ -760,7 +760,7 @@ export class RedisStore implements GateStore, UsageStore {
       keys.push(this.#rateKey(other.key))
       args.push(other.limit, other.windowMs, other.cost)
     }
-    return this.#run(LOOKUP_REQUEST, keys, args).then((reply) => lookedUp(copies, kind, id, held, reply as string, false))
+    return this.#run(LOOKUP_REQUEST, keys, args, (reply) => lookedUp(copies, kind, id, held, reply as string, false))
   }
 
   async resetRate(key: string): Promise<void> {
