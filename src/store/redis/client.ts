@@ -78,12 +78,12 @@ const EARLY_FLUSH = 16
 export function scriptSender(client: RedisClient): ScriptSender {
   if ('isCluster' in client && client.isCluster) {
     const cluster = client as Cluster
-    return <T>(script: RedisScript, keys: readonly string[], args: ReadonlyArray<string | number>, decode?: (reply: unknown) => T) =>
-      cluster.evalsha(script.sha, numKeys(script, keys), ...keys, ...args).then(decode, (error: unknown) => {
-        if (!isNoScript(error)) throw error
-        const retried = cluster.eval(script.lua, numKeys(script, keys), ...keys, ...args)
-        return decode === undefined ? retried : retried.then(decode)
-      }) as Promise<T>
+    return (script, keys, args, decode) =>
+      withEvalFallback(
+        cluster.evalsha(script.sha, numKeys(script, keys), ...keys, ...args),
+        () => cluster.eval(script.lua, numKeys(script, keys), ...keys, ...args),
+        decode,
+      )
   }
   const redis = client as Redis
   let corked: Redis['stream'] | undefined
@@ -132,7 +132,7 @@ export function scriptSender(client: RedisClient): ScriptSender {
     }
     return sent
   }
-  return <T>(script: RedisScript, keys: readonly string[], args: ReadonlyArray<string | number>, decode?: (reply: unknown) => T) => {
+  return (script, keys, args, decode) => {
     const argv = [script.sha, String(numKeys(script, keys))]
     for (let i = 0; i < keys.length; i++) argv.push(keys[i] as string)
     // Numbers as ioredis writes them (String(n)): its Command never sees them.
@@ -140,15 +140,27 @@ export function scriptSender(client: RedisClient): ScriptSender {
       const arg = args[i] as string | number
       argv.push(typeof arg === 'string' ? arg : String(arg))
     }
-    return send('evalsha', argv).then(decode, (error: unknown) => {
-      if (!isNoScript(error)) throw error
+    const retry = () => {
       // A copy: the EVALSHA's Command holds `argv` as its arguments.
       const again = argv.slice()
       again[0] = script.lua
-      const retried = send('eval', again)
-      return decode === undefined ? retried : retried.then(decode)
-    }) as Promise<T>
+      return send('eval', again)
+    }
+    return withEvalFallback(send('evalsha', argv), retry, decode)
   }
+}
+
+/**
+ * The reply of an `EVALSHA`, or on `NOSCRIPT` of the `EVAL` that `retry` sends, through
+ * `decode` in the same step as the fallback (an error `decode` throws is never taken for
+ * `NOSCRIPT`).
+ */
+function withEvalFallback<T>(sent: Promise<unknown>, retry: () => Promise<unknown>, decode: ((reply: unknown) => T) | undefined): Promise<T> {
+  return sent.then(decode, (error: unknown) => {
+    if (!isNoScript(error)) throw error
+    const retried = retry()
+    return decode === undefined ? retried : retried.then(decode)
+  }) as Promise<T>
 }
 
 /** The arguments a Command is made with before its own are set (see `scriptSender`): flattening none costs nothing. */
