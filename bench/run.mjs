@@ -258,7 +258,6 @@ function summarize(selected, samples) {
       roundTrips: v.redis ? median(mine.map((s) => s.roundTrips)) : null,
       firstRoundTrips: v.redis ? Math.max(...mine.map((s) => s.firstRoundTrips)) : null,
       ...(v.target !== undefined && { target: v.target, pass: ratio >= v.target }),
-      ...(v.cpuTarget !== undefined && { cpuTarget: v.cpuTarget, cpuPass: median(extra) <= v.cpuTarget }),
       ...(v.peer !== undefined && { peer: v.peer }),
     }
   })
@@ -310,13 +309,6 @@ function report(config, summary, samples) {
       console.log(`  ${r.pass ? 'PASS' : 'MISS'}  ${r.name.padEnd(w)}  ${r.ratio.toFixed(2)} vs target ≥ ${r.target.toFixed(2)}` +
         `  (rounds ${r.ratioMin.toFixed(2)}–${r.ratioMax.toFixed(2)}, ${signed(r.extraCpuUsPerReq)} µs/req)`)
     }
-  }
-
-  const cpuTargeted = summary.filter((r) => r.cpuTarget !== undefined)
-  if (cpuTargeted.length) {
-    console.log('\nCPU targets (median server CPU µs per request over bare, same round):')
-    const w = Math.max(...cpuTargeted.map((r) => r.name.length))
-    for (const r of cpuTargeted) console.log(`  ${r.cpuPass ? 'PASS' : 'MISS'}  ${r.name.padEnd(w)}  ${signed(r.extraCpuUsPerReq)} µs/req vs target ≤ ${r.cpuTarget}`)
   }
 
   const byName = new Map(summary.map((r) => [r.name, r]))

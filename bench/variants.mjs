@@ -12,7 +12,6 @@
 //              the response, so a middleware that is mounted but not doing its job (a
 //              token silently ignored, a default limit) can't pass as "fast"
 //   target     optional minimum ratio to the baseline, printed as PASS/MISS
-//   cpuTarget  optional most server CPU µs per request over the baseline, printed as PASS/MISS
 //   peer       optional variant of the same framework it must serve at least as many req/s
 //              as (the host's own limiter), as a median of the rounds' ratios: PASS/MISS
 //   redis      optional: on the bench's redis-server (true), or on its three-node Redis
