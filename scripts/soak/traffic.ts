@@ -429,9 +429,14 @@ export class Traffic {
       token.revokedAt = replayed.end
       token.pendingSince = null
     }
-    const used = await step('flow-use', (i) => `${i.https}/api/users/current.json`, { headers: { authorization: `OAuth ${token.id}` } }, (a) =>
-      token.revokedAt === null ? a.status === 200 && body(a)?.screenName !== undefined : a.status === 401,
-    )
+    // Judged by the token's state when the request started, as every other use of a
+    // credential: another actor may revoke the token while this request is in flight.
+    const used = await step('flow-use', (i) => `${i.https}/api/users/current.json`, { headers: { authorization: `OAuth ${token.id}` } }, (a) => {
+      const worked = a.status === 200 && body(a)?.id === user.id
+      const refused = a.status === 401
+      const expectation = stateOf(token, a)
+      return expectation === 'live' ? worked : expectation === 'revoked' ? refused : worked || refused
+    })
     if (used !== null) this.flows.completed++
   }
 }
