@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process'
 import { Cluster } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createGate, limitRateKey, type Gate, type GateOptions, type LimitStep } from '../src/index.js'
@@ -332,6 +333,82 @@ describe.skipIf(!available)('RedisStore on a three-node Redis Cluster', () => {
       const perNode = await Promise.all(client.nodes('master').map(async (node) => (await node.keys(`${prefix}rate:{app:plan-*`)).length))
       expect(perNode.filter((n) => n > 0).length).toBeGreaterThan(1)
       expect(perNode.reduce((a, b) => a + b, 0)).toBe(18)
+    } finally {
+      trips.stop()
+      await store.close()
+    }
+  })
+
+  it('fails the steps of a paused master within the command timeout, while the steps sent beside them to the other masters are answered', async () => {
+    const store = new RedisStore({ client, prefix })
+    const masters = client.nodes('master')
+    // A unit comes back every 864 s: the remaining counts are steps taken, whatever the timing.
+    const DAY = 86_400_000
+    const ownerOf = (subject: string) => {
+      const slot = Number(spawnSync('redis-cli', ['-p', String(cluster.servers[0]!.port), 'cluster', 'keyslot', `${prefix}rate:{${subject}}`], { encoding: 'utf8' }).stdout.trim())
+      return masters.find((m) => `${m.options.host}:${m.options.port}` === client.slots[slot]?.[0])!
+    }
+    // One subject whose rate key lives on each master.
+    const subjects = new Map<(typeof masters)[number], string>()
+    for (let i = 0; subjects.size < masters.length; i++) {
+      const subject = `app:paused-${i}`
+      const owner = ownerOf(subject)
+      if (!subjects.has(owner)) subjects.set(owner, subject)
+    }
+    // Each node knows the script: what follows sends EVALSHA only.
+    for (const subject of subjects.values()) await store.consumeRate(subject, 100, DAY, 1)
+    const [paused, ...others] = masters
+    const server = cluster.servers.find((s) => s.port === paused!.options.port)!
+    server.pause()
+    try {
+      // Sent in one turn: the paused master's socket is corked with the others', and held apart from them.
+      const results = await Promise.allSettled(masters.map((m) => store.consumeRate(subjects.get(m)!, 100, DAY, 1)))
+      expect(results[0]).toMatchObject({ status: 'rejected', reason: { message: expect.stringMatching(/timed out/i) } })
+      for (const result of results.slice(1)) expect(result).toMatchObject({ status: 'fulfilled', value: { allowed: true, remaining: 98 } })
+    } finally {
+      server.resume()
+    }
+    // Answering again. The step that timed out was in its socket and ran when it woke, before
+    // the next one on the same connection: each key has taken three steps.
+    expect((await store.consumeRate(subjects.get(paused!)!, 100, DAY, 1)).remaining).toBe(97)
+    for (const other of others) expect((await store.consumeRate(subjects.get(other)!, 100, DAY, 1)).remaining).toBe(97)
+    await store.close()
+    // Never longer than the cluster's node timeout (2 s): it was never marked failed.
+    for (const s of cluster.servers) expect(spawnSync('redis-cli', ['-p', String(s.port), 'cluster', 'info'], { encoding: 'utf8' }).stdout).toContain('cluster_state:ok')
+  })
+
+  it('follows a slot moved to another master after the client learned the map: each step runs once, on the new owner', async () => {
+    const store = new RedisStore({ client, prefix })
+    const masters = client.nodes('master')
+    const address = (node: (typeof masters)[number]) => `${node.options.host}:${node.options.port}`
+    const keysIn = async (node: (typeof masters)[number], slot: number) => Number(await node.cluster('COUNTKEYSINSLOT', slot))
+    const trips = countRoundTrips(client)
+    try {
+      // A rate key in a slot that holds no key: such a slot moves by CLUSTER SETSLOT alone.
+      let subject = ''
+      let slot = 0
+      for (let i = 0; ; i++) {
+        subject = `app:moved-${i}`
+        slot = Number(await masters[0]!.cluster('KEYSLOT', `${prefix}rate:{${subject}}`))
+        if ((await Promise.all(masters.map((m) => keysIn(m, slot)))).every((n) => n === 0)) break
+      }
+      const owner = masters.find((m) => address(m) === client.slots[slot]?.[0])!
+      const target = masters.find((m) => m !== owner)!
+      const targetId = String(await target.cluster('MYID'))
+      // The new owner first, then the others, as redis-cli --cluster reshard does; the client is not told.
+      for (const node of [target, ...masters.filter((m) => m !== target)]) await node.cluster('SETSLOT', slot, 'NODE', targetId)
+      expect(client.slots[slot]?.[0]).toBe(address(owner))
+
+      // Sent to the old owner, answered MOVED, sent again to the new one (with EVAL if it lacks the script).
+      const first = await trips.count(() => store.consumeRate(subject, 5, 60_000, 1))
+      expect(first.value.remaining).toBe(4)
+      expect(first.commands.length).toBeGreaterThan(1)
+      // The client follows the new map: one command, to the new owner.
+      const second = await trips.count(() => store.consumeRate(subject, 5, 60_000, 1))
+      expect(second.value.remaining).toBe(3)
+      expect(second.commands).toEqual([`evalsha ${prefix}rate:{${subject}}`])
+      expect(await keysIn(target, slot)).toBe(1)
+      expect(await keysIn(owner, slot)).toBe(0)
     } finally {
       trips.stop()
       await store.close()

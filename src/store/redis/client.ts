@@ -61,77 +61,27 @@ function isNoScript(error: unknown): boolean {
  */
 const EARLY_FLUSH = 16
 
+/** Sends one script command, `evalsha` or `eval`, with its flat arguments. */
+type Send = (name: 'evalsha' | 'eval', argv: string[]) => Promise<unknown>
+
 /**
  * How the store sends its scripts through `client`: one `EVALSHA` each, and on `NOSCRIPT`
  * the same call as `EVAL` (Redis then keeps the script again by itself).
  *
- * On a single server the store makes the ioredis `Command` itself and hands it to
- * `sendCommand`, with the socket corked until the event loop's turn ends: the commands of
- * the turn's requests leave in one write, as auto-pipelining would send them, for a
- * quarter fewer instructions and about 0.6× the CPU per command (auto-pipelining builds a
- * pipeline per turn, and a promise, a callback and a `nextTick` more per command;
- * `bench/redis-client.mjs` measures both). The command goes
- * through the client's own checks and timer as any other: it fails at once when the client
- * is not connected (or waits in its offline queue, if you gave it one), and fails after the
- * client's `commandTimeout`. A Cluster routes each command to its node, through `evalsha`.
+ * The store makes the ioredis `Command` itself and hands it to `sendCommand`, with the
+ * socket corked until the event loop's turn ends: the commands of the turn's requests leave
+ * in one write, as auto-pipelining would send them, for a quarter fewer instructions and
+ * about 0.6× the CPU per command on a single server (auto-pipelining builds a pipeline per
+ * turn, and a promise, a callback and a `nextTick` more per command; `bench/redis-client.mjs`
+ * measures both), and about half on a Cluster. A Cluster's `sendCommand` routes each command
+ * to its slot's master and follows `MOVED` and `ASK` as its own commands do; every master
+ * that is connected is corked for the turn. The command goes through the client's own
+ * checks and timer as any other: it fails at once when the client is not connected (or
+ * waits in its offline queue, if you gave it one), and fails after the client's
+ * `commandTimeout`.
  */
 export function scriptSender(client: RedisClient): ScriptSender {
-  if ('isCluster' in client && client.isCluster) {
-    const cluster = client as Cluster
-    return (script, keys, args, decode) =>
-      withEvalFallback(
-        cluster.evalsha(script.sha, numKeys(script, keys), ...keys, ...args),
-        () => cluster.eval(script.lua, numKeys(script, keys), ...keys, ...args),
-        decode,
-      )
-  }
-  const redis = client as Redis
-  let corked: Redis['stream'] | undefined
-  let held = 0
-  // ioredis's queue of commands written and not yet answered (`commandQueue`, in ioredis 5 and 6).
-  const inFlight = redis as unknown as { commandQueue?: { length: number } }
-  const uncork = (): void => {
-    const stream = corked as Redis['stream']
-    corked = undefined
-    held = 0
-    stream.uncork()
-  }
-  const send = (name: 'evalsha' | 'eval', argv: string[]): Promise<unknown> => {
-    // Corked only while connected: a socket being replaced drops what it holds, and ioredis
-    // fails the commands that were waiting on it (none is ever sent again).
-    if (corked === undefined && redis.status === 'ready') {
-      corked = redis.stream
-      corked.cork()
-      setImmediate(uncork)
-    }
-    // What ioredis's own `evalsha` passes: the client's key prefix, and the caller's stack if asked.
-    const { keyPrefix, showFriendlyErrorStack } = redis.options
-    const options: CommandOptions = { replyEncoding: 'utf8' }
-    if (showFriendlyErrorStack === true) options.errorStack = new Error()
-    let command: Command
-    // ioredis prefixes keys for a `keyPrefix` it finds truthy (its default is '').
-    if (!keyPrefix) {
-      // The arguments given after the Command is made: its constructor copies them with
-      // `args.flat()`, which V8 runs element by element through a runtime call (some 24,000
-      // instructions for a request lookup's 18 arguments, under callgrind; 1.7 µs against
-      // 0.1 µs for the rest of the constructor). `argv` is flat already, and all strings, as
-      // ioredis's own conversion (String(n)) would have made them.
-      command = new Command(name, NO_ARGUMENTS, options)
-      command.args = argv
-    } else {
-      // ioredis prefixes the keys as it makes the Command, from the arguments it is given.
-      options.keyPrefix = keyPrefix
-      command = new Command(name, argv, options)
-    }
-    const sent = redis.sendCommand(command) as Promise<unknown>
-    // Redis idle while a long turn goes on: let the first commands go now, so that Redis works
-    // on them while the loop builds the rest (the turn's remaining commands still leave together).
-    if (corked !== undefined && ++held === EARLY_FLUSH && inFlight.commandQueue?.length === held) {
-      corked.uncork()
-      corked.cork()
-    }
-    return sent
-  }
+  const send = 'isCluster' in client && client.isCluster ? clusterSend(client as Cluster) : serverSend(client as Redis)
   return (script, keys, args, decode) => {
     const argv = [script.sha, String(numKeys(script, keys))]
     for (let i = 0; i < keys.length; i++) argv.push(keys[i] as string)
@@ -148,6 +98,83 @@ export function scriptSender(client: RedisClient): ScriptSender {
     }
     return withEvalFallback(send('evalsha', argv), retry, decode)
   }
+}
+
+/** Sending on a single server: its socket corked for the turn, the first commands let go early while Redis is idle. */
+function serverSend(redis: Redis): Send {
+  let corked: Redis['stream'] | undefined
+  let held = 0
+  // ioredis's queue of commands written and not yet answered (`commandQueue`, in ioredis 5 and 6).
+  const inFlight = redis as unknown as { commandQueue?: { length: number } }
+  const uncork = (): void => {
+    const stream = corked as Redis['stream']
+    corked = undefined
+    held = 0
+    stream.uncork()
+  }
+  return (name, argv) => {
+    // Corked only while connected: a socket being replaced drops what it holds, and ioredis
+    // fails the commands that were waiting on it (none is ever sent again).
+    if (corked === undefined && redis.status === 'ready') {
+      corked = redis.stream
+      corked.cork()
+      setImmediate(uncork)
+    }
+    const sent = redis.sendCommand(scriptCommand(name, argv, redis.options)) as Promise<unknown>
+    // Redis idle while a long turn goes on: let the first commands go now, so that Redis works
+    // on them while the loop builds the rest (the turn's remaining commands still leave together).
+    if (corked !== undefined && ++held === EARLY_FLUSH && inFlight.commandQueue?.length === held) {
+      corked.uncork()
+      corked.cork()
+    }
+    return sent
+  }
+}
+
+/**
+ * Sending on a Cluster: the connected masters' sockets corked for the turn (a command that a
+ * redirection sends elsewhere is written at once), each command routed by the Cluster.
+ */
+function clusterSend(cluster: Cluster): Send {
+  let corked: Array<Redis['stream']> | undefined
+  const uncork = (): void => {
+    const streams = corked as Array<Redis['stream']>
+    corked = undefined
+    for (const stream of streams) stream.uncork()
+  }
+  return (name, argv) => {
+    if (corked === undefined && cluster.status === 'ready') {
+      corked = []
+      for (const node of cluster.nodes('master')) {
+        if (node.status !== 'ready') continue
+        node.stream.cork()
+        corked.push(node.stream)
+      }
+      setImmediate(uncork)
+    }
+    return cluster.sendCommand(scriptCommand(name, argv, cluster.options)) as Promise<unknown>
+  }
+}
+
+/** The `Command` ioredis's own `evalsha` makes: the client's key prefix, and the caller's stack if asked. */
+function scriptCommand(name: 'evalsha' | 'eval', argv: string[], clientOptions: { keyPrefix?: string | undefined; showFriendlyErrorStack?: boolean | undefined }): Command {
+  const { keyPrefix, showFriendlyErrorStack } = clientOptions
+  const options: CommandOptions = { replyEncoding: 'utf8' }
+  if (showFriendlyErrorStack === true) options.errorStack = new Error()
+  // ioredis prefixes keys for a `keyPrefix` it finds truthy (its default is ''), as it makes
+  // the Command, from the arguments it is given.
+  if (keyPrefix) {
+    options.keyPrefix = keyPrefix
+    return new Command(name, argv, options)
+  }
+  // The arguments given after the Command is made: its constructor copies them with
+  // `args.flat()`, which V8 runs element by element through a runtime call (some 24,000
+  // instructions for a request lookup's 18 arguments, under callgrind; 1.7 µs against
+  // 0.1 µs for the rest of the constructor). `argv` is flat already, and all strings, as
+  // ioredis's own conversion (String(n)) would have made them.
+  const command = new Command(name, NO_ARGUMENTS, options)
+  command.args = argv
+  return command
 }
 
 /**
