@@ -7,11 +7,14 @@
 //   INSTR_N=4000 INSTR_WARMUP=6000 INSTR_CONNECTIONS=10 node bench/instructions.mjs node-gate
 //   node bench/instructions.mjs --dir ../other-checkout node-gate    # another build's bench/
 //   BENCH_REDIS_URL=redis://127.0.0.1:6379 INSTR_CONNECTIONS=1 node bench/instructions.mjs express-gate-redis-oauth
+//   BENCH_REDIS_CLUSTER=17191,17192,17193 INSTR_CONNECTIONS=1 node bench/instructions.mjs node-gate-cluster-oauth
 //
 // A variant on Redis (`redis: true` in bench/variants.mjs) runs on the Redis server at
 // BENCH_REDIS_URL, which this script neither starts nor flushes: it drops the keys the
 // server made (under its process id, as bench/variants.mjs names them) once it is done.
-// Only the server's own instructions are counted, not Redis's.
+// A Cluster variant (`redis: 'cluster'`) runs on the three masters whose ports
+// BENCH_REDIS_CLUSTER names (a cluster of your own: `npm run bench` starts one and stops it),
+// and its keys are dropped from each. Only the server's own instructions are counted, not Redis's.
 //
 // Each variant's server (bench/server.mjs) runs under valgrind --tool=callgrind with
 // instrumentation off; this process sends it INSTR_WARMUP requests (startup, JIT tiering
@@ -116,14 +119,18 @@ function instrument(onOff, pid) {
 }
 
 /** The keys a Redis variant's server made (valgrind runs node in its own process: the same pid). */
-async function dropKeys(pid) {
-  const client = new Redis(process.env.BENCH_REDIS_URL)
-  try {
-    for (const pattern of [`bench:${pid}:*`, `rlflx:${pid}:*`, `rlflx-tokens:${pid}:*`]) {
-      for await (const keys of client.scanStream({ match: pattern, count: 1000 })) if (keys.length > 0) await client.del(...keys)
+async function dropKeys(pid, cluster) {
+  const urls = cluster ? process.env.BENCH_REDIS_CLUSTER.split(',').map((port) => `redis://127.0.0.1:${port}`) : [process.env.BENCH_REDIS_URL]
+  for (const url of urls) {
+    const client = new Redis(url)
+    try {
+      for (const pattern of [`bench:${pid}:*`, `rlflx:${pid}:*`, `rlflx-tokens:${pid}:*`]) {
+        // One DEL per key: on a Cluster node, the keys of one DEL must share a slot.
+        for await (const keys of client.scanStream({ match: pattern, count: 1000 })) for (const key of keys) await client.del(key)
+      }
+    } finally {
+      client.disconnect()
     }
-  } finally {
-    client.disconnect()
   }
 }
 
@@ -131,8 +138,8 @@ const { variants } = await import(path.join(benchDir, 'variants.mjs'))
 for (const name of names) {
   const variant = variants.find((v) => v.name === name)
   if (!variant) throw new Error(`unknown variant ${name}`)
-  if (variant.redis === 'cluster') throw new Error(`${name} needs Redis Cluster: this tool counts the single-server variants only`)
-  if (variant.redis && !process.env.BENCH_REDIS_URL) throw new Error(`${name} needs Redis: set BENCH_REDIS_URL`)
+  if (variant.redis === 'cluster' && !process.env.BENCH_REDIS_CLUSTER) throw new Error(`${name} needs Redis Cluster: set BENCH_REDIS_CLUSTER to its three masters' ports`)
+  if (variant.redis && variant.redis !== 'cluster' && !process.env.BENCH_REDIS_URL) throw new Error(`${name} needs Redis: set BENCH_REDIS_URL`)
   const outFile = path.join(os.tmpdir(), `odg-instructions-${process.pid}-${name}.out`)
   const server = await startServer(name, outFile)
   try {
@@ -149,7 +156,7 @@ for (const name of names) {
   } finally {
     server.child.kill('SIGINT')
     await new Promise((resolve) => server.child.once('exit', resolve))
-    if (variant.redis) await dropKeys(server.child.pid)
+    if (variant.redis) await dropKeys(server.child.pid, variant.redis === 'cluster')
   }
   // One file for all threads (callgrind's default), or one per thread: sum their totals.
   const files = (await import('node:fs')).readdirSync(os.tmpdir()).filter((f) => f.startsWith(path.basename(outFile)))

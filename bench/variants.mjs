@@ -161,7 +161,7 @@ async function storeLayout(layout) {
     const { Cluster } = await import('ioredis')
     const { RedisStore, redisClientDefaults } = await import('../dist/redis.js')
     const nodes = process.env.BENCH_REDIS_CLUSTER.split(',').map((address) => ({ host: '127.0.0.1', port: Number(address) }))
-    const client = new Cluster(nodes, { enableOfflineQueue: false, enableAutoPipelining: true, redisOptions: redisClientDefaults() })
+    const client = new Cluster(nodes, { enableOfflineQueue: false, enableAutoPipelining: true, redisOptions: redisClientDefaults(STORE_TIMEOUT_MS) })
     client.on('error', () => {})
     await new Promise((resolve) => client.once('ready', resolve))
     countRedisCommands(client)
