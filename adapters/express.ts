@@ -33,7 +33,10 @@ declare module 'express-serve-static-core' {
 export type ExpressMiddleware = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void
 
 /**
- * Mounts the gate in an Express app: `app.use(expressGate(gate))`.
+ * Mounts the gate in an Express app: `app.use(expressGate(gate))`. Mount it before any body
+ * parser (`express.json()`), or give parsers to your routes only: a parser in front answers
+ * a malformed body to the token endpoint with Express's HTML 400 before the gate can send
+ * its OAuth JSON error.
  * @throws {TypeError} at mount, when `gate` is not the gate `createGate()` returns (its options, say)
  */
 export function expressGate(gate: Gate): ExpressMiddleware {

@@ -46,7 +46,9 @@ export interface KoaContextLike {
 export type KoaMiddleware = (ctx: KoaContextLike, next: () => Promise<unknown>) => Promise<unknown> | undefined
 
 /**
- * Mounts the gate in a Koa app: `app.use(koaGate(gate))`.
+ * Mounts the gate in a Koa app: `app.use(koaGate(gate))`. Mount it before any body parser
+ * (`@koa/bodyparser`): a parser in front answers a malformed body to the token endpoint
+ * with Koa's plain-text 400 before the gate can send its OAuth JSON error.
  * @throws {TypeError} at mount, when `gate` is not the gate `createGate()` returns (its options, say)
  */
 export function koaGate(gate: Gate): KoaMiddleware {

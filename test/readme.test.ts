@@ -95,6 +95,8 @@ describe('the README quickstarts', () => {
       const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/resource/abcd-1234.json`
       const anonymous = await fetch(base)
       expect(anonymous.status).toBe(200)
+      // Every quickstart answers JSON as JSON, node:http's included.
+      expect(anonymous.headers.get('content-type')).toMatch(/^application\/json\b/)
       expect(await anonymous.json()).toMatchObject({ app: null })
       // The quickstart's anonymous budget is one shared pool of 60 an hour.
       expect(anonymous.headers.get('ratelimit-policy')).toBe('"anon";q=60;w=3600')

@@ -34,7 +34,7 @@ const PASSWORD_KEY = /pass/i
  * Reads a store URL with its driver's parser (ioredis when it is installed, else the same
  * WHATWG rules ioredis 6 applies) and says how to show it without its passwords.
  * @example
- * const url = await inspectStoreUrl(process.env.DATABASE_URL)
+ * const url = await inspectStoreUrl(process.env.DATABASE_URL ?? '')
  * console.log(`store: ${url.shown ?? '(not a URL)'}`)
  */
 export async function inspectStoreUrl(url: string): Promise<StoreUrl> {

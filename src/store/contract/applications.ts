@@ -110,9 +110,11 @@ export interface ApplicationStore extends StoreLifecycle {
   /** The application with this app token, or `undefined`. Called on every request that carries a token. */
   getApplication(appToken: string): Awaitable<ApplicationRecord | undefined>
   /**
-   * Every application, oldest first; with a filter, only the owner's (oldest first), read
-   * through an index of the owner's applications, never a scan of all of them. An owner's
-   * list is bounded by the cap of the self-service endpoints, so it is not paged.
+   * Every application, ordered by `createdAt`, oldest first (not insertion order: the
+   * conformance kit saves a later `createdAt` first); with a filter, only the owner's, in
+   * the same order, read through an index of the owner's applications, never a scan of all
+   * of them. An owner's list is bounded by the cap of the self-service endpoints, so it is
+   * not paged.
    */
   listApplications(filter?: ApplicationFilter): Awaitable<ApplicationRecord[]>
   /** Applies `patch` and returns the new record, or `undefined` when there is no such application. */

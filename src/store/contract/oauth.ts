@@ -97,7 +97,7 @@ export interface OAuthStore extends StoreLifecycle {
    * @returns how many tokens this call revoked
    */
   revokeAccessTokens(filter: AccessTokenFilter, at: number): Awaitable<number>
-  /** A user's live tokens (not revoked, not expired), oldest first. */
+  /** A user's live tokens (not revoked, not expired), ordered by `createdAt`, oldest first (not insertion order). */
   listAccessTokens(userId: string): Awaitable<AccessTokenRecord[]>
 
   /**
@@ -114,7 +114,7 @@ export interface OAuthStore extends StoreLifecycle {
    */
   touchGrant(userId: string, appToken: string, at: number): Awaitable<void>
   getGrant(userId: string, appToken: string): Awaitable<GrantRecord | undefined>
-  /** A user's grants, oldest `firstAuthorizedAt` first. */
+  /** A user's grants, ordered by `firstAuthorizedAt`, oldest first (not the order they were recorded in). */
   listGrants(userId: string): Awaitable<GrantRecord[]>
   /** Forgets a grant; `false` when there was none. */
   deleteGrant(userId: string, appToken: string): Awaitable<boolean>

@@ -119,7 +119,9 @@ const APPLICATION_LOCK_CLASS = 0x0d6a80
  *
  * @example
  * import { PostgresStore } from 'open-data-gate/postgres'
- * const store = new PostgresStore({ connectionString: process.env.DATABASE_URL, schema: 'open_data_gate' })
+ * const connectionString = process.env.DATABASE_URL
+ * if (!connectionString) throw new Error('Set DATABASE_URL, e.g. postgres://user:password@host:5432/database')
+ * const store = new PostgresStore({ connectionString, schema: 'open_data_gate' })
  * await store.migrate()
  * const gate = createGate({ store })
  */
