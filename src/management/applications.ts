@@ -195,11 +195,9 @@ export class Applications {
    * const { appToken, secretToken } = await gate.applications.register({
    *   name: 'Transit dashboard', callbackPrefix: 'https://transit.example/oauth/',
    * })
-   * // Importing an application that already has its credentials elsewhere. An unset
-   * // variable must stop the import: `secretToken: undefined` would make a new random secret.
-   * const imported = process.env.TRANSIT_SECRET
-   * if (!imported) throw new Error('Set TRANSIT_SECRET')
-   * await gate.applications.register({ name: 'Transit dashboard', appToken: 'aB3dE5fG7hJ9kL1mN3pQ5rS7t', secretToken: imported })
+   * // Importing an application's credentials; an unset secret must stop it (undefined makes a new one):
+   * if (!process.env.TRANSIT_SECRET) throw new Error('Set TRANSIT_SECRET')
+   * await gate.applications.register({ name: 'Transit dashboard', appToken: 'aB3dE5fG7hJ9kL1mN3pQ5rS7t', secretToken: process.env.TRANSIT_SECRET })
    */
   async register(input: RegisterApplication): Promise<RegisteredApplication> {
     if (typeof input !== 'object' || input === null) throw new TypeError('open-data-gate: register() takes { name, callbackPrefix?, limit?, plan?, ownerId? }')
