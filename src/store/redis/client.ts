@@ -102,31 +102,17 @@ export function scriptSender(client: RedisClient): ScriptSender {
 
 /** Sending on a single server: its socket corked for the turn, the first commands let go early while Redis is idle. */
 function serverSend(redis: Redis): Send {
-  let corked: Redis['stream'] | undefined
-  let held = 0
+  // Corked only while connected: a socket being replaced drops what it holds, and ioredis
+  // fails the commands that were waiting on it (none is ever sent again).
+  const cork = new TurnCork(() => (redis.status === 'ready' ? [redis.stream] : []))
   // ioredis's queue of commands written and not yet answered (`commandQueue`, in ioredis 5 and 6).
   const inFlight = redis as unknown as { commandQueue?: { length: number } }
-  const uncork = (): void => {
-    const stream = corked as Redis['stream']
-    corked = undefined
-    held = 0
-    stream.uncork()
-  }
   return (name, argv) => {
-    // Corked only while connected: a socket being replaced drops what it holds, and ioredis
-    // fails the commands that were waiting on it (none is ever sent again).
-    if (corked === undefined && redis.status === 'ready') {
-      corked = redis.stream
-      corked.cork()
-      setImmediate(uncork)
-    }
+    const held = cork.hold()
     const sent = redis.sendCommand(scriptCommand(name, argv, redis.options)) as Promise<unknown>
     // Redis idle while a long turn goes on: let the first commands go now, so that Redis works
     // on them while the loop builds the rest (the turn's remaining commands still leave together).
-    if (corked !== undefined && ++held === EARLY_FLUSH && inFlight.commandQueue?.length === held) {
-      corked.uncork()
-      corked.cork()
-    }
+    if (held === EARLY_FLUSH && inFlight.commandQueue?.length === held) cork.flush()
     return sent
   }
 }
@@ -136,23 +122,49 @@ function serverSend(redis: Redis): Send {
  * redirection sends elsewhere is written at once), each command routed by the Cluster.
  */
 function clusterSend(cluster: Cluster): Send {
-  let corked: Array<Redis['stream']> | undefined
-  const uncork = (): void => {
-    const streams = corked as Array<Redis['stream']>
-    corked = undefined
-    for (const stream of streams) stream.uncork()
-  }
+  const cork = new TurnCork(() => (cluster.status === 'ready' ? cluster.nodes('master').filter((node) => node.status === 'ready').map((node) => node.stream) : []))
   return (name, argv) => {
-    if (corked === undefined && cluster.status === 'ready') {
-      corked = []
-      for (const node of cluster.nodes('master')) {
-        if (node.status !== 'ready') continue
-        node.stream.cork()
-        corked.push(node.stream)
-      }
-      setImmediate(uncork)
-    }
+    cork.hold()
     return cluster.sendCommand(scriptCommand(name, argv, cluster.options)) as Promise<unknown>
+  }
+}
+
+/** Sockets corked from a turn's first command until the event loop's turn ends, so that the turn's commands leave in one write each. */
+class TurnCork {
+  readonly #open: () => Array<Redis['stream']>
+  #streams: Array<Redis['stream']> | undefined
+  #held = 0
+
+  /** @param open the sockets to cork now: none while the client is not connected */
+  constructor(open: () => Array<Redis['stream']>) {
+    this.#open = open
+  }
+
+  /** Counts one more command of the turn, corking the sockets at the turn's first; returns how many the turn holds (0: nothing corked). */
+  hold(): number {
+    if (this.#streams === undefined) {
+      const streams = this.#open()
+      if (streams.length === 0) return 0
+      for (const stream of streams) stream.cork()
+      this.#streams = streams
+      setImmediate(this.#end)
+    }
+    return ++this.#held
+  }
+
+  /** Writes what the turn holds now; the sockets stay corked for the rest of the turn. */
+  flush(): void {
+    for (const stream of this.#streams ?? []) {
+      stream.uncork()
+      stream.cork()
+    }
+  }
+
+  readonly #end = (): void => {
+    const streams = this.#streams as Array<Redis['stream']>
+    this.#streams = undefined
+    this.#held = 0
+    for (const stream of streams) stream.uncork()
   }
 }
 
