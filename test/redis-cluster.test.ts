@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { Cluster } from 'ioredis'
+import { Cluster, type Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createGate, limitRateKey, type Gate, type GateOptions, type LimitStep } from '../src/index.js'
 import { RedisStore, redisClientDefaults } from '../src/store/redis/store.js'
@@ -339,60 +339,68 @@ describe.skipIf(!available)('RedisStore on a three-node Redis Cluster', () => {
     }
   })
 
+  /** A master's address as the client's slot map names it. */
+  const address = (node: Redis) => `${node.options.host}:${node.options.port}`
+  /** A key's slot, and the master that serves it by the client's map. */
+  const ownerOf = async (key: string) => {
+    const masters = client.nodes('master')
+    const slot = Number(await masters[0]!.cluster('KEYSLOT', key))
+    return { slot, owner: masters.find((m) => address(m) === client.slots[slot]?.[0])! }
+  }
+  const keysIn = async (node: Redis, slot: number) => Number(await node.cluster('COUNTKEYSINSLOT', slot))
+
   it('fails the steps of a paused master within the command timeout, while the steps sent beside them to the other masters are answered', async () => {
     const store = new RedisStore({ client, prefix })
     const masters = client.nodes('master')
     // A unit comes back every 864 s: the remaining counts are steps taken, whatever the timing.
     const DAY = 86_400_000
-    const ownerOf = (subject: string) => {
-      const slot = Number(spawnSync('redis-cli', ['-p', String(cluster.servers[0]!.port), 'cluster', 'keyslot', `${prefix}rate:{${subject}}`], { encoding: 'utf8' }).stdout.trim())
-      return masters.find((m) => `${m.options.host}:${m.options.port}` === client.slots[slot]?.[0])!
-    }
     // One subject whose rate key lives on each master.
-    const subjects = new Map<(typeof masters)[number], string>()
+    const subjects = new Map<Redis, string>()
     for (let i = 0; subjects.size < masters.length; i++) {
       const subject = `app:paused-${i}`
-      const owner = ownerOf(subject)
+      const { owner } = await ownerOf(`${prefix}rate:{${subject}}`)
       if (!subjects.has(owner)) subjects.set(owner, subject)
     }
-    // Each node knows the script: what follows sends EVALSHA only.
-    for (const subject of subjects.values()) await store.consumeRate(subject, 100, DAY, 1)
-    const [paused, ...others] = masters
-    const server = cluster.servers.find((s) => s.port === paused!.options.port)!
-    server.pause()
+    const step = (node: Redis) => store.consumeRate(subjects.get(node)!, 100, DAY, 1)
+    const [paused, ...others] = masters as [Redis, ...Redis[]]
+    const server = cluster.servers.find((s) => s.port === paused.options.port)!
     try {
-      // Sent in one turn: the paused master's socket is corked with the others', and held apart from them.
-      const results = await Promise.allSettled(masters.map((m) => store.consumeRate(subjects.get(m)!, 100, DAY, 1)))
-      expect(results[0]).toMatchObject({ status: 'rejected', reason: { message: expect.stringMatching(/timed out/i) } })
-      for (const result of results.slice(1)) expect(result).toMatchObject({ status: 'fulfilled', value: { allowed: true, remaining: 98 } })
+      // Each node knows the script: what follows sends EVALSHA only.
+      for (const node of masters) await step(node)
+      server.pause()
+      try {
+        // Sent in one turn: the paused master's socket is corked with the others', and held apart from them.
+        const results = await Promise.allSettled(masters.map(step))
+        expect(results[0]).toMatchObject({ status: 'rejected', reason: { message: expect.stringMatching(/timed out/i) } })
+        for (const result of results.slice(1)) expect(result).toMatchObject({ status: 'fulfilled', value: { allowed: true, remaining: 98 } })
+      } finally {
+        server.resume()
+      }
+      // Answering again. The step that timed out was in its socket and ran when it woke, before
+      // the next one on the same connection: each key has taken three steps.
+      expect((await step(paused)).remaining).toBe(97)
+      for (const other of others) expect((await step(other)).remaining).toBe(97)
+      // Never longer than the cluster's node timeout (2 s): it was never marked failed.
+      for (const s of cluster.servers) expect(spawnSync('redis-cli', ['-p', String(s.port), 'cluster', 'info'], { encoding: 'utf8' }).stdout).toContain('cluster_state:ok')
     } finally {
-      server.resume()
+      await store.close()
     }
-    // Answering again. The step that timed out was in its socket and ran when it woke, before
-    // the next one on the same connection: each key has taken three steps.
-    expect((await store.consumeRate(subjects.get(paused!)!, 100, DAY, 1)).remaining).toBe(97)
-    for (const other of others) expect((await store.consumeRate(subjects.get(other)!, 100, DAY, 1)).remaining).toBe(97)
-    await store.close()
-    // Never longer than the cluster's node timeout (2 s): it was never marked failed.
-    for (const s of cluster.servers) expect(spawnSync('redis-cli', ['-p', String(s.port), 'cluster', 'info'], { encoding: 'utf8' }).stdout).toContain('cluster_state:ok')
   })
 
   it('follows a slot moved to another master after the client learned the map: each step runs once, on the new owner', async () => {
     const store = new RedisStore({ client, prefix })
     const masters = client.nodes('master')
-    const address = (node: (typeof masters)[number]) => `${node.options.host}:${node.options.port}`
-    const keysIn = async (node: (typeof masters)[number], slot: number) => Number(await node.cluster('COUNTKEYSINSLOT', slot))
     const trips = countRoundTrips(client)
     try {
       // A rate key in a slot that holds no key: such a slot moves by CLUSTER SETSLOT alone.
       let subject = ''
-      let slot = 0
+      let found: Awaited<ReturnType<typeof ownerOf>>
       for (let i = 0; ; i++) {
         subject = `app:moved-${i}`
-        slot = Number(await masters[0]!.cluster('KEYSLOT', `${prefix}rate:{${subject}}`))
-        if ((await Promise.all(masters.map((m) => keysIn(m, slot)))).every((n) => n === 0)) break
+        found = await ownerOf(`${prefix}rate:{${subject}}`)
+        if ((await Promise.all(masters.map((m) => keysIn(m, found.slot)))).every((n) => n === 0)) break
       }
-      const owner = masters.find((m) => address(m) === client.slots[slot]?.[0])!
+      const { slot, owner } = found
       const target = masters.find((m) => m !== owner)!
       const targetId = String(await target.cluster('MYID'))
       // The new owner first, then the others, as redis-cli --cluster reshard does; the client is not told.
